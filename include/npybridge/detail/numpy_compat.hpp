@@ -1,0 +1,33 @@
+// npybridge/detail/numpy_compat.hpp — PyArray_Descr field access that compiles against NumPy 1.x and 2.x.
+#pragma once
+
+// Included by npybridge/numpy.hpp after <numpy/arrayobject.h>. NumPy 2 moved
+// elsize, alignment and the legacy-only fields (metadata, names, subarray)
+// behind the PyDataType_* accessors of npy_2_compat.h; NumPy 1.x headers have
+// neither the accessors nor the move. Everything in npybridge reads a descr
+// through these functions only.
+
+namespace npybridge::detail {
+
+#if NPY_ABI_VERSION >= 0x02000000
+inline npy_intp descr_elsize(const PyArray_Descr* descr) noexcept { return PyDataType_ELSIZE(descr); }
+inline npy_intp descr_alignment(const PyArray_Descr* descr) noexcept { return PyDataType_ALIGNMENT(descr); }
+inline PyObject* descr_metadata(const PyArray_Descr* descr) noexcept { return PyDataType_METADATA(descr); }
+inline PyObject* descr_names(const PyArray_Descr* descr) noexcept { return PyDataType_NAMES(descr); }
+inline bool descr_has_subarray(const PyArray_Descr* descr) noexcept { return PyDataType_SUBARRAY(descr) != nullptr; }
+inline npy_uint64 descr_flags(const PyArray_Descr* descr) noexcept { return PyDataType_FLAGS(descr); }
+#else
+inline npy_intp descr_elsize(const PyArray_Descr* descr) noexcept { return descr->elsize; }
+inline npy_intp descr_alignment(const PyArray_Descr* descr) noexcept { return descr->alignment; }
+inline PyObject* descr_metadata(const PyArray_Descr* descr) noexcept { return descr->metadata; }
+inline PyObject* descr_names(const PyArray_Descr* descr) noexcept { return descr->names; }
+inline bool descr_has_subarray(const PyArray_Descr* descr) noexcept { return descr->subarray != nullptr; }
+inline npy_uint64 descr_flags(const PyArray_Descr* descr) noexcept { return static_cast<unsigned char>(descr->flags); }
+#endif
+
+/// Type number, kind and byte order live in the stable head of the struct.
+inline int descr_type_num(const PyArray_Descr* descr) noexcept { return descr->type_num; }
+inline char descr_kind(const PyArray_Descr* descr) noexcept { return descr->kind; }
+inline char descr_byteorder(const PyArray_Descr* descr) noexcept { return descr->byteorder; }
+
+}  // namespace npybridge::detail

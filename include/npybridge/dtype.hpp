@@ -1,0 +1,460 @@
+// npybridge/dtype.hpp — the compile-time table of every MegDNN dtype and all that derives from it.
+#pragma once
+
+#include <npybridge/config.hpp>
+#include <npybridge/scalar_types.hpp>
+
+#include <array>
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace npybridge {
+
+/// MegDNN's DTypeEnum, with MegDNN's own values, so a MegBrain project can
+/// cast between the two enums.
+enum class dtype_enum : std::uint32_t {
+    Float32 = 0,
+    Uint8 = 1,
+    Int8 = 2,
+    Int16 = 3,
+    Int32 = 4,
+    IntB1 = 5,
+    IntB2 = 6,
+    IntB4 = 7,
+    Byte = 8,
+    Float16 = 9,
+    UintB4 = 10,
+    BFloat16 = 11,
+    Bool = 12,
+    Uint16 = 13,
+    Complex64 = 14,
+    Quantized8Asymm = 100000,
+    QuantizedS32 = 100001,
+    QuantizedS8 = 100002,
+    Quantized4Asymm = 100003,
+    QuantizedS4 = 100004,
+    QuantizedS16 = 100005,
+    QuantizedS1 = 100006,
+};
+
+enum class dtype_category : std::uint8_t { floating, integer, boolean, complex, lowbit, quantized, other };
+
+/// How NumPy sees a dtype: as a built-in numpy dtype (the element type's, with
+/// `metadata` for quantized dtypes), as a registered user dtype, or not at all.
+enum class numpy_form : std::uint8_t { builtin, user_dtype, none };
+
+/// How one value of a packed dtype is stored in its `bits` bits.
+enum class lowbit_coding : std::uint8_t {
+    none,             ///< not packed
+    odd,              ///< odd values -(2^b-1)..2^b-1 stored as (v + 2^b-1) / 2 (IntB1/2/4, UintB4)
+    twos_complement,  ///< -(2^(b-1))..2^(b-1)-1 stored as v & mask (QuantizedS4)
+    unsigned_value,   ///< 0..2^b-1 stored as is (Quantized4Asymm)
+};
+
+/// Smallest and largest value a dtype holds (for quantized dtypes: the clamp range).
+struct value_range {
+    double lo;
+    double hi;
+    friend constexpr bool operator==(value_range a, value_range b) noexcept {
+        return a.lo == b.lo && a.hi == b.hi;
+    }
+};
+
+// ---- Param structs: plain aggregates, walked field by field with Boost.PFR
+// (see quantization.hpp). Boost 1.81's PFR cannot reflect field names, so each
+// struct lists its metadata keys beside its fields; adding a field is one line
+// here plus its key. reflect.hpp checks the two counts agree at compile time.
+
+/// No parameters (every non-quantized dtype).
+struct no_param {
+    static constexpr std::array<std::string_view, 0> field_names{};
+};
+
+/// Symmetric quantization: real = scale * q.
+struct scale_param {
+    float scale = 1.0f;
+    static constexpr std::array<std::string_view, 1> field_names{"scale"};
+};
+
+/// Asymmetric quantization: real = scale * (q - zero_point).
+struct asymm_param {
+    float scale = 1.0f;
+    std::uint8_t zero_point = 0;
+    static constexpr std::array<std::string_view, 2> field_names{"scale", "zero_point"};
+};
+
+namespace detail {
+
+/// Fixed-capacity string for names computed at compile time (the lowercase
+/// numpy name of a user dtype lives inside the table, so views stay valid).
+struct short_name {
+    std::array<char, 16> chars{};
+    std::size_t size = 0;
+    constexpr std::string_view view() const noexcept { return {chars.data(), size}; }
+};
+
+constexpr short_name make_short_name(std::string_view text, bool lowercase = false) {
+    short_name out{};
+    for (char c : text) {
+        out.chars[out.size++] = (lowercase && c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+    return out;
+}
+
+/// What kind of number a C++ element type is; everything about numpy names,
+/// signedness and C++ type matching derives from this plus sizeof.
+enum class scalar_kind : std::uint8_t { none, boolean, signed_int, unsigned_int, floating, complex, half, bfloat16, byte };
+
+template <class T>
+constexpr scalar_kind scalar_kind_of() noexcept {
+    using U = std::remove_cv_t<T>;
+    if constexpr (std::is_same_v<U, bool>) {
+        return scalar_kind::boolean;
+    } else if constexpr (std::is_same_v<U, half>) {
+        return scalar_kind::half;
+    } else if constexpr (std::is_same_v<U, bfloat16>) {
+        return scalar_kind::bfloat16;
+    } else if constexpr (std::is_same_v<U, std::byte>) {
+        return scalar_kind::byte;
+    } else if constexpr (std::is_same_v<U, std::complex<float>> || std::is_same_v<U, std::complex<double>>) {
+        return scalar_kind::complex;
+    } else if constexpr (std::is_same_v<U, wchar_t> || std::is_same_v<U, char16_t> ||
+                         std::is_same_v<U, char32_t>) {
+        return scalar_kind::none;  // characters, not numbers
+    } else if constexpr (std::is_floating_point_v<U>) {
+        return scalar_kind::floating;
+    } else if constexpr (std::is_integral_v<U>) {
+        return std::is_signed_v<U> ? scalar_kind::signed_int : scalar_kind::unsigned_int;
+    } else {
+        return scalar_kind::none;
+    }
+}
+
+template <class Element>
+constexpr value_range natural_range() noexcept {
+    constexpr scalar_kind kind = scalar_kind_of<Element>();
+    if constexpr (kind == scalar_kind::boolean) {
+        return {0, 1};
+    } else if constexpr (kind == scalar_kind::byte) {
+        return {0, 255};
+    } else if constexpr (kind == scalar_kind::half) {
+        return {-65504.0, 65504.0};
+    } else if constexpr (kind == scalar_kind::bfloat16) {
+        return {-3.38953138925153547590470800371487866880e+38, 3.38953138925153547590470800371487866880e+38};
+    } else if constexpr (kind == scalar_kind::complex) {
+        using real = typename Element::value_type;
+        return {-static_cast<double>(std::numeric_limits<real>::max()),
+                static_cast<double>(std::numeric_limits<real>::max())};
+    } else if constexpr (kind == scalar_kind::floating) {
+        return {-static_cast<double>(std::numeric_limits<Element>::max()),
+                static_cast<double>(std::numeric_limits<Element>::max())};
+    } else {
+        return {static_cast<double>(std::numeric_limits<Element>::min()),
+                static_cast<double>(std::numeric_limits<Element>::max())};
+    }
+}
+
+constexpr value_range lowbit_range(lowbit_coding coding, unsigned bits) noexcept {
+    const double top = static_cast<double>((1u << bits) - 1u);
+    switch (coding) {
+        case lowbit_coding::odd: return {-top, top};
+        case lowbit_coding::twos_complement: return {-static_cast<double>(1u << (bits - 1)), static_cast<double>((1u << (bits - 1)) - 1u)};
+        case lowbit_coding::unsigned_value: return {0, top};
+        case lowbit_coding::none: break;
+    }
+    return {0, 0};
+}
+
+/// One row of the table. Element is the C++ type of one (unpacked) element;
+/// Param the dtype's parameter struct. Everything not stored here derives from
+/// these two types.
+template <class Element, class Param>
+struct dtype_row {
+    using element_type = Element;
+    using param_type = Param;
+
+    dtype_enum id;
+    std::string_view name;
+    dtype_category category;
+    numpy_form form;
+    lowbit_coding coding;  ///< none for every dtype that is not packed
+    unsigned packed_bits;  ///< 0 for every dtype that is not packed
+    value_range range;
+};
+
+template <class Element, class Param = no_param>
+constexpr dtype_row<Element, Param> plain_row(dtype_enum id, std::string_view name, dtype_category category,
+                                              numpy_form form = numpy_form::builtin) {
+    return {id, name, category, form, lowbit_coding::none, 0, natural_range<Element>()};
+}
+
+template <class Element, class Param = no_param>
+constexpr dtype_row<Element, Param> packed_row(dtype_enum id, std::string_view name, dtype_category category,
+                                               numpy_form form, lowbit_coding coding, unsigned bits) {
+    return {id, name, category, form, coding, bits, lowbit_range(coding, bits)};
+}
+
+template <class Element, class Param>
+constexpr dtype_row<Element, Param> with_range(dtype_row<Element, Param> row, value_range range) {
+    row.range = range;
+    return row;
+}
+
+// One row per dtype (SPEC.md §1). The stamp macro writes a row's enum value and
+// its name from one token, so the two cannot disagree; it is #undef'd below.
+#define NPYBRIDGE_DTYPE(name) dtype_enum::name, #name
+inline constexpr auto dtype_rows = std::make_tuple(
+    plain_row<float>(NPYBRIDGE_DTYPE(Float32), dtype_category::floating),
+    plain_row<std::uint8_t>(NPYBRIDGE_DTYPE(Uint8), dtype_category::integer),
+    plain_row<std::int8_t>(NPYBRIDGE_DTYPE(Int8), dtype_category::integer),
+    plain_row<std::int16_t>(NPYBRIDGE_DTYPE(Int16), dtype_category::integer),
+    plain_row<std::int32_t>(NPYBRIDGE_DTYPE(Int32), dtype_category::integer),
+    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB1), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd, 1),
+    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB2), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd, 2),
+    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB4), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd, 4),
+    plain_row<std::byte>(NPYBRIDGE_DTYPE(Byte), dtype_category::other, numpy_form::none),
+    plain_row<half>(NPYBRIDGE_DTYPE(Float16), dtype_category::floating),
+    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(UintB4), dtype_category::lowbit, numpy_form::none, lowbit_coding::odd, 4),
+    plain_row<bfloat16>(NPYBRIDGE_DTYPE(BFloat16), dtype_category::floating, numpy_form::user_dtype),
+    plain_row<bool>(NPYBRIDGE_DTYPE(Bool), dtype_category::boolean),
+    plain_row<std::uint16_t>(NPYBRIDGE_DTYPE(Uint16), dtype_category::integer),
+    plain_row<std::complex<float>>(NPYBRIDGE_DTYPE(Complex64), dtype_category::complex),
+    plain_row<std::uint8_t, asymm_param>(NPYBRIDGE_DTYPE(Quantized8Asymm), dtype_category::quantized),
+    plain_row<std::int32_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS32), dtype_category::quantized),
+    plain_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS8), dtype_category::quantized),
+    packed_row<std::uint8_t, asymm_param>(NPYBRIDGE_DTYPE(Quantized4Asymm), dtype_category::quantized, numpy_form::builtin, lowbit_coding::unsigned_value, 4),
+    packed_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS4), dtype_category::quantized, numpy_form::builtin, lowbit_coding::twos_complement, 4),
+    plain_row<std::int16_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS16), dtype_category::quantized),
+    with_range(plain_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS1), dtype_category::quantized), {0, 1}));
+#undef NPYBRIDGE_DTYPE
+
+using dtype_rows_t = std::remove_const_t<decltype(dtype_rows)>;
+
+template <std::size_t I>
+using row_t = std::remove_const_t<std::tuple_element_t<I, dtype_rows_t>>;
+
+template <class Element>
+constexpr std::string_view element_type_name() noexcept {
+    constexpr scalar_kind kind = scalar_kind_of<Element>();
+    constexpr std::size_t size = sizeof(Element);
+    if constexpr (kind == scalar_kind::boolean) return "bool";
+    else if constexpr (kind == scalar_kind::half) return "half";
+    else if constexpr (kind == scalar_kind::bfloat16) return "bfloat16";
+    else if constexpr (kind == scalar_kind::byte) return "byte";
+    else if constexpr (kind == scalar_kind::complex) return size == 8 ? "complex<float>" : "complex<double>";
+    else if constexpr (kind == scalar_kind::floating) return size == 4 ? "float" : "double";
+    else if constexpr (kind == scalar_kind::signed_int)
+        return size == 1 ? "int8" : size == 2 ? "int16" : size == 4 ? "int32" : "int64";
+    else return size == 1 ? "uint8" : size == 2 ? "uint16" : size == 4 ? "uint32" : "uint64";
+}
+
+/// NumPy's name for a built-in numpy dtype of this element type.
+template <class Element>
+constexpr std::string_view numpy_builtin_name() noexcept {
+    constexpr scalar_kind kind = scalar_kind_of<Element>();
+    constexpr std::size_t size = sizeof(Element);
+    if constexpr (kind == scalar_kind::half) return "float16";
+    else if constexpr (kind == scalar_kind::complex) return size == 8 ? "complex64" : "complex128";
+    else if constexpr (kind == scalar_kind::floating) return size == 4 ? "float32" : "float64";
+    else return element_type_name<Element>();  // bool, int8.., uint8..
+}
+
+}  // namespace detail
+
+/// Everything npybridge knows about one dtype, as plain data.
+struct dtype_info {
+    dtype_enum id;
+    std::string_view name;
+    dtype_category category;
+    numpy_form form;
+    lowbit_coding coding;
+    bool is_signed;
+    bool is_packed;
+    bool is_quantized;
+    unsigned bits;               ///< bits per element (packed: 1, 2 or 4)
+    std::size_t element_size;    ///< bytes per element; 0 for packed dtypes (not defined)
+    value_range range;
+    std::string_view storage;    ///< C++ element type (unpacked)
+    std::size_t param_fields;    ///< 0 for dtypes without params
+    const std::string_view* param_keys;  ///< metadata keys of the param struct, param_fields of them
+    detail::short_name numpy;    ///< numpy dtype name; empty when form is none
+
+    constexpr std::string_view numpy_name() const noexcept { return numpy.view(); }
+    constexpr std::uint32_t value() const noexcept { return static_cast<std::uint32_t>(id); }
+};
+
+namespace detail {
+
+template <std::size_t I>
+constexpr dtype_info make_info() {
+    using row = row_t<I>;
+    using element = typename row::element_type;
+    constexpr row r = std::get<I>(dtype_rows);
+    constexpr scalar_kind kind = scalar_kind_of<element>();
+    constexpr bool is_packed = r.packed_bits != 0;
+    constexpr bool is_signed = kind == scalar_kind::signed_int || kind == scalar_kind::floating ||
+                               kind == scalar_kind::half || kind == scalar_kind::bfloat16 ||
+                               kind == scalar_kind::complex;
+    constexpr short_name numpy = r.form == numpy_form::builtin      ? make_short_name(numpy_builtin_name<element>())
+                                 : r.form == numpy_form::user_dtype ? make_short_name(r.name, true)
+                                                                    : short_name{};
+    return dtype_info{r.id,
+                      r.name,
+                      r.category,
+                      r.form,
+                      r.coding,
+                      is_signed,
+                      is_packed,
+                      r.category == dtype_category::quantized,
+                      is_packed ? r.packed_bits : static_cast<unsigned>(sizeof(element) * 8),
+                      is_packed ? 0 : sizeof(element),
+                      r.range,
+                      element_type_name<element>(),
+                      std::tuple_size_v<decltype(row::param_type::field_names)>,
+                      row::param_type::field_names.data(),
+                      numpy};
+}
+
+template <std::size_t... I>
+constexpr std::array<dtype_info, sizeof...(I)> make_table(std::index_sequence<I...>) {
+    return {make_info<I>()...};
+}
+
+}  // namespace detail
+
+inline constexpr std::size_t dtype_count = std::tuple_size_v<detail::dtype_rows_t>;
+
+/// The table, one entry per dtype in MegDNN's enum order.
+inline constexpr std::array<dtype_info, dtype_count> dtype_table =
+    detail::make_table(std::make_index_sequence<dtype_count>{});
+
+/// Position of a dtype in dtype_table, or dtype_count when `id` is not a dtype.
+constexpr std::size_t table_index(dtype_enum id) noexcept {
+    for (std::size_t i = 0; i < dtype_count; ++i) {
+        if (dtype_table[i].id == id) return i;
+    }
+    return dtype_count;
+}
+
+constexpr bool is_valid(dtype_enum id) noexcept { return table_index(id) != dtype_count; }
+
+/// The entry of a valid dtype. (An invalid enum value is a compile error in a
+/// constant expression and std::terminate at run time: check is_valid first.)
+constexpr const dtype_info& info(dtype_enum id) noexcept { return dtype_table[table_index(id)]; }
+
+/// Looks a dtype up by MegDNN's name ("QuantizedS8"); nullptr when unknown.
+constexpr const dtype_info* find_dtype(std::string_view name) noexcept {
+    for (const dtype_info& entry : dtype_table) {
+        if (entry.name == name) return &entry;
+    }
+    return nullptr;
+}
+
+/// Looks a dtype up by MegDNN's enum value; nullptr when no dtype has it.
+constexpr const dtype_info* find_dtype(std::uint32_t value) noexcept {
+    for (const dtype_info& entry : dtype_table) {
+        if (entry.value() == value) return &entry;
+    }
+    return nullptr;
+}
+
+constexpr std::string_view name_of(dtype_enum id) noexcept { return info(id).name; }
+
+/// Bytes that `count` elements take: ceil(count * bits / 8) for packed dtypes
+/// (compact layout), count * element size otherwise.
+constexpr std::size_t byte_size(dtype_enum id, std::size_t count) noexcept {
+    const dtype_info& entry = info(id);
+    return entry.is_packed ? (count * entry.bits + 7) / 8 : count * entry.element_size;
+}
+
+// ---- Per-dtype types, for code that knows the dtype at compile time.
+
+template <dtype_enum Id>
+inline constexpr std::size_t table_index_v = table_index(Id);
+
+/// C++ type of one unpacked element of dtype Id.
+template <dtype_enum Id>
+using element_t = typename detail::row_t<table_index_v<Id>>::element_type;
+
+/// Parameter struct of dtype Id (no_param, scale_param or asymm_param).
+template <dtype_enum Id>
+using param_t = typename detail::row_t<table_index_v<Id>>::param_type;
+
+/// Bytes of one element. Packed dtypes have none: asking is a compile error.
+template <dtype_enum Id>
+constexpr std::size_t element_size() noexcept {
+    static_assert(!info(Id).is_packed,
+                  "npybridge: a packed low-bit dtype has no per-element byte size; "
+                  "use byte_size(id, count) for a whole buffer");
+    return info(Id).element_size;
+}
+
+// ---- C++ type -> dtype.
+
+namespace detail {
+
+template <class T, std::size_t I>
+constexpr bool row_holds_plain() noexcept {
+    using element = typename row_t<I>::element_type;
+    constexpr dtype_category category = dtype_table[I].category;
+    return scalar_kind_of<element>() == scalar_kind_of<T>() && sizeof(element) == sizeof(T) &&
+           (category == dtype_category::floating || category == dtype_category::integer ||
+            category == dtype_category::boolean || category == dtype_category::complex);
+}
+
+template <class T, std::size_t... I>
+constexpr std::size_t find_row_for_type(std::index_sequence<I...>) noexcept {
+    constexpr std::array<bool, sizeof...(I)> matches{row_holds_plain<T, I>()...};
+    for (std::size_t i = 0; i < matches.size(); ++i) {
+        if (matches[i]) return i;
+    }
+    return dtype_count;
+}
+
+/// C++ type -> row, derived from scalar_kind and sizeof. MegBrain has no 64-bit
+/// dtypes: 64-bit signed integers narrow to Int32 and double to Float32
+/// (SPEC.md §2); unsigned 32/64-bit integers have no dtype.
+template <class T>
+struct type_mapping {
+    static constexpr std::size_t exact = scalar_kind_of<T>() == scalar_kind::none || scalar_kind_of<T>() == scalar_kind::byte
+                                             ? dtype_count
+                                             : find_row_for_type<T>(std::make_index_sequence<dtype_count>{});
+    static constexpr bool narrows =
+        exact == dtype_count && sizeof(T) == 8 &&
+        (scalar_kind_of<T>() == scalar_kind::signed_int || scalar_kind_of<T>() == scalar_kind::floating);
+    static constexpr std::size_t index =
+        !narrows ? exact
+                 : table_index(scalar_kind_of<T>() == scalar_kind::floating ? dtype_enum::Float32 : dtype_enum::Int32);
+};
+
+}  // namespace detail
+
+/// True when C++ type T has a dtype (possibly by narrowing).
+template <class T>
+inline constexpr bool has_dtype_v = detail::type_mapping<T>::index != dtype_count;
+
+/// The dtype of C++ type T; a compile error for a type that has none.
+template <class T>
+struct dtype_of {
+    static_assert(has_dtype_v<T>,
+                  "npybridge: this C++ type has no MegDNN dtype. Supported: float, double (narrowed to "
+                  "Float32), npybridge::half, npybridge::bfloat16, int8/16/32, int64 (narrowed to Int32), "
+                  "uint8/16, bool, std::complex<float>. Convert to one of those first.");
+    static constexpr dtype_enum value = dtype_table[has_dtype_v<T> ? detail::type_mapping<T>::index : 0].id;
+    /// True when T is wider than its dtype (int64 -> Int32, double -> Float32).
+    static constexpr bool narrowing = detail::type_mapping<T>::narrows;
+};
+
+template <class T>
+inline constexpr dtype_enum dtype_of_v = dtype_of<T>::value;
+
+template <class T>
+inline constexpr bool is_narrowing_v = dtype_of<T>::narrowing;
+
+}  // namespace npybridge

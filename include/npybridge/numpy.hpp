@@ -1,0 +1,140 @@
+// npybridge/numpy.hpp — one NumPy C API for every translation unit, and dtype → NumPy type numbers.
+#pragma once
+
+#include <npybridge/config.hpp>
+#include <npybridge/dtype.hpp>
+
+#if defined(NUMPY_CORE_INCLUDE_NUMPY_NDARRAYOBJECT_H_) && !defined(NPYBRIDGE_NUMPY_API_INCLUDED)
+#error "npybridge: include npybridge headers before <numpy/arrayobject.h>: npybridge owns the NumPy C-API \
+table of this binary (PY_ARRAY_UNIQUE_SYMBOL); after including npybridge, NumPy's API works in your code too"
+#endif
+#define NPYBRIDGE_NUMPY_API_INCLUDED 1
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#ifndef NPY_NO_DEPRECATED_API
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#endif
+// A header-only library cannot own a non-inline definition, so every TU
+// declares the table (NO_IMPORT_ARRAY) and the inline variables below define
+// it once for the whole binary.
+#define PY_ARRAY_UNIQUE_SYMBOL NPYBRIDGE_NUMPY_API_SYMBOL
+#ifndef NO_IMPORT_ARRAY
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+#include <npybridge/detail/numpy_compat.hpp>
+
+#include <complex>
+#include <type_traits>
+
+extern "C" {
+inline void** PyArray_API = nullptr;  // the macro makes this NPYBRIDGE_NUMPY_API_SYMBOL
+#if NPY_ABI_VERSION >= 0x02000000
+inline int PyArray_RUNTIME_VERSION = 0;
+#endif
+}
+
+namespace npybridge {
+
+/// Makes NumPy's C API usable from every npybridge header (and from your own
+/// code in the same binary). Call with the GIL held, for example in your
+/// module's init function; calling again is cheap. Returns false with a Python
+/// exception set when NumPy cannot be imported or is older than the headers.
+inline bool import_numpy() noexcept {
+    if (PyArray_API != nullptr) return true;
+    PyObject* module = PyImport_ImportModule("numpy._core._multiarray_umath");
+    if (module == nullptr && PyErr_ExceptionMatches(PyExc_ModuleNotFoundError)) {
+        PyErr_Clear();
+        module = PyImport_ImportModule("numpy.core._multiarray_umath");  // NumPy 1.x
+    }
+    if (module == nullptr) return false;
+    PyObject* capsule = PyObject_GetAttrString(module, "_ARRAY_API");
+    Py_DECREF(module);
+    if (capsule == nullptr) return false;
+    void** table = PyCapsule_CheckExact(capsule) ? static_cast<void**>(PyCapsule_GetPointer(capsule, nullptr)) : nullptr;
+    Py_DECREF(capsule);
+    if (table == nullptr) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ImportError, "npybridge: numpy's _ARRAY_API is not a capsule");
+        return false;
+    }
+    PyArray_API = table;
+    if (NPY_VERSION < PyArray_GetNDArrayCVersion()) {
+        PyErr_Format(PyExc_ImportError,
+                     "npybridge: built against NumPy ABI 0x%x, but the running NumPy has ABI 0x%x; "
+                     "rebuild against the NumPy you run",
+                     static_cast<unsigned>(NPY_VERSION), PyArray_GetNDArrayCVersion());
+        PyArray_API = nullptr;
+        return false;
+    }
+    const unsigned feature = PyArray_GetNDArrayCFeatureVersion();
+    if (NPY_FEATURE_VERSION > feature) {
+        PyErr_Format(PyExc_ImportError,
+                     "npybridge: built for NumPy C-API 0x%x, but the running NumPy offers 0x%x; "
+                     "install a newer NumPy or rebuild against this one",
+                     static_cast<unsigned>(NPY_FEATURE_VERSION), feature);
+        PyArray_API = nullptr;
+        return false;
+    }
+#if NPY_ABI_VERSION >= 0x02000000
+    PyArray_RUNTIME_VERSION = static_cast<int>(feature);
+#endif
+    return true;
+}
+
+/// True once import_numpy() has succeeded.
+inline bool numpy_ready() noexcept { return PyArray_API != nullptr; }
+
+namespace detail {
+
+/// NumPy type number of a C++ element type, derived from its kind and size.
+template <class Element>
+constexpr int numpy_type_num_of() noexcept {
+    constexpr scalar_kind kind = scalar_kind_of<Element>();
+    constexpr std::size_t size = sizeof(Element);
+    if constexpr (kind == scalar_kind::boolean) return NPY_BOOL;
+    else if constexpr (kind == scalar_kind::half) return NPY_HALF;
+    else if constexpr (kind == scalar_kind::complex) return size == 8 ? NPY_COMPLEX64 : NPY_COMPLEX128;
+    else if constexpr (kind == scalar_kind::floating) return size == 4 ? NPY_FLOAT32 : NPY_FLOAT64;
+    else if constexpr (kind == scalar_kind::signed_int)
+        return size == 1 ? NPY_INT8 : size == 2 ? NPY_INT16 : size == 4 ? NPY_INT32 : NPY_INT64;
+    else if constexpr (kind == scalar_kind::unsigned_int)
+        return size == 1 ? NPY_UINT8 : size == 2 ? NPY_UINT16 : size == 4 ? NPY_UINT32 : NPY_UINT64;
+    else return -1;
+}
+
+template <std::size_t... I>
+constexpr std::array<int, sizeof...(I)> make_numpy_type_nums(std::index_sequence<I...>) {
+    return {(dtype_table[I].form == numpy_form::builtin ? numpy_type_num_of<typename row_t<I>::element_type>()
+                                                         : -1)...};
+}
+
+/// Built-in NumPy type number per table row; -1 where the dtype has no
+/// built-in numpy form (user dtypes get their number when registered).
+inline constexpr std::array<int, dtype_count> numpy_type_nums =
+    make_numpy_type_nums(std::make_index_sequence<dtype_count>{});
+
+}  // namespace detail
+
+/// Built-in NumPy type number of a dtype (quantized dtypes: their base type),
+/// or -1 when the dtype has no built-in numpy form.
+constexpr int numpy_type_num(dtype_enum id) noexcept { return detail::numpy_type_nums[table_index(id)]; }
+
+template <dtype_enum Id>
+struct numpy_type_num_of {
+    static_assert(info(Id).form == numpy_form::builtin,
+                  "npybridge: this dtype has no built-in numpy type (Byte and UintB4 have no numpy form; "
+                  "BFloat16 and IntB1/2/4 are numpy user dtypes registered at run time)");
+    static constexpr int value = numpy_type_num(Id);
+};
+
+template <dtype_enum Id>
+inline constexpr int numpy_type_num_v = numpy_type_num_of<Id>::value;
+
+/// NumPy type number of a C++ type (with the narrowing rule: int64 -> NPY_INT32).
+template <class T>
+inline constexpr int numpy_type_num_for_v = numpy_type_num_v<dtype_of_v<T>>;
+
+}  // namespace npybridge
