@@ -1,0 +1,38 @@
+"""Each .cpp here must fail to compile with the `// expect:` message on its first line.
+
+These are the compile errors SPEC.md promises (static_assert messages that start
+with `npybridge:`); a file that compiles, or fails for another reason, fails.
+Uses the system C++ compiler (CXX, else g++) on the pure-C++ headers.
+"""
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import unittest
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def runfiles_root():
+    return pathlib.Path(os.environ.get("TEST_SRCDIR", HERE.parent.parent.parent)) / "npybridge"
+
+
+class CompileFailTest(unittest.TestCase):
+    def test_each_case_fails_with_its_message(self):
+        root = runfiles_root()
+        cases = sorted((root / "tests" / "compile_fail").glob("*.cpp"))
+        self.assertGreaterEqual(len(cases), 3)
+        compiler = os.environ.get("CXX") or shutil.which("g++") or "c++"
+        for case in cases:
+            with self.subTest(case=case.name):
+                expect = case.read_text().splitlines()[0].removeprefix("// expect:").strip()
+                result = subprocess.run(
+                    [compiler, "-std=c++17", "-fsyntax-only", "-I", str(root / "include"), str(case)],
+                    capture_output=True, text=True)
+                self.assertNotEqual(result.returncode, 0, f"{case.name} compiled but must not")
+                self.assertIn(expect, result.stderr, f"{case.name} failed for another reason")
+
+
+if __name__ == "__main__":
+    sys.exit(unittest.main())
