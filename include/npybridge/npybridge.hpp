@@ -3,5 +3,10 @@
 
 #include <npybridge/config.hpp>
 #include <npybridge/dtype.hpp>
+#include <npybridge/errors.hpp>
 #include <npybridge/numpy.hpp>
+#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/python.hpp>
+#include <npybridge/quantization.hpp>
+#include <npybridge/reflect.hpp>
 #include <npybridge/scalar_types.hpp>

@@ -36,4 +36,17 @@ inline PyArray_Descr* descr(const std::string& text) {
     return reinterpret_cast<PyArray_Descr*>(dtype.release());
 }
 
+/// The message of the Error that f throws; "<nothing thrown>" when f
+/// returns. Any other exception escapes, failing the test: so one CHECK_THAT
+/// on the result checks both the error type and that the message names the culprit.
+template <class Error, class F>
+std::string message_of(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "<nothing thrown>";
+}
+
 }  // namespace test

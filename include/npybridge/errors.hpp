@@ -1,0 +1,45 @@
+// npybridge/errors.hpp — the C++ exception types npybridge throws.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace npybridge {
+
+/// Base of every error npybridge throws.
+class error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// A conversion between NumPy and a tensor (or between dtypes) is impossible
+/// as asked. At the Python boundary it becomes npybridge's ConversionError,
+/// which is both a TypeError and a ValueError.
+class conversion_error : public error {
+public:
+    using error::error;
+};
+
+/// A dtype npybridge cannot accept or produce (unsupported numpy dtype,
+/// unknown name, a dtype that does not fit the request). Python: DTypeError,
+/// a ConversionError.
+class dtype_error : public conversion_error {
+public:
+    using conversion_error::conversion_error;
+};
+
+/// Quantized dtype metadata that is malformed or out of range (SPEC.md §2).
+/// Python: MetadataError, a DTypeError.
+class metadata_error : public dtype_error {
+public:
+    using dtype_error::dtype_error;
+};
+
+/// A value that does not fit its destination: narrowing overflow, a low-bit
+/// value outside its set. Python: ValueError via ConversionError.
+class value_error : public conversion_error {
+public:
+    using conversion_error::conversion_error;
+};
+
+}  // namespace npybridge

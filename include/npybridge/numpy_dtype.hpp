@@ -1,0 +1,417 @@
+// npybridge/numpy_dtype.hpp — np.dtype ↔ npybridge dtype, quantized params carried in metadata["mgb_dtype"].
+#pragma once
+
+#include <npybridge/numpy.hpp>
+#include <npybridge/python.hpp>
+#include <npybridge/quantization.hpp>
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace npybridge {
+
+/// What happens to int64 / float64 input, which MegBrain has no dtype for
+/// (SPEC.md §2). checked: narrow to Int32 / Float32 and fail on a value that
+/// does not fit; wrap: narrow like a C cast; reject: no narrowing at all.
+enum class narrowing : std::uint8_t { checked, wrap, reject };
+
+/// What a numpy dtype becomes: the dtype, and whether its values must be
+/// narrowed (int64 -> Int32, float64 -> Float32) on the way in.
+struct numpy_dtype_match {
+    dtype type;
+    bool narrowed = false;
+};
+
+namespace detail {
+
+/// numpy's kind character for an element type; 0 when numpy has no built-in kind.
+template <class Element>
+constexpr char numpy_kind_of() noexcept {
+    switch (scalar_kind_of<Element>()) {
+        case scalar_kind::boolean: return 'b';
+        case scalar_kind::signed_int: return 'i';
+        case scalar_kind::unsigned_int: return 'u';
+        case scalar_kind::floating:
+        case scalar_kind::half: return 'f';
+        case scalar_kind::complex: return 'c';
+        default: return 0;
+    }
+}
+
+template <std::size_t... I>
+constexpr std::array<char, sizeof...(I)> make_numpy_kinds(std::index_sequence<I...>) {
+    return {(dtype_table[I].form == numpy_form::builtin ? numpy_kind_of<typename row_t<I>::element_type>() : '\0')...};
+}
+
+/// numpy kind of each row's element type (0 where the row has no built-in form).
+inline constexpr std::array<char, dtype_count> numpy_kinds = make_numpy_kinds(std::make_index_sequence<dtype_count>{});
+
+constexpr std::size_t numpy_itemsize(std::size_t row) noexcept {
+    return dtype_table[row].is_packed ? 1 : dtype_table[row].element_size;
+}
+
+/// The plain (not quantized) dtype numpy's (kind, itemsize) pair maps to, or dtype_count.
+constexpr std::size_t plain_row_for(char kind, std::size_t itemsize) noexcept {
+    for (std::size_t i = 0; i < dtype_count; ++i) {
+        if (numpy_kinds[i] == kind && numpy_itemsize(i) == itemsize && !dtype_table[i].is_quantized) return i;
+    }
+    return dtype_count;
+}
+
+/// Interned key strings (hash computed once). Held for the life of the
+/// process on purpose: a few small immutable strings, looked up per call.
+inline PyObject* key_object(std::string_view key) {
+    struct slot {
+        std::string_view key;
+        PyObject* object;
+    };
+    static std::array<slot, 8> slots{};
+    for (slot& s : slots) {
+        if (s.object != nullptr && s.key == key) return s.object;
+        if (s.object == nullptr) {
+            s.object = PyUnicode_InternFromString(std::string(key).c_str());
+            s.key = key;
+            return s.object;
+        }
+    }
+    return PyUnicode_InternFromString(std::string(key).c_str());  // unreachable with today's keys
+}
+
+inline std::string descr_text(PyArray_Descr* descr) {
+    object text = object::steal(PyObject_Str(reinterpret_cast<PyObject*>(descr)));
+    const char* utf8 = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
+    if (utf8 == nullptr) {
+        PyErr_Clear();
+        return safe_repr(reinterpret_cast<PyObject*>(descr));
+    }
+    return utf8;
+}
+
+inline std::string type_text(PyObject* obj) {
+    return std::string(Py_TYPE(obj)->tp_name);
+}
+
+/// A Python number as the C++ field type wants it. Float fields take Python
+/// and numpy reals and integers; integer fields take Python and numpy
+/// integers. bool is never a number here.
+template <class Field>
+double read_number(const dtype_info& type, std::string_view key, PyObject* obj) {
+    const std::string where = std::string(type.name) + ": " + std::string(key) + " ";
+    const bool is_bool = PyBool_Check(obj) || PyArray_IsScalar(obj, Bool);
+    const bool is_integer = !is_bool && (PyLong_Check(obj) || PyArray_IsScalar(obj, Integer));
+    if constexpr (std::is_floating_point_v<Field>) {
+        const bool is_real = !is_bool && (PyFloat_Check(obj) || PyArray_IsScalar(obj, Floating) || is_integer);
+        if (!is_real) {
+            throw metadata_error(where + "must be a real number, got " + safe_repr(obj) + " (" + type_text(obj) + ")");
+        }
+        const double value = PyFloat_AsDouble(obj);
+        if (value == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            throw metadata_error(where + safe_repr(obj) + " does not fit a float");
+        }
+        return value;
+    } else {
+        if (!is_integer) {
+            throw metadata_error(where + "must be an integer, got " + safe_repr(obj) + " (" + type_text(obj) + ")");
+        }
+        object index = object::steal(PyNumber_Index(obj));
+        const long long value = index ? PyLong_AsLongLong(index.get()) : -1;
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            throw metadata_error(where + safe_repr(obj) + " is outside [" + number_text(type.range.lo) + ", " +
+                                 number_text(type.range.hi) + "]");
+        }
+        return static_cast<double>(value);
+    }
+}
+
+/// Builds a dtype from metadata["mgb_dtype"] as MegEngine writes it. Every
+/// rejection names the numpy dtype or npybridge dtype and the key.
+inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
+    const std::string base = descr_text(descr);
+    const std::string where = "numpy dtype " + base + ": metadata['mgb_dtype']";
+    if (!PyDict_Check(mgb)) {
+        throw metadata_error(where + " must be a dict, got " + safe_repr(mgb) + " (" + type_text(mgb) + ")");
+    }
+    PyObject* name_obj = PyDict_GetItemWithError(mgb, key_object("name"));
+    if (name_obj == nullptr) {
+        PyErr_Clear();
+        throw metadata_error(where + " has no 'name'");
+    }
+    if (!PyUnicode_Check(name_obj)) {
+        throw metadata_error(where + "['name'] must be a str, got " + safe_repr(name_obj) + " (" +
+                             type_text(name_obj) + ")");
+    }
+    const char* name = PyUnicode_AsUTF8(name_obj);
+    if (name == nullptr) {
+        PyErr_Clear();
+        throw metadata_error(where + "['name'] is not valid UTF-8");
+    }
+    const dtype_info* found = find_dtype(std::string_view(name));
+    if (found == nullptr || !found->is_quantized) {
+        std::string known;
+        for (const dtype_info& entry : dtype_table) {
+            if (!entry.is_quantized) continue;
+            known += (known.empty() ? "" : ", ") + std::string(entry.name);
+        }
+        throw metadata_error(where + "['name'] " + safe_repr(name_obj) +
+                             (found ? " is not a quantized dtype" : " is not a dtype npybridge knows") +
+                             " (quantized dtypes: " + known + ")");
+    }
+    const dtype_info& type = *found;
+    const std::size_t row = table_index(type.id);
+    if (numpy_kinds[row] != descr_kind(descr) || static_cast<npy_intp>(numpy_itemsize(row)) != descr_elsize(descr)) {
+        throw metadata_error(std::string(type.name) + " is stored as numpy " + std::string(type.numpy_name()) +
+                             ", not as numpy " + base);
+    }
+    // Keys: 'name' plus the param struct's own; anything else is a mistake
+    // worth naming (zero_point on a symmetric dtype, a misspelt key).
+    std::optional<dtype> result;
+    dtype::with_params(type.id, [&](auto param) {
+        using param_type = decltype(param);
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(mgb, &pos, &key, &value)) {
+            const char* key_text = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
+            if (key_text == nullptr) PyErr_Clear();
+            bool known = key_text != nullptr && std::string_view(key_text) == "name";
+            for (std::string_view field_name : param_type::field_names) known = known || (key_text && field_name == key_text);
+            if (!known) {
+                std::string takes = "name";
+                for (std::string_view field_name : param_type::field_names) takes += ", " + std::string(field_name);
+                throw metadata_error(std::string(type.name) + ": unexpected key " + safe_repr(key) + " in " + where +
+                                     " (" + std::string(type.name) + " takes " + takes + ")");
+            }
+        }
+        reflect::for_each_field(param, [&](std::string_view key_name, auto& field) {
+            using field_t = std::remove_reference_t<decltype(field)>;
+            PyObject* item = PyDict_GetItemWithError(mgb, key_object(key_name));
+            if (item == nullptr) {
+                PyErr_Clear();
+                throw metadata_error(std::string(type.name) + ": " + std::string(key_name) + " is missing from " + where);
+            }
+            const double number = read_number<field_t>(type, key_name, item);
+            check_field<field_t>(type, key_name, number);
+            field = static_cast<field_t>(number);
+        });
+        result = dtype::with(type.id, param);
+    });
+    return *result;
+}
+
+inline void ensure_cleanup_registered();
+
+/// Small direct-mapped cache of dtype objects, keyed by pointer or value.
+/// It holds a strong reference to each cached descr (so a cached pointer
+/// cannot be reused by another object) and is emptied by an atexit hook.
+/// Every access happens with the GIL held, which is what makes it safe.
+template <class Key, class Value>
+class descr_cache {
+public:
+    struct entry {
+        std::optional<Key> key;
+        PyArray_Descr* descr = nullptr;
+        Value value{};
+    };
+
+    entry* find(const Key& key, std::size_t hash) noexcept {
+        entry& slot = m_slots[hash % m_slots.size()];
+        return slot.key && *slot.key == key ? &slot : nullptr;
+    }
+
+    void put(const Key& key, std::size_t hash, PyArray_Descr* descr, const Value& value) {
+        ensure_cleanup_registered();
+        entry& slot = m_slots[hash % m_slots.size()];
+        PyArray_Descr* old = slot.descr;
+        Py_INCREF(descr);
+        slot.key = key;
+        slot.descr = descr;
+        slot.value = value;
+        Py_XDECREF(old);
+    }
+
+    void clear() noexcept {
+        for (entry& slot : m_slots) {
+            PyArray_Descr* old = slot.descr;
+            slot = entry{};
+            Py_XDECREF(old);
+        }
+    }
+
+private:
+    std::array<entry, 64> m_slots{};
+};
+
+inline descr_cache<PyArray_Descr*, std::optional<dtype>>& parsed_descrs() {
+    static descr_cache<PyArray_Descr*, std::optional<dtype>> cache;
+    return cache;
+}
+
+inline descr_cache<dtype, int>& made_descrs() {
+    static descr_cache<dtype, int> cache;
+    return cache;
+}
+
+inline bool& cleanup_registered() {
+    static bool registered = false;
+    return registered;
+}
+
+inline PyObject* clear_caches(PyObject*, PyObject*) {
+    parsed_descrs().clear();
+    made_descrs().clear();
+    cleanup_registered() = false;
+    Py_RETURN_NONE;
+}
+
+/// Registers clear_caches with atexit, so cached references are dropped while
+/// the interpreter still runs (and a re-initialized one starts empty).
+inline void ensure_cleanup_registered() {
+    if (cleanup_registered()) return;
+    static PyMethodDef def = {"_npybridge_clear_dtype_caches", clear_caches, METH_NOARGS, nullptr};
+    object function = object::steal(PyCFunction_New(&def, nullptr));
+    object atexit = object::steal(PyImport_ImportModule("atexit"));
+    object done = (function && atexit) ? object::steal(PyObject_CallMethod(atexit.get(), "register", "O", function.get()))
+                                       : object{};
+    if (!done) {
+        PyErr_Clear();  // without the hook the caches only keep a few dtypes alive until exit
+        return;
+    }
+    cleanup_registered() = true;
+}
+
+inline void set_metadata(PyArray_Descr* descr, PyObject* metadata) noexcept {
+#if NPY_ABI_VERSION >= 0x02000000
+    PyObject** slot = PyArray_RUNTIME_VERSION >= NPY_2_0_API_VERSION
+                          ? &reinterpret_cast<_PyArray_LegacyDescr*>(descr)->metadata
+                          : &reinterpret_cast<PyArray_DescrProto*>(descr)->metadata;
+#else
+    PyObject** slot = &descr->metadata;
+#endif
+    PyObject* old = *slot;
+    *slot = metadata;
+    Py_XDECREF(old);
+}
+
+struct descr_pointer_hash {
+    std::size_t operator()(PyArray_Descr* descr) const noexcept { return reinterpret_cast<std::uintptr_t>(descr) >> 4; }
+};
+
+}  // namespace detail
+
+/// The npybridge dtype of a numpy dtype. Requires the GIL and import_numpy().
+/// Throws dtype_error for a numpy dtype without a MegBrain counterpart and
+/// metadata_error for bad quantized metadata, naming the numpy dtype and key.
+inline numpy_dtype_match from_numpy(PyArray_Descr* descr, narrowing mode = narrowing::checked) {
+    if (descr == nullptr) throw dtype_error("from_numpy: no numpy dtype given (NULL)");
+    PyObject* metadata = detail::descr_metadata(descr);
+    if (metadata != nullptr) {
+        const std::size_t hash = detail::descr_pointer_hash{}(descr);
+        auto& cache = detail::parsed_descrs();
+        if (auto* hit = cache.find(descr, hash)) return {*hit->value, false};
+        if (!PyDict_Check(metadata)) {
+            throw metadata_error("numpy dtype " + detail::descr_text(descr) + ": metadata must be a dict, got " +
+                                 safe_repr(metadata));
+        }
+        PyObject* mgb = PyDict_GetItemWithError(metadata, detail::key_object("mgb_dtype"));
+        if (mgb == nullptr && PyErr_Occurred()) PyErr_Clear();
+        if (mgb != nullptr) {
+            dtype parsed = detail::parse_mgb_dtype(descr, mgb);
+            cache.put(descr, hash, descr, parsed);
+            return {parsed, false};
+        }
+    }
+    if (detail::descr_names(descr) != nullptr || detail::descr_has_subarray(descr)) {
+        throw dtype_error("numpy dtype " + detail::descr_text(descr) +
+                          " is structured or a subarray; npybridge converts only plain numeric dtypes");
+    }
+    const char kind = detail::descr_kind(descr);
+    const auto itemsize = static_cast<std::size_t>(detail::descr_elsize(descr));
+    const std::size_t row = detail::plain_row_for(kind, itemsize);
+    if (row != dtype_count) return {dtype(dtype_table[row].id), false};
+    if (itemsize == 8 && (kind == 'i' || kind == 'f')) {
+        const dtype_enum narrow_to = kind == 'i' ? dtype_enum::Int32 : dtype_enum::Float32;
+        if (mode == narrowing::reject) {
+            throw dtype_error("numpy dtype " + detail::descr_text(descr) + " has no MegBrain dtype and narrowing to " +
+                              std::string(name_of(narrow_to)) + " is off (narrowing='reject')");
+        }
+        return {dtype(narrow_to), true};
+    }
+    throw dtype_error("numpy dtype " + detail::descr_text(descr) +
+                      " has no MegBrain dtype (supported: bool, int8, int16, int32, int64 -> Int32, uint8, uint16, "
+                      "float16, float32, float64 -> Float32, complex64, and quantized int/uint with "
+                      "metadata['mgb_dtype'])");
+}
+
+/// The same for anything np.dtype() accepts ("int8", np.float32, a dtype with metadata, ...).
+inline numpy_dtype_match from_numpy(PyObject* dtype_like, narrowing mode = narrowing::checked) {
+    PyArray_Descr* descr = nullptr;
+    if (!PyArray_DescrConverter(dtype_like, &descr)) {
+        PyErr_Clear();
+        throw dtype_error("not a numpy dtype: " + safe_repr(dtype_like));
+    }
+    object owner = object::steal(reinterpret_cast<PyObject*>(descr));
+    return from_numpy(descr, mode);
+}
+
+/// Hook for numpy user dtypes (BFloat16, IntB1/2/4): the registered descr, or
+/// nullptr while none is registered in this interpreter.
+inline PyArray_Descr* (*user_dtype_descr_hook)(dtype_enum) = nullptr;
+
+/// The numpy dtype of an npybridge dtype (new reference): quantized dtypes get
+/// metadata {"mgb_dtype": {"name", "scale"[, "zero_point"]}} exactly as
+/// MegEngine writes it. Equal dtypes get the same object back (cached).
+inline object to_numpy(const dtype& type) {
+    const dtype_info& entry = type.info();
+    if (entry.form == numpy_form::none) {
+        throw dtype_error(std::string(entry.name) + " has no numpy form (MegEngine gives it none either)");
+    }
+    if (entry.form == numpy_form::user_dtype) {
+        PyArray_Descr* descr = user_dtype_descr_hook ? user_dtype_descr_hook(entry.id) : nullptr;
+        if (descr == nullptr) {
+            throw dtype_error(std::string(entry.name) + "'s numpy user dtype '" + std::string(entry.numpy_name()) +
+                              "' is not registered in this interpreter");
+        }
+        return object::steal(reinterpret_cast<PyObject*>(descr));
+    }
+    const int type_num = numpy_type_num(entry.id);
+    if (!entry.is_quantized) return object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(type_num)));
+
+    auto& cache = detail::made_descrs();
+    const std::size_t hash = type.hash();
+    if (auto* hit = cache.find(type, hash)) return object::borrow(reinterpret_cast<PyObject*>(hit->descr));
+
+    object fields = object::steal(PyDict_New());
+    object name = object::steal(PyUnicode_FromStringAndSize(entry.name.data(), static_cast<Py_ssize_t>(entry.name.size())));
+    if (!fields || !name || PyDict_SetItem(fields.get(), detail::key_object("name"), name.get()) != 0) {
+        throw error("to_numpy: out of memory building metadata for " + type.to_string());
+    }
+    std::visit(
+        [&](auto param) {
+            reflect::for_each_field(param, [&](std::string_view key, auto& field) {
+                using field_t = std::remove_reference_t<decltype(field)>;
+                object value = object::steal(std::is_floating_point_v<field_t>
+                                                 ? PyFloat_FromDouble(static_cast<double>(field))
+                                                 : PyLong_FromLongLong(static_cast<long long>(field)));
+                if (!value || PyDict_SetItem(fields.get(), detail::key_object(key), value.get()) != 0) {
+                    throw error("to_numpy: out of memory building metadata for " + type.to_string());
+                }
+            });
+        },
+        type.all_params());
+    object metadata = object::steal(PyDict_New());
+    if (!metadata || PyDict_SetItem(metadata.get(), detail::key_object("mgb_dtype"), fields.get()) != 0) {
+        throw error("to_numpy: out of memory building metadata for " + type.to_string());
+    }
+    PyArray_Descr* descr = PyArray_DescrNewFromType(type_num);
+    if (descr == nullptr) throw error("to_numpy: numpy could not make a dtype for " + type.to_string());
+    detail::set_metadata(descr, metadata.release());
+    object result = object::steal(reinterpret_cast<PyObject*>(descr));
+    cache.put(type, hash, descr, 0);
+    return result;
+}
+
+}  // namespace npybridge

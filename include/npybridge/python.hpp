@@ -1,0 +1,95 @@
+// npybridge/python.hpp — owning references, GIL guards and safe text of Python objects.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <cstdio>
+#include <string>
+#include <utility>
+
+namespace npybridge {
+
+/// An owning reference to a Python object: move-only, releases on destruction.
+/// Destroy it with the GIL held (or after giving it up with release()).
+class object {
+public:
+    object() noexcept = default;
+    /// Takes over a new reference (nullptr allowed).
+    static object steal(PyObject* ptr) noexcept { return object(ptr); }
+    /// Adds a reference to a borrowed one.
+    static object borrow(PyObject* ptr) noexcept {
+        Py_XINCREF(ptr);
+        return object(ptr);
+    }
+
+    object(object&& other) noexcept : m_ptr(std::exchange(other.m_ptr, nullptr)) {}
+    object& operator=(object&& other) noexcept {
+        if (this != &other) {
+            Py_XDECREF(m_ptr);
+            m_ptr = std::exchange(other.m_ptr, nullptr);
+        }
+        return *this;
+    }
+    object(const object&) = delete;
+    object& operator=(const object&) = delete;
+    ~object() { Py_XDECREF(m_ptr); }
+
+    PyObject* get() const noexcept { return m_ptr; }
+    /// Gives the reference to the caller.
+    PyObject* release() noexcept { return std::exchange(m_ptr, nullptr); }
+    explicit operator bool() const noexcept { return m_ptr != nullptr; }
+
+private:
+    explicit object(PyObject* ptr) noexcept : m_ptr(ptr) {}
+    PyObject* m_ptr = nullptr;
+};
+
+/// Holds the GIL for a scope, from any thread (re-entrant).
+class gil_acquire {
+public:
+    gil_acquire() noexcept : m_state(PyGILState_Ensure()) {}
+    ~gil_acquire() { PyGILState_Release(m_state); }
+    gil_acquire(const gil_acquire&) = delete;
+    gil_acquire& operator=(const gil_acquire&) = delete;
+
+private:
+    PyGILState_STATE m_state;
+};
+
+/// Gives up the GIL for a scope (long copies); the calling thread must hold it.
+class gil_release {
+public:
+    gil_release() noexcept : m_state(PyEval_SaveThread()) {}
+    ~gil_release() { PyEval_RestoreThread(m_state); }
+    gil_release(const gil_release&) = delete;
+    gil_release& operator=(const gil_release&) = delete;
+
+private:
+    PyThreadState* m_state;
+};
+
+/// repr(obj) that never fails: works for nullptr and for a __repr__ that
+/// raises (the pending Python error, if any, is kept as it was). GIL required.
+inline std::string safe_repr(PyObject* obj) {
+    if (obj == nullptr) return "<NULL>";
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    std::string text;
+    PyObject* repr = PyObject_Repr(obj);
+    const char* utf8 = repr ? PyUnicode_AsUTF8(repr) : nullptr;
+    if (utf8 != nullptr) {
+        text = utf8;
+    } else {
+        PyErr_Clear();
+        char buffer[160];
+        std::snprintf(buffer, sizeof buffer, "<%s object at %p (repr failed)>", Py_TYPE(obj)->tp_name,
+                      static_cast<void*>(obj));
+        text = buffer;
+    }
+    Py_XDECREF(repr);
+    PyErr_Restore(type, value, traceback);
+    return text;
+}
+
+}  // namespace npybridge
