@@ -334,12 +334,44 @@ inline constexpr std::size_t dtype_count = std::tuple_size_v<detail::dtype_rows_
 inline constexpr std::array<dtype_info, dtype_count> dtype_table =
     detail::make_table(std::make_index_sequence<dtype_count>{});
 
+namespace detail {
+
+/// MegDNN's enum has two dense blocks (0.. and 100000..); a slot per value of
+/// each makes enum -> row one array read at run time.
+inline constexpr std::uint32_t quantized_base = 100000;
+inline constexpr std::size_t block_size = 16;
+inline constexpr std::size_t no_slot = 2 * block_size;
+
+constexpr std::size_t enum_slot(std::uint32_t value) noexcept {
+    if (value < block_size) return value;
+    if (value >= quantized_base && value - quantized_base < block_size) return block_size + (value - quantized_base);
+    return no_slot;
+}
+
+constexpr std::array<std::uint8_t, no_slot + 1> make_enum_slots() {
+    std::array<std::uint8_t, no_slot + 1> slots{};
+    for (auto& slot : slots) slot = static_cast<std::uint8_t>(dtype_count);
+    for (std::size_t i = 0; i < dtype_count; ++i) slots[enum_slot(dtype_table[i].value())] = static_cast<std::uint8_t>(i);
+    slots[no_slot] = static_cast<std::uint8_t>(dtype_count);
+    return slots;
+}
+
+inline constexpr std::array<std::uint8_t, no_slot + 1> enum_slots = make_enum_slots();
+
+constexpr bool every_row_has_a_slot() noexcept {
+    for (std::size_t i = 0; i < dtype_count; ++i) {
+        if (enum_slot(dtype_table[i].value()) == no_slot || enum_slots[enum_slot(dtype_table[i].value())] != i) return false;
+    }
+    return true;
+}
+static_assert(every_row_has_a_slot(),
+              "npybridge: a dtype's enum value falls outside MegDNN's two enum blocks; widen enum_slot()");
+
+}  // namespace detail
+
 /// Position of a dtype in dtype_table, or dtype_count when `id` is not a dtype.
 constexpr std::size_t table_index(dtype_enum id) noexcept {
-    for (std::size_t i = 0; i < dtype_count; ++i) {
-        if (dtype_table[i].id == id) return i;
-    }
-    return dtype_count;
+    return detail::enum_slots[detail::enum_slot(static_cast<std::uint32_t>(id))];
 }
 
 constexpr bool is_valid(dtype_enum id) noexcept { return table_index(id) != dtype_count; }
@@ -358,10 +390,8 @@ constexpr const dtype_info* find_dtype(std::string_view name) noexcept {
 
 /// Looks a dtype up by MegDNN's enum value; nullptr when no dtype has it.
 constexpr const dtype_info* find_dtype(std::uint32_t value) noexcept {
-    for (const dtype_info& entry : dtype_table) {
-        if (entry.value() == value) return &entry;
-    }
-    return nullptr;
+    const std::size_t index = table_index(static_cast<dtype_enum>(value));
+    return index == dtype_count ? nullptr : &dtype_table[index];
 }
 
 constexpr std::string_view name_of(dtype_enum id) noexcept { return info(id).name; }

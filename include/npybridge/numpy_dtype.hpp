@@ -61,6 +61,21 @@ constexpr std::size_t plain_row_for(char kind, std::size_t itemsize) noexcept {
     return dtype_count;
 }
 
+/// Row of each built-in numpy type number that maps to a plain dtype without
+/// narrowing (NPY_FLOAT -> Float32, ...), dtype_count elsewhere: the common
+/// case of from_numpy is one array read.
+constexpr std::array<std::uint8_t, numpy_builtin_type_count> make_rows_by_type_num() {
+    std::array<std::uint8_t, numpy_builtin_type_count> rows{};
+    for (auto& row : rows) row = static_cast<std::uint8_t>(dtype_count);
+    for (std::size_t i = dtype_count; i-- > 0;) {
+        if (dtype_table[i].is_quantized || numpy_type_nums[i] < 0) continue;
+        rows[static_cast<std::size_t>(numpy_type_nums[i])] = static_cast<std::uint8_t>(i);
+    }
+    return rows;
+}
+
+inline constexpr std::array<std::uint8_t, numpy_builtin_type_count> rows_by_type_num = make_rows_by_type_num();
+
 /// Interned key strings (hash computed once). Held for the life of the
 /// process on purpose: a few small immutable strings, looked up per call.
 inline PyObject* key_object(std::string_view key) {
@@ -99,29 +114,29 @@ inline std::string type_text(PyObject* obj) {
 /// integers. bool is never a number here.
 template <class Field>
 double read_number(const dtype_info& type, std::string_view key, PyObject* obj) {
-    const std::string where = std::string(type.name) + ": " + std::string(key) + " ";
+    auto where = [&] { return std::string(type.name) + ": " + std::string(key) + " "; };
     const bool is_bool = PyBool_Check(obj) || PyArray_IsScalar(obj, Bool);
     const bool is_integer = !is_bool && (PyLong_Check(obj) || PyArray_IsScalar(obj, Integer));
     if constexpr (std::is_floating_point_v<Field>) {
         const bool is_real = !is_bool && (PyFloat_Check(obj) || PyArray_IsScalar(obj, Floating) || is_integer);
         if (!is_real) {
-            throw metadata_error(where + "must be a real number, got " + safe_repr(obj) + " (" + type_text(obj) + ")");
+            throw metadata_error(where() + "must be a real number, got " + safe_repr(obj) + " (" + type_text(obj) + ")");
         }
         const double value = PyFloat_AsDouble(obj);
         if (value == -1.0 && PyErr_Occurred()) {
             PyErr_Clear();
-            throw metadata_error(where + safe_repr(obj) + " does not fit a float");
+            throw metadata_error(where() + safe_repr(obj) + " does not fit a float");
         }
         return value;
     } else {
         if (!is_integer) {
-            throw metadata_error(where + "must be an integer, got " + safe_repr(obj) + " (" + type_text(obj) + ")");
+            throw metadata_error(where() + "must be an integer, got " + safe_repr(obj) + " (" + type_text(obj) + ")");
         }
         object index = object::steal(PyNumber_Index(obj));
         const long long value = index ? PyLong_AsLongLong(index.get()) : -1;
         if (PyErr_Occurred()) {
             PyErr_Clear();
-            throw metadata_error(where + safe_repr(obj) + " is outside [" + number_text(type.range.lo) + ", " +
+            throw metadata_error(where() + safe_repr(obj) + " is outside [" + number_text(type.range.lo) + ", " +
                                  number_text(type.range.hi) + "]");
         }
         return static_cast<double>(value);
@@ -131,24 +146,24 @@ double read_number(const dtype_info& type, std::string_view key, PyObject* obj) 
 /// Builds a dtype from metadata["mgb_dtype"] as MegEngine writes it. Every
 /// rejection names the numpy dtype or npybridge dtype and the key.
 inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
-    const std::string base = descr_text(descr);
-    const std::string where = "numpy dtype " + base + ": metadata['mgb_dtype']";
+    // Messages are built only when something is wrong: the good path stays cheap.
+    auto where = [&] { return "numpy dtype " + descr_text(descr) + ": metadata['mgb_dtype']"; };
     if (!PyDict_Check(mgb)) {
-        throw metadata_error(where + " must be a dict, got " + safe_repr(mgb) + " (" + type_text(mgb) + ")");
+        throw metadata_error(where() + " must be a dict, got " + safe_repr(mgb) + " (" + type_text(mgb) + ")");
     }
     PyObject* name_obj = PyDict_GetItemWithError(mgb, key_object("name"));
     if (name_obj == nullptr) {
         PyErr_Clear();
-        throw metadata_error(where + " has no 'name'");
+        throw metadata_error(where() + " has no 'name'");
     }
     if (!PyUnicode_Check(name_obj)) {
-        throw metadata_error(where + "['name'] must be a str, got " + safe_repr(name_obj) + " (" +
+        throw metadata_error(where() + "['name'] must be a str, got " + safe_repr(name_obj) + " (" +
                              type_text(name_obj) + ")");
     }
     const char* name = PyUnicode_AsUTF8(name_obj);
     if (name == nullptr) {
         PyErr_Clear();
-        throw metadata_error(where + "['name'] is not valid UTF-8");
+        throw metadata_error(where() + "['name'] is not valid UTF-8");
     }
     const dtype_info* found = find_dtype(std::string_view(name));
     if (found == nullptr || !found->is_quantized) {
@@ -157,7 +172,7 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
             if (!entry.is_quantized) continue;
             known += (known.empty() ? "" : ", ") + std::string(entry.name);
         }
-        throw metadata_error(where + "['name'] " + safe_repr(name_obj) +
+        throw metadata_error(where() + "['name'] " + safe_repr(name_obj) +
                              (found ? " is not a quantized dtype" : " is not a dtype npybridge knows") +
                              " (quantized dtypes: " + known + ")");
     }
@@ -165,7 +180,7 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
     const std::size_t row = table_index(type.id);
     if (numpy_kinds[row] != descr_kind(descr) || static_cast<npy_intp>(numpy_itemsize(row)) != descr_elsize(descr)) {
         throw metadata_error(std::string(type.name) + " is stored as numpy " + std::string(type.numpy_name()) +
-                             ", not as numpy " + base);
+                             ", not as numpy " + descr_text(descr));
     }
     // Keys: 'name' plus the param struct's own; anything else is a mistake
     // worth naming (zero_point on a symmetric dtype, a misspelt key).
@@ -182,7 +197,7 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
             if (!known) {
                 std::string takes = "name";
                 for (std::string_view field_name : param_type::field_names) takes += ", " + std::string(field_name);
-                throw metadata_error(std::string(type.name) + ": unexpected key " + safe_repr(key) + " in " + where +
+                throw metadata_error(std::string(type.name) + ": unexpected key " + safe_repr(key) + " in " + where() +
                                      " (" + std::string(type.name) + " takes " + takes + ")");
             }
         }
@@ -191,7 +206,7 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
             PyObject* item = PyDict_GetItemWithError(mgb, key_object(key_name));
             if (item == nullptr) {
                 PyErr_Clear();
-                throw metadata_error(std::string(type.name) + ": " + std::string(key_name) + " is missing from " + where);
+                throw metadata_error(std::string(type.name) + ": " + std::string(key_name) + " is missing from " + where());
             }
             const double number = read_number<field_t>(type, key_name, item);
             check_field<field_t>(type, key_name, number);
@@ -308,6 +323,11 @@ struct descr_pointer_hash {
 inline numpy_dtype_match from_numpy(PyArray_Descr* descr, narrowing mode = narrowing::checked) {
     if (descr == nullptr) throw dtype_error("from_numpy: no numpy dtype given (NULL)");
     PyObject* metadata = detail::descr_metadata(descr);
+    const int type_num = detail::descr_type_num(descr);
+    if (metadata == nullptr && type_num >= 0 && type_num < detail::numpy_builtin_type_count) {
+        const std::size_t row = detail::rows_by_type_num[static_cast<std::size_t>(type_num)];
+        if (row != dtype_count) return {dtype(dtype_table[row].id), false};
+    }
     if (metadata != nullptr) {
         const std::size_t hash = detail::descr_pointer_hash{}(descr);
         auto& cache = detail::parsed_descrs();

@@ -30,19 +30,19 @@ inline std::string number_text(double value) {
 /// dtype's value range (zero_point). Throws metadata_error naming dtype and key.
 template <class Field>
 void check_field(const dtype_info& type, std::string_view key, double value) {
-    const std::string where = std::string(type.name) + ": " + std::string(key) + " ";
+    auto fail = [&](const char* why) {
+        throw metadata_error(std::string(type.name) + ": " + std::string(key) + " " + number_text(value) + why);
+    };
     if constexpr (std::is_floating_point_v<Field>) {
-        if (!std::isfinite(value)) throw metadata_error(where + number_text(value) + " is not finite");
+        if (!std::isfinite(value)) fail(" is not finite");
         const auto narrowed = static_cast<Field>(value);
-        if (!std::isfinite(narrowed))
-            throw metadata_error(where + number_text(value) + " does not fit a float32");
-        if (!(narrowed > 0)) throw metadata_error(where + number_text(value) + " must be > 0");
+        if (!std::isfinite(narrowed)) fail(" does not fit a float32");
+        if (!(narrowed > 0)) fail(" must be > 0");
     } else {
         static_assert(std::is_integral_v<Field>, "npybridge: a param field must be a float or an integer");
-        if (value != std::floor(value)) throw metadata_error(where + number_text(value) + " is not an integer");
+        if (value != std::floor(value)) fail(" is not an integer");
         if (value < type.range.lo || value > type.range.hi) {
-            throw metadata_error(where + number_text(value) + " is outside [" + number_text(type.range.lo) + ", " +
-                                 number_text(type.range.hi) + "]");
+            fail((" is outside [" + number_text(type.range.lo) + ", " + number_text(type.range.hi) + "]").c_str());
         }
     }
 }

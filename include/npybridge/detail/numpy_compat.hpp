@@ -25,6 +25,13 @@ inline bool descr_has_subarray(const PyArray_Descr* descr) noexcept { return des
 inline npy_uint64 descr_flags(const PyArray_Descr* descr) noexcept { return static_cast<unsigned char>(descr->flags); }
 #endif
 
+/// How many built-in (legacy) numpy type numbers there are.
+#if NPY_ABI_VERSION >= 0x02000000
+inline constexpr int numpy_builtin_type_count = NPY_NTYPES_LEGACY;
+#else
+inline constexpr int numpy_builtin_type_count = NPY_NTYPES;
+#endif
+
 /// Type number, kind and byte order live in the stable head of the struct.
 inline int descr_type_num(const PyArray_Descr* descr) noexcept { return descr->type_num; }
 inline char descr_kind(const PyArray_Descr* descr) noexcept { return descr->kind; }

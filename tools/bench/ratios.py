@@ -1,0 +1,43 @@
+"""Prints a benchmark run (Google Benchmark JSON) as a table of ratios to its baselines.
+
+Usage: ratios.py RESULTS.json
+Each benchmark binary's pairs are listed in PAIRS below: (measured, baseline, what it shows).
+"""
+import json
+import sys
+
+PAIRS = {
+    "dtype_bench": [
+        ("resolve_quantized", "resolve_plain_float32", "quantized dtype object vs plain float32 (target <= 3x)"),
+        ("resolve_quantized_reference_style", "resolve_quantized",
+         "reference-style per-call PyDict_GetItemString vs npybridge (target >= 3x)"),
+        ("parse_quantized_metadata", "resolve_plain_float32", "first sight of a quantized dtype object (parse) vs plain"),
+        ("resolve_quantized_reference_style", "parse_quantized_metadata",
+         "reference-style vs npybridge's full parse"),
+        ("make_quantized_numpy_dtype", "make_plain_numpy_dtype", "dtype -> np.dtype: quantized (cached) vs plain"),
+    ],
+}
+
+
+def main(path):
+    data = json.load(open(path))
+    binary = data["context"]["executable"].rsplit("/", 1)[-1]
+    times = {b["name"]: b["real_time"] for b in data["benchmarks"] if b.get("run_type", "iteration") == "iteration"}
+    unit = {b["name"]: b["time_unit"] for b in data["benchmarks"]}
+    print(f"## {binary}\n")
+    print("| benchmark | time |")
+    print("|---|---|")
+    for name, value in times.items():
+        print(f"| {name} | {value:.3g} {unit[name]} |")
+    print()
+    print("| ratio | value | meaning |")
+    print("|---|---|---|")
+    for measured, baseline, meaning in PAIRS.get(binary, []):
+        if measured in times and baseline in times:
+            print(f"| {measured} / {baseline} | {times[measured] / times[baseline]:.2f} | {meaning} |")
+    print()
+
+
+if __name__ == "__main__":
+    for argument in sys.argv[1:]:
+        main(argument)
