@@ -4,6 +4,7 @@
 #include <npybridge/config.hpp>
 #include <npybridge/dtype.hpp>
 #include <npybridge/errors.hpp>
+#include <npybridge/lowbit.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/python.hpp>

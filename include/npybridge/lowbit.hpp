@@ -1,0 +1,196 @@
+// npybridge/lowbit.hpp — packing 1, 2 and 4-bit dtypes bit-exactly as MegBrain lays them out, and back.
+#pragma once
+
+#include <npybridge/detail/lowbit_kernels.hpp>
+#include <npybridge/dtype.hpp>
+#include <npybridge/errors.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace npybridge {
+
+/// How a packed tensor's bits are laid out (SPEC.md §3).
+enum class lowbit_layout : std::uint8_t {
+    compact,      ///< the whole tensor is one bit stream
+    row_aligned,  ///< each innermost row starts on a byte boundary
+};
+
+/// MegBrain's layout for a packed dtype: row-aligned for the quantized 4-bit
+/// dtypes, compact for IntB1/2/4 and UintB4.
+constexpr lowbit_layout default_layout(dtype_enum id) noexcept {
+    return info(id).is_quantized ? lowbit_layout::row_aligned : lowbit_layout::compact;
+}
+
+/// Bytes one innermost row of `row_length` elements takes when rows are byte-aligned.
+constexpr std::size_t row_pitch(dtype_enum id, std::size_t row_length) noexcept {
+    return (row_length * info(id).bits + 7) / 8;
+}
+
+/// Bytes a packed tensor of `count` elements with innermost dimension
+/// `row_length` takes in `layout` (row_length is ignored for compact).
+constexpr std::size_t packed_bytes(dtype_enum id, std::size_t count, std::size_t row_length,
+                                   lowbit_layout layout) noexcept {
+    if (layout == lowbit_layout::compact || row_length == 0) return byte_size(id, count);
+    return (count / row_length) * row_pitch(id, row_length);
+}
+
+namespace detail {
+
+constexpr lowbit_codec make_codec(const dtype_info& type) noexcept {
+    lowbit_codec c{};
+    c.bits = type.bits;
+    const unsigned top = (1u << type.bits) - 1u;
+    c.code_mask = static_cast<std::uint8_t>(top);
+    switch (type.coding) {
+        case lowbit_coding::odd:  // v = 2c - top
+            c.bias = static_cast<std::uint8_t>(top);
+            c.invalid = static_cast<std::uint8_t>(~(2u * top) & 0xFFu);
+            c.shift = 1;
+            for (unsigned code = 0; code < 16; ++code) c.decode[code] = static_cast<std::int8_t>(2 * static_cast<int>(code & top) - static_cast<int>(top));
+            break;
+        case lowbit_coding::twos_complement: {  // v = sign-extended c
+            const unsigned half = 1u << (type.bits - 1);
+            c.bias = static_cast<std::uint8_t>(half);
+            c.invalid = static_cast<std::uint8_t>(~top & 0xFFu);
+            c.flip = static_cast<std::uint8_t>(half);
+            for (unsigned code = 0; code < 16; ++code) {
+                const int value = static_cast<int>(code & top);
+                c.decode[code] = static_cast<std::int8_t>(value >= static_cast<int>(half) ? value - static_cast<int>(top + 1) : value);
+            }
+            break;
+        }
+        case lowbit_coding::unsigned_value:
+        case lowbit_coding::none:
+            c.invalid = static_cast<std::uint8_t>(~top & 0xFFu);
+            for (unsigned code = 0; code < 16; ++code) c.decode[code] = static_cast<std::int8_t>(code & top);
+            break;
+    }
+    return c;
+}
+
+inline const dtype_info& packed_info(dtype_enum id, const char* what) {
+    if (!is_valid(id) || !info(id).is_packed) {
+        throw dtype_error(std::string(what) + ": " + (is_valid(id) ? std::string(info(id).name) : std::string("this enum value")) +
+                          " is not a packed low-bit dtype (IntB1, IntB2, IntB4, UintB4, QuantizedS4, Quantized4Asymm)");
+    }
+    return info(id);
+}
+
+inline std::string valid_set_text(const dtype_info& type) {
+    const std::string lo = std::to_string(static_cast<long>(type.range.lo));
+    const std::string hi = std::to_string(static_cast<long>(type.range.hi));
+    return type.coding == lowbit_coding::odd ? "odd values in [" + lo + ", " + hi + "]" : "[" + lo + ", " + hi + "]";
+}
+
+/// The first invalid element (error path only: one more scan, then throw).
+[[noreturn]] inline void throw_first_invalid(const dtype_info& type, const lowbit_codec& codec, const std::uint8_t* src,
+                                             std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+        std::uint8_t bad = 0;
+        encode(codec, src[i], bad);
+        if (bad != 0) {
+            const long value = type.is_signed ? static_cast<long>(static_cast<std::int8_t>(src[i])) : static_cast<long>(src[i]);
+            throw value_error(std::string(type.name) + ": value " + std::to_string(value) + " at index " +
+                              std::to_string(i) + " is not valid (" + std::string(type.name) + " holds " +
+                              valid_set_text(type) + ")");
+        }
+    }
+    throw value_error(std::string(type.name) + ": invalid value (not found on rescan)");
+}
+
+inline bool pack_rows(const lowbit_kernels& kernels, const lowbit_codec& codec, dtype_enum id, const std::uint8_t* src,
+                      std::size_t count, std::size_t row_length, lowbit_layout layout, std::uint8_t* dst) {
+    const pack_fn pack = kernels.pack[lowbit_kernels::slot(codec.bits)];
+    if (layout == lowbit_layout::compact || row_length == 0 || (row_length * codec.bits) % 8 == 0) {
+        return pack(codec, src, count, dst);  // rows already end on byte boundaries
+    }
+    const std::size_t pitch = row_pitch(id, row_length);
+    bool ok = true;
+    for (std::size_t r = 0; r < count / row_length; ++r) {
+        ok &= pack(codec, src + r * row_length, row_length, dst + r * pitch);
+    }
+    return ok;
+}
+
+}  // namespace detail
+
+/// Shape of a packed buffer: the element count and the innermost dimension
+/// (needed by the row-aligned layout; count must be a multiple of it).
+struct lowbit_extent {
+    std::size_t count = 0;
+    std::size_t row_length = 0;
+};
+
+namespace detail {
+
+inline void check_extent(const dtype_info& type, lowbit_extent extent, lowbit_layout layout) {
+    if (layout == lowbit_layout::row_aligned && extent.count != 0 &&
+        (extent.row_length == 0 || extent.count % extent.row_length != 0)) {
+        throw conversion_error(std::string(type.name) + ": row-aligned layout needs the innermost dimension (" +
+                               std::to_string(extent.row_length) + ") to divide the element count (" +
+                               std::to_string(extent.count) + ")");
+    }
+}
+
+}  // namespace detail
+
+/// Packs one-byte-per-element values (int8, or uint8 for Quantized4Asymm)
+/// into dst, which must hold packed_bytes(...) bytes. Throws value_error
+/// naming the first invalid index and value; dst is then left exactly as it
+/// was (the kernel writes a temporary, copied over only when all is valid).
+inline void pack(dtype_enum id, const void* src, lowbit_extent extent, void* dst,
+                 lowbit_layout layout, const detail::lowbit_kernels& kernels = detail::active_lowbit_kernels()) {
+    const dtype_info& type = detail::packed_info(id, "pack");
+    detail::check_extent(type, extent, layout);
+    const detail::lowbit_codec codec = detail::make_codec(type);
+    const std::size_t bytes = packed_bytes(id, extent.count, extent.row_length, layout);
+    std::unique_ptr<std::uint8_t[]> scratch(new std::uint8_t[bytes > 0 ? bytes : 1]);
+    const auto* in = static_cast<const std::uint8_t*>(src);
+    if (!detail::pack_rows(kernels, codec, id, in, extent.count, extent.row_length, layout, scratch.get())) {
+        detail::throw_first_invalid(type, codec, in, extent.count);
+    }
+    if (bytes > 0) std::memcpy(dst, scratch.get(), bytes);
+}
+
+/// Same as pack(), into memory nobody else sees yet (a tensor being built):
+/// no temporary, so on a bad value dst holds a partial result that the caller
+/// must discard. This is what conversions into new tensors use.
+inline void pack_fresh(dtype_enum id, const void* src, lowbit_extent extent, void* dst,
+                       lowbit_layout layout, const detail::lowbit_kernels& kernels = detail::active_lowbit_kernels()) {
+    const dtype_info& type = detail::packed_info(id, "pack");
+    detail::check_extent(type, extent, layout);
+    const detail::lowbit_codec codec = detail::make_codec(type);
+    const auto* in = static_cast<const std::uint8_t*>(src);
+    if (!detail::pack_rows(kernels, codec, id, in, extent.count, extent.row_length, layout, static_cast<std::uint8_t*>(dst))) {
+        detail::throw_first_invalid(type, codec, in, extent.count);
+    }
+}
+
+/// Unpacks into one byte per element (every code is valid: this cannot fail
+/// on data, only on a dtype that is not packed).
+inline void unpack(dtype_enum id, const void* src, lowbit_extent extent, void* dst,
+                   lowbit_layout layout, const detail::lowbit_kernels& kernels = detail::active_lowbit_kernels()) {
+    const dtype_info& type = detail::packed_info(id, "unpack");
+    detail::check_extent(type, extent, layout);
+    const detail::lowbit_codec codec = detail::make_codec(type);
+    const detail::unpack_fn unpack_run = kernels.unpack[detail::lowbit_kernels::slot(codec.bits)];
+    const auto* in = static_cast<const std::uint8_t*>(src);
+    auto* out = static_cast<std::uint8_t*>(dst);
+    if (layout == lowbit_layout::compact || extent.row_length == 0 || (extent.row_length * codec.bits) % 8 == 0) {
+        unpack_run(codec, in, extent.count, out);
+        return;
+    }
+    const std::size_t pitch = row_pitch(id, extent.row_length);
+    for (std::size_t r = 0; r < extent.count / extent.row_length; ++r) {
+        unpack_run(codec, in + r * pitch, extent.row_length, out + r * extent.row_length);
+    }
+}
+
+/// Name of the kernel set this machine uses ("ssse3" or "portable").
+inline const char* lowbit_kernel_name() noexcept { return detail::active_lowbit_kernels().name; }
+
+}  // namespace npybridge
