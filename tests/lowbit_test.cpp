@@ -229,3 +229,22 @@ TEST_CASE("unused trailing bits are zero whatever the destination held", "[lowbi
         }
     }
 }
+
+TEST_CASE("outputs large enough for streaming stores match the portable kernels", "[lowbit]") {
+    // Over NPYBRIDGE_STREAMING_STORE_BYTES in both directions, with a tail.
+    const std::size_t count = (std::size_t{9} << 20) + 13;
+    for (const dtype_enum id : {dtype_enum::IntB1, dtype_enum::IntB4, dtype_enum::QuantizedS4}) {
+        const std::vector<int> choices = valid_values(id);
+        std::vector<std::uint8_t> in(count);
+        for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<std::uint8_t>(choices[(i * 2654435761u) % choices.size()]);
+        const std::size_t bytes = nb::byte_size(id, count);
+        std::vector<std::uint8_t> fast(bytes), slow(bytes);
+        nb::pack_fresh(id, in.data(), {count, 0}, fast.data(), lowbit_layout::compact);
+        nb::pack_fresh(id, in.data(), {count, 0}, slow.data(), lowbit_layout::compact, nb::detail::portable_lowbit_kernels());
+        CAPTURE(nb::name_of(id));
+        REQUIRE(fast == slow);
+        std::vector<std::uint8_t> out(count);
+        nb::unpack(id, fast.data(), {count, 0}, out.data(), lowbit_layout::compact);
+        REQUIRE(out == in);
+    }
+}

@@ -1,6 +1,8 @@
 // npybridge/config.hpp — every compile-time knob of npybridge, each with its default.
 #pragma once
 
+#include <cstddef>
+
 /// Most dimensions npybridge's reference tensor holds (MegBrain's TensorShape
 /// holds 7). An adapter for another tensor type declares its own limit.
 #ifndef NPYBRIDGE_MAX_NDIM
@@ -12,4 +14,18 @@
 /// another library in the same binary already uses this name.
 #ifndef NPYBRIDGE_NUMPY_API_SYMBOL
 #define NPYBRIDGE_NUMPY_API_SYMBOL npybridge_numpy_api
+#endif
+
+/// Low-bit kernels write outputs of at least this many bytes with streaming
+/// (cache-bypassing) stores, as memcpy does for large copies: the lines are
+/// overwritten whole, so reading them first only costs bandwidth.
+#ifndef NPYBRIDGE_STREAMING_STORE_BYTES
+#define NPYBRIDGE_STREAMING_STORE_BYTES (std::size_t{4} << 20)
+#endif
+
+/// pack() into an existing tensor packs into a per-thread temporary first (so
+/// the tensor stays untouched when a value is invalid). Each thread keeps a
+/// temporary of up to this many bytes between calls; larger ones are freed.
+#ifndef NPYBRIDGE_PACK_SCRATCH_KEEP_BYTES
+#define NPYBRIDGE_PACK_SCRATCH_KEEP_BYTES (std::size_t{64} << 20)
 #endif

@@ -118,6 +118,44 @@ inline bool pack_rows(const lowbit_kernels& kernels, const lowbit_codec& codec, 
 
 }  // namespace detail
 
+namespace detail {
+
+/// pack()'s temporary. Each thread keeps one buffer of up to
+/// NPYBRIDGE_PACK_SCRATCH_KEEP_BYTES between calls, because fresh pages cost
+/// more than the packing itself; larger requests are freed after use.
+class scratch_buffer {
+public:
+    explicit scratch_buffer(std::size_t bytes) {
+        std::unique_ptr<std::uint8_t[]>& kept = kept_buffer();
+        std::size_t& kept_size = kept_bytes();
+        if (bytes <= NPYBRIDGE_PACK_SCRATCH_KEEP_BYTES) {
+            if (kept_size < bytes) {
+                kept.reset(new std::uint8_t[bytes]);
+                kept_size = bytes;
+            }
+            m_data = kept.get();
+        } else {
+            m_owned.reset(new std::uint8_t[bytes]);
+            m_data = m_owned.get();
+        }
+    }
+    std::uint8_t* data() noexcept { return m_data; }
+
+private:
+    static std::unique_ptr<std::uint8_t[]>& kept_buffer() {
+        thread_local std::unique_ptr<std::uint8_t[]> buffer;
+        return buffer;
+    }
+    static std::size_t& kept_bytes() {
+        thread_local std::size_t size = 0;
+        return size;
+    }
+    std::unique_ptr<std::uint8_t[]> m_owned;
+    std::uint8_t* m_data = nullptr;
+};
+
+}  // namespace detail
+
 /// Shape of a packed buffer: the element count and the innermost dimension
 /// (needed by the row-aligned layout; count must be a multiple of it).
 struct lowbit_extent {
@@ -148,12 +186,12 @@ inline void pack(dtype_enum id, const void* src, lowbit_extent extent, void* dst
     detail::check_extent(type, extent, layout);
     const detail::lowbit_codec codec = detail::make_codec(type);
     const std::size_t bytes = packed_bytes(id, extent.count, extent.row_length, layout);
-    std::unique_ptr<std::uint8_t[]> scratch(new std::uint8_t[bytes > 0 ? bytes : 1]);
+    detail::scratch_buffer scratch(bytes);
     const auto* in = static_cast<const std::uint8_t*>(src);
-    if (!detail::pack_rows(kernels, codec, id, in, extent.count, extent.row_length, layout, scratch.get())) {
+    if (!detail::pack_rows(kernels, codec, id, in, extent.count, extent.row_length, layout, scratch.data())) {
         detail::throw_first_invalid(type, codec, in, extent.count);
     }
-    if (bytes > 0) std::memcpy(dst, scratch.get(), bytes);
+    if (bytes > 0) std::memcpy(dst, scratch.data(), bytes);
 }
 
 /// Same as pack(), into memory nobody else sees yet (a tensor being built):

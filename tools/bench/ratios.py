@@ -16,21 +16,31 @@ PAIRS = {
          "reference-style vs npybridge's full parse"),
         ("make_quantized_numpy_dtype", "make_plain_numpy_dtype", "dtype -> np.dtype: quantized (cached) vs plain"),
     ],
+    "lowbit_bench": [
+        *[(f"memcpy_unpacked_bytes", f"{kind}/{dtype}", f"{kind} {dtype} throughput / memcpy throughput (target >= 0.7)")
+          for kind in ("pack", "unpack") for dtype in ("IntB1", "IntB2", "IntB4", "QuantizedS4")],
+        ("memcpy_unpacked_bytes", "pack_into_existing/IntB4",
+         "pack into an existing tensor (via a temporary, so it stays untouched on error) / memcpy"),
+        *[(f"{kind}_per_element/{dtype}", f"{kind}/{dtype}", f"{kind} speedup over the per-element loop")
+          for kind in ("pack", "unpack") for dtype in ("IntB1", "IntB2", "IntB4")],
+        *[("memcpy_unpacked_bytes", f"{kind}_per_element/{dtype}", f"per-element {kind} {dtype} / memcpy")
+          for kind in ("pack", "unpack") for dtype in ("IntB1", "IntB4")],
+    ],
 }
 
 
 def main(path):
     data = json.load(open(path))
     binary = data["context"]["executable"].rsplit("/", 1)[-1]
-    times = {b["name"]: b["real_time"] for b in data["benchmarks"] if b.get("run_type", "iteration") == "iteration"}
-    unit = {b["name"]: b["time_unit"] for b in data["benchmarks"]}
+    times = {b["name"].removesuffix("/real_time"): b["real_time"] for b in data["benchmarks"] if b.get("run_type", "iteration") == "iteration"}
+    unit = {b["name"].removesuffix("/real_time"): b["time_unit"] for b in data["benchmarks"]}
     print(f"## {binary}\n")
     print("| benchmark | time |")
     print("|---|---|")
     for name, value in times.items():
         print(f"| {name} | {value:.3g} {unit[name]} |")
     print()
-    print("| ratio | value | meaning |")
+    print("| ratio (time / time) | value | meaning |")
     print("|---|---|---|")
     for measured, baseline, meaning in PAIRS.get(binary, []):
         if measured in times and baseline in times:

@@ -1,6 +1,8 @@
 // npybridge/detail/lowbit_kernels.hpp — the pack / unpack loops for 1, 2 and 4-bit dtypes: portable and SSSE3.
 #pragma once
 
+#include <npybridge/config.hpp>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -114,48 +116,78 @@ __attribute__((target("ssse3"), always_inline)) inline __m128i pack_tree(const s
     }
 }
 
-template <unsigned Bits>
-__attribute__((target("ssse3"))) bool pack_ssse3(const lowbit_codec& c, const std::uint8_t* src, std::size_t count,
-                                                 std::uint8_t* dst) {
+/// Stores 16 bytes; large outputs bypass the cache (no read-for-ownership of
+/// lines the loop overwrites whole), as memcpy does for large copies.
+template <bool Stream>
+__attribute__((target("ssse3"), always_inline)) inline void store16(std::uint8_t* dst, __m128i value) {
+    if constexpr (Stream) {
+        _mm_stream_si128(reinterpret_cast<__m128i*>(dst), value);
+    } else {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), value);
+    }
+}
+
+inline bool use_streaming_stores(const void* dst, std::size_t bytes) noexcept {
+    return bytes >= NPYBRIDGE_STREAMING_STORE_BYTES && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0;
+}
+
+template <unsigned Bits, bool Stream>
+__attribute__((target("ssse3"))) bool pack_ssse3_loop(const lowbit_codec& c, const std::uint8_t* src, std::size_t count,
+                                                      std::uint8_t* dst) {
     constexpr unsigned levels = Bits == 4 ? 1 : Bits == 2 ? 2 : 3;
     constexpr std::size_t step = 16u << levels;  // elements per 16 output bytes
     const ssse3_codec v = make_ssse3_codec(c);
     __m128i bad = _mm_setzero_si128();
     std::size_t i = 0;
-    for (; i + step <= count; i += step, dst += 16) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), pack_tree<Bits, levels>(v, src + i, bad));
-    }
+    for (; i + step <= count; i += step, dst += 16) store16<Stream>(dst, pack_tree<Bits, levels>(v, src + i, bad));
+    if constexpr (Stream) _mm_sfence();
     const bool tail_ok = pack_scalar(c, src + i, count - i, dst);
     return tail_ok && _mm_movemask_epi8(_mm_cmpeq_epi8(bad, _mm_setzero_si128())) == 0xFFFF;
 }
 
+template <unsigned Bits>
+bool pack_ssse3(const lowbit_codec& c, const std::uint8_t* src, std::size_t count, std::uint8_t* dst) {
+    return use_streaming_stores(dst, count * Bits / 8) ? pack_ssse3_loop<Bits, true>(c, src, count, dst)
+                                                       : pack_ssse3_loop<Bits, false>(c, src, count, dst);
+}
+
 /// 16 bytes whose fields are bits << Level wide -> 16 << Level decoded bytes.
-template <unsigned Bits, unsigned Level>
+template <unsigned Bits, unsigned Level, bool Stream>
 __attribute__((target("ssse3"), always_inline)) inline void unpack_tree(const ssse3_codec& v, __m128i x,
                                                                          std::uint8_t* dst) {
     if constexpr (Level == 0) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_shuffle_epi8(v.decode, x));
+        store16<Stream>(dst, _mm_shuffle_epi8(v.decode, x));
     } else {
         constexpr unsigned half_bits = Bits << (Level - 1);
         const __m128i mask = _mm_set1_epi8(static_cast<char>((1u << half_bits) - 1u));
         const __m128i lo = _mm_and_si128(x, mask);
         const __m128i hi = _mm_and_si128(_mm_srli_epi16(x, half_bits), mask);
-        unpack_tree<Bits, Level - 1>(v, _mm_unpacklo_epi8(lo, hi), dst);
-        unpack_tree<Bits, Level - 1>(v, _mm_unpackhi_epi8(lo, hi), dst + (16u << (Level - 1)));
+        unpack_tree<Bits, Level - 1, Stream>(v, _mm_unpacklo_epi8(lo, hi), dst);
+        unpack_tree<Bits, Level - 1, Stream>(v, _mm_unpackhi_epi8(lo, hi), dst + (16u << (Level - 1)));
     }
 }
 
-template <unsigned Bits>
-__attribute__((target("ssse3"))) void unpack_ssse3(const lowbit_codec& c, const std::uint8_t* src, std::size_t count,
-                                                   std::uint8_t* dst) {
+template <unsigned Bits, bool Stream>
+__attribute__((target("ssse3"))) void unpack_ssse3_loop(const lowbit_codec& c, const std::uint8_t* src,
+                                                        std::size_t count, std::uint8_t* dst) {
     constexpr unsigned levels = Bits == 4 ? 1 : Bits == 2 ? 2 : 3;
     constexpr std::size_t step = 16u << levels;
     const ssse3_codec v = make_ssse3_codec(c);
     std::size_t i = 0;
     for (; i + step <= count; i += step, src += 16) {
-        unpack_tree<Bits, levels>(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src)), dst + i);
+        unpack_tree<Bits, levels, Stream>(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src)), dst + i);
     }
+    if constexpr (Stream) _mm_sfence();
     unpack_scalar(c, src, count - i, dst + i);
+}
+
+template <unsigned Bits>
+void unpack_ssse3(const lowbit_codec& c, const std::uint8_t* src, std::size_t count, std::uint8_t* dst) {
+    if (use_streaming_stores(dst, count)) {
+        unpack_ssse3_loop<Bits, true>(c, src, count, dst);
+    } else {
+        unpack_ssse3_loop<Bits, false>(c, src, count, dst);
+    }
 }
 
 #endif  // NPYBRIDGE_LOWBIT_X86
