@@ -2,12 +2,15 @@
 #pragma once
 
 #include <npybridge/config.hpp>
+#include <npybridge/convert.hpp>
 #include <npybridge/dtype.hpp>
 #include <npybridge/errors.hpp>
 #include <npybridge/lowbit.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/python.hpp>
+#include <npybridge/python_errors.hpp>
 #include <npybridge/quantization.hpp>
 #include <npybridge/reflect.hpp>
 #include <npybridge/scalar_types.hpp>
+#include <npybridge/tensor.hpp>

@@ -1,0 +1,358 @@
+// examples/npybridge_example.cpp — the Python face of npybridge: an extension module written with the CPython
+// API and npybridge's public headers only.
+#include <npybridge/npybridge.hpp>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace nb = npybridge;
+
+namespace {
+
+// ---- argument parsing helpers ---------------------------------------------
+
+std::string text_of(PyObject* obj, const char* what) {
+    if (!PyUnicode_Check(obj)) throw nb::conversion_error(std::string(what) + " must be a str, got " + nb::safe_repr(obj));
+    const char* utf8 = PyUnicode_AsUTF8(obj);
+    if (utf8 == nullptr) throw nb::python_error();
+    return utf8;
+}
+
+nb::borrow_policy borrow_policy_of(PyObject* obj) {
+    if (obj == nullptr) return nb::borrow_policy::try_borrow;
+    const std::string text = text_of(obj, "policy");
+    if (text == "try_borrow") return nb::borrow_policy::try_borrow;
+    if (text == "must_borrow") return nb::borrow_policy::must_borrow;
+    if (text == "copy") return nb::borrow_policy::copy;
+    throw nb::conversion_error("policy must be 'try_borrow', 'must_borrow' or 'copy', got " + nb::safe_repr(obj));
+}
+
+nb::share_policy share_policy_of(PyObject* obj) {
+    if (obj == nullptr) return nb::share_policy::try_share;
+    const std::string text = text_of(obj, "policy");
+    if (text == "try_share") return nb::share_policy::try_share;
+    if (text == "must_share") return nb::share_policy::must_share;
+    if (text == "copy") return nb::share_policy::copy;
+    throw nb::conversion_error("policy must be 'try_share', 'must_share' or 'copy', got " + nb::safe_repr(obj));
+}
+
+nb::narrowing narrowing_of(PyObject* obj) {
+    if (obj == nullptr) return nb::narrowing::checked;
+    const std::string text = text_of(obj, "narrowing");
+    if (text == "checked") return nb::narrowing::checked;
+    if (text == "wrap") return nb::narrowing::wrap;
+    if (text == "reject") return nb::narrowing::reject;
+    throw nb::conversion_error("narrowing must be 'checked', 'wrap' or 'reject', got " + nb::safe_repr(obj));
+}
+
+std::optional<nb::lowbit_layout> layout_of(PyObject* obj) {
+    if (obj == nullptr || obj == Py_None) return std::nullopt;
+    const std::string text = text_of(obj, "layout");
+    if (text == "compact") return nb::lowbit_layout::compact;
+    if (text == "aligned") return nb::lowbit_layout::row_aligned;
+    throw nb::conversion_error("layout must be None, 'compact' or 'aligned', got " + nb::safe_repr(obj));
+}
+
+/// A dtype argument: an npybridge dtype name ("IntB4", "Int8"), or anything
+/// np.dtype() accepts (quantized dtypes carry their params in metadata).
+std::optional<nb::dtype> dtype_of(PyObject* obj, nb::narrowing mode) {
+    if (obj == nullptr || obj == Py_None) return std::nullopt;
+    if (PyUnicode_Check(obj)) {
+        if (const nb::dtype_info* found = nb::find_dtype(std::string_view(text_of(obj, "dtype")))) {
+            if (found->is_quantized) {
+                throw nb::dtype_error(std::string(found->name) +
+                                      " needs its params: pass a numpy dtype with metadata={'mgb_dtype': {...}}");
+            }
+            return nb::dtype(found->id);
+        }
+    }
+    return nb::from_numpy(obj, mode).type;
+}
+
+// ---- the Tensor type ---------------------------------------------------------
+
+struct tensor_object {
+    PyObject_HEAD
+    nb::tensor* value;
+    std::string* copy_reason;
+};
+
+PyTypeObject* tensor_type = nullptr;  // made once in PyInit (a heap type)
+
+PyObject* wrap(nb::tensor value, std::string copy_reason = {}) {
+    auto* self = PyObject_New(tensor_object, tensor_type);
+    if (self == nullptr) return nullptr;
+    self->value = new nb::tensor(std::move(value));
+    self->copy_reason = new std::string(std::move(copy_reason));
+    return reinterpret_cast<PyObject*>(self);
+}
+
+nb::tensor& unwrap(PyObject* self) { return *reinterpret_cast<tensor_object*>(self)->value; }
+
+void tensor_dealloc(PyObject* self) {
+    auto* t = reinterpret_cast<tensor_object*>(self);
+    PyTypeObject* type = Py_TYPE(self);
+    delete t->value;  // releases a borrowed array's reference (GIL held here)
+    delete t->copy_reason;
+    PyObject_Free(self);
+    Py_DECREF(type);
+}
+
+PyObject* tensor_from_numpy(PyObject*, PyObject* args, PyObject* kwargs) {
+    return nb::guarded([&]() -> PyObject* {
+        static const char* keywords[] = {"obj", "dtype", "policy", "narrowing", "layout", nullptr};
+        PyObject *obj = nullptr, *dtype = nullptr, *policy = nullptr, *narrowing = nullptr, *layout = nullptr;
+        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO:from_numpy", const_cast<char**>(keywords), &obj, &dtype,
+                                         &policy, &narrowing, &layout)) {
+            return nullptr;
+        }
+        nb::to_tensor_options options;
+        options.narrow = narrowing_of(narrowing);
+        options.policy = borrow_policy_of(policy);
+        options.layout = layout_of(layout);
+        options.type = dtype_of(dtype, options.narrow);
+        nb::to_tensor_result<nb::tensor> result = nb::to_tensor(obj, options);
+        return wrap(std::move(result.tensor), std::move(result.copy_reason));
+    });
+}
+
+PyObject* tensor_from_storage(PyObject*, PyObject* args, PyObject* kwargs) {
+    return nb::guarded([&]() -> PyObject* {
+        static const char* keywords[] = {"data", "dtype_name", "shape", "scale", "zero_point", "layout", nullptr};
+        PyObject *data = nullptr, *name = nullptr, *shape = nullptr, *scale = Py_None, *zero_point = Py_None,
+                 *layout = nullptr;
+        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OOO:from_storage", const_cast<char**>(keywords), &data, &name,
+                                         &shape, &scale, &zero_point, &layout)) {
+            return nullptr;
+        }
+        const std::string dtype_name = text_of(name, "dtype_name");
+        const nb::dtype_info* found = nb::find_dtype(std::string_view(dtype_name));
+        if (found == nullptr) throw nb::dtype_error("from_storage: unknown dtype name " + nb::safe_repr(name));
+        std::optional<nb::dtype> type;
+        if (found->is_quantized) {
+            if (scale == Py_None) throw nb::metadata_error(std::string(found->name) + ": scale is missing");
+            const double scale_value = PyFloat_AsDouble(scale);
+            if (scale_value == -1.0 && PyErr_Occurred()) throw nb::python_error();
+            std::optional<long long> zp;
+            if (zero_point != Py_None) {
+                zp = PyLong_AsLongLong(zero_point);
+                if (*zp == -1 && PyErr_Occurred()) throw nb::python_error();
+            }
+            type = nb::dtype::quantized(found->id, scale_value, zp);
+        } else {
+            if (scale != Py_None || zero_point != Py_None) {
+                throw nb::metadata_error(std::string(found->name) + " takes no scale or zero_point");
+            }
+            type = nb::dtype(found->id);
+        }
+        nb::object sequence = nb::object::steal(PySequence_Fast(shape, "shape must be a sequence of ints"));
+        if (!sequence) throw nb::python_error();
+        const Py_ssize_t ndim = PySequence_Fast_GET_SIZE(sequence.get());
+        if (ndim > NPYBRIDGE_MAX_NDIM) throw nb::conversion_error("from_storage: more than " + std::to_string(NPYBRIDGE_MAX_NDIM) + " dimensions");
+        std::size_t dims[NPYBRIDGE_MAX_NDIM] = {};
+        for (Py_ssize_t i = 0; i < ndim; ++i) {
+            const long long extent = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sequence.get(), i));
+            if (extent == -1 && PyErr_Occurred()) throw nb::python_error();
+            if (extent < 0) throw nb::conversion_error("from_storage: negative dimension in shape " + nb::safe_repr(shape));
+            dims[i] = static_cast<std::size_t>(extent);
+        }
+        nb::tensor made = nb::tensor::empty(*type, dims, static_cast<std::size_t>(ndim), layout_of(layout));
+        Py_buffer view;
+        if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0) throw nb::python_error();
+        const std::size_t expected = made.storage_bytes();
+        const auto given = static_cast<std::size_t>(view.len);
+        if (given == expected) std::memcpy(made.data(), view.buf, given);
+        PyBuffer_Release(&view);
+        if (given != expected) {
+            throw nb::conversion_error("from_storage: " + type->to_string() + " of shape " + made.layout().shape_text() +
+                                       " takes " + std::to_string(expected) + " bytes, got " + std::to_string(given));
+        }
+        return wrap(std::move(made), "from_storage copies the bytes");
+    });
+}
+
+PyObject* tensor_numpy(PyObject* self, PyObject* args, PyObject* kwargs) {
+    return nb::guarded([&]() -> PyObject* {
+        static const char* keywords[] = {"policy", nullptr};
+        PyObject* policy = nullptr;
+        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:numpy", const_cast<char**>(keywords), &policy)) return nullptr;
+        return nb::to_array(unwrap(self), share_policy_of(policy)).release();
+    });
+}
+
+PyObject* tensor_storage(PyObject* self, PyObject*) {
+    return nb::guarded([&]() -> PyObject* {
+        const nb::tensor& t = unwrap(self);
+        if (t.type().info().is_packed || t.layout().is_contiguous()) {
+            return PyBytes_FromStringAndSize(static_cast<const char*>(t.data()), static_cast<Py_ssize_t>(t.storage_bytes()));
+        }
+        // A strided view: its elements in C order.
+        nb::object copy = nb::to_array(t, nb::share_policy::copy);
+        return PyBytes_FromStringAndSize(static_cast<const char*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(copy.get()))),
+                                         static_cast<Py_ssize_t>(PyArray_NBYTES(reinterpret_cast<PyArrayObject*>(copy.get()))));
+    });
+}
+
+PyObject* tensor_repr(PyObject* self) {
+    return nb::guarded([&]() -> PyObject* {
+        const nb::tensor& t = unwrap(self);
+        const std::string text = "Tensor(" + t.type().to_string() + ", shape=" + t.layout().shape_text() +
+                                 (t.borrowed() ? ", borrowed" : "") + (t.writable() ? "" : ", read-only") + ")";
+        return PyUnicode_FromString(text.c_str());
+    });
+}
+
+PyObject* tuple_of(const nb::tensor_layout& layout, bool strides) {
+    PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(layout.ndim));
+    if (tuple == nullptr) return nullptr;
+    for (std::size_t i = 0; i < layout.ndim; ++i) {
+        PyObject* item = strides ? PyLong_FromSsize_t(layout.strides[i]) : PyLong_FromSize_t(layout.shape[i]);
+        if (item == nullptr) {
+            Py_DECREF(tuple);
+            return nullptr;
+        }
+        PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), item);
+    }
+    return tuple;
+}
+
+PyObject* get_dtype_name(PyObject* self, void*) {
+    const std::string_view name = unwrap(self).type().name();
+    return PyUnicode_FromStringAndSize(name.data(), static_cast<Py_ssize_t>(name.size()));
+}
+
+PyObject* get_dtype(PyObject* self, void*) {
+    return nb::guarded([&]() -> PyObject* {
+        const nb::dtype& type = unwrap(self).type();
+        const nb::dtype_info& entry = type.info();
+        if (entry.form == nb::numpy_form::none) Py_RETURN_NONE;
+        if (entry.is_packed && !entry.is_quantized) {  // IntB1/2/4: one int8 per element until user dtypes exist
+            return reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_INT8));
+        }
+        if (entry.form == nb::numpy_form::user_dtype && nb::user_dtype_descr_hook == nullptr) Py_RETURN_NONE;
+        return nb::to_numpy(type).release();
+    });
+}
+
+PyObject* get_scale(PyObject* self, void*) {
+    const auto scale = unwrap(self).type().scale();
+    if (!scale) Py_RETURN_NONE;
+    return PyFloat_FromDouble(static_cast<double>(*scale));
+}
+
+PyObject* get_zero_point(PyObject* self, void*) {
+    const auto zero_point = unwrap(self).type().zero_point();
+    if (!zero_point) Py_RETURN_NONE;
+    return PyLong_FromLong(*zero_point);
+}
+
+PyObject* get_shape(PyObject* self, void*) { return tuple_of(unwrap(self).layout(), false); }
+PyObject* get_strides(PyObject* self, void*) { return tuple_of(unwrap(self).layout(), true); }
+PyObject* get_borrowed(PyObject* self, void*) { return PyBool_FromLong(unwrap(self).borrowed()); }
+PyObject* get_writable(PyObject* self, void*) { return PyBool_FromLong(unwrap(self).writable()); }
+
+PyObject* get_copy_reason(PyObject* self, void*) {
+    const std::string& reason = *reinterpret_cast<tensor_object*>(self)->copy_reason;
+    if (reason.empty()) Py_RETURN_NONE;
+    return PyUnicode_FromString(reason.c_str());
+}
+
+PyObject* get_data_address(PyObject* self, void*) {
+    return PyLong_FromVoidPtr(unwrap(self).data());
+}
+
+PyMethodDef tensor_methods[] = {
+    {"from_numpy", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_from_numpy)),
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "from_numpy(obj, dtype=None, policy='try_borrow', narrowing='checked', layout=None)\n"
+     "A tensor over the array's memory when it can be shared (policy 'try_borrow'), else a converted copy."},
+    {"from_storage", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_from_storage)),
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "from_storage(data, dtype_name, shape, scale=None, zero_point=None, layout=None)\n"
+     "A tensor over a copy of raw storage bytes (packed bytes for low-bit dtypes)."},
+    {"numpy", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_numpy)), METH_VARARGS | METH_KEYWORDS,
+     "numpy(policy='try_share'): an ndarray sharing the tensor's memory when possible, else a copy."},
+    {"storage", tensor_storage, METH_NOARGS, "The tensor's raw storage as bytes (packed for low-bit dtypes)."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyGetSetDef tensor_getset[] = {
+    {"dtype_name", get_dtype_name, nullptr, "npybridge dtype name, e.g. 'QuantizedS8'.", nullptr},
+    {"dtype", get_dtype, nullptr, "numpy dtype (with metadata when quantized), or None without a numpy form.", nullptr},
+    {"scale", get_scale, nullptr, "Quantization scale, or None.", nullptr},
+    {"zero_point", get_zero_point, nullptr, "Zero point of the Asymm dtypes, or None.", nullptr},
+    {"shape", get_shape, nullptr, "Shape as a tuple.", nullptr},
+    {"strides", get_strides, nullptr, "Strides in elements.", nullptr},
+    {"borrowed", get_borrowed, nullptr, "True when the tensor shares the array's memory.", nullptr},
+    {"writable", get_writable, nullptr, "False for a view of a read-only array.", nullptr},
+    {"copy_reason", get_copy_reason, nullptr, "Why from_numpy copied instead of sharing (None when borrowed).", nullptr},
+    {"data_address", get_data_address, nullptr, "Address of the first element (to see sharing).", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyType_Slot tensor_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(tensor_dealloc)},
+    {Py_tp_repr, reinterpret_cast<void*>(tensor_repr)},
+    {Py_tp_methods, tensor_methods},
+    {Py_tp_getset, tensor_getset},
+    {Py_tp_doc, const_cast<char*>("A tensor (npybridge::tensor): from_numpy / from_storage make one, numpy() gives an array back.")},
+    {0, nullptr},
+};
+
+PyType_Spec tensor_spec = {"npybridge_example.Tensor", sizeof(tensor_object), 0, Py_TPFLAGS_DEFAULT, tensor_slots};
+
+// ---- module functions -----------------------------------------------------------
+
+PyObject* dtype_table(PyObject*, PyObject*) {
+    return nb::guarded([&]() -> PyObject* {
+        nb::object list = nb::object::steal(PyList_New(0));
+        if (!list) throw nb::python_error();
+        for (const nb::dtype_info& entry : nb::dtype_table) {
+            static const char* categories[] = {"float", "int", "bool", "complex", "lowbit", "quantized", "other"};
+            const std::string numpy_name(entry.numpy_name());
+            nb::object row = nb::object::steal(Py_BuildValue(
+                "{s:s#,s:k,s:I,s:s,s:O,s:O}", "name", entry.name.data(), static_cast<Py_ssize_t>(entry.name.size()), "enum",
+                static_cast<unsigned long>(entry.value()), "bits", entry.bits, "category",
+                categories[static_cast<int>(entry.category)], "packed", entry.is_packed ? Py_True : Py_False, "numpy",
+                Py_None));
+            if (!row) throw nb::python_error();
+            if (entry.form != nb::numpy_form::none) {
+                nb::object name = nb::object::steal(PyUnicode_FromString(numpy_name.c_str()));
+                if (!name || PyDict_SetItemString(row.get(), "numpy", name.get()) != 0) throw nb::python_error();
+            }
+            if (PyList_Append(list.get(), row.get()) != 0) throw nb::python_error();
+        }
+        return list.release();
+    });
+}
+
+PyMethodDef module_methods[] = {
+    {"dtype_table", dtype_table, METH_NOARGS,
+     "One dict per dtype: name, enum, bits, category, packed, numpy (dtype string or None)."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "npybridge_example",
+                          "npybridge's example extension: NumPy arrays <-> npybridge tensors.", -1, module_methods,
+                          nullptr, nullptr, nullptr, nullptr};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit_npybridge_example() {
+    if (!nb::import_numpy()) return nullptr;
+    nb::object module = nb::object::steal(PyModule_Create(&module_def));
+    if (!module) return nullptr;
+    if (!nb::make_exception_classes(module.get())) return nullptr;
+    if (tensor_type == nullptr) {
+        tensor_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&tensor_spec));
+        if (tensor_type == nullptr) return nullptr;
+    }
+    Py_INCREF(tensor_type);
+    if (PyModule_AddObject(module.get(), "Tensor", reinterpret_cast<PyObject*>(tensor_type)) != 0) {
+        Py_DECREF(tensor_type);
+        return nullptr;
+    }
+    return module.release();
+}

@@ -1,0 +1,529 @@
+// npybridge/convert.hpp — ndarray ↔ tensor: borrow and share when memory can be shared, copy (and say why) when not.
+#pragma once
+
+#include <npybridge/errors.hpp>
+#include <npybridge/lowbit.hpp>
+#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/python.hpp>
+#include <npybridge/python_errors.hpp>
+#include <npybridge/tensor.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace npybridge {
+
+/// numpy → tensor (SPEC.md §5).
+enum class borrow_policy : std::uint8_t {
+    try_borrow,   ///< share the array's memory when the tensor type can describe it, else copy
+    must_borrow,  ///< share, or fail saying why sharing is impossible
+    copy,         ///< always copy
+};
+
+/// tensor → numpy.
+enum class share_policy : std::uint8_t {
+    try_share,   ///< share the tensor's memory when numpy can describe it (not packed), else copy
+    must_share,  ///< share, or fail saying why
+    copy,        ///< always copy
+};
+
+struct to_tensor_options {
+    std::optional<dtype> type;            ///< the tensor's dtype; nullopt: the array's
+    borrow_policy policy = borrow_policy::try_borrow;
+    narrowing narrow = narrowing::checked;
+    std::optional<lowbit_layout> layout;  ///< packed dtypes; nullopt: MegBrain's default
+    bool require_writable = false;        ///< a read-only array is then copied (or must_borrow fails)
+};
+
+template <class Tensor>
+struct to_tensor_result {
+    Tensor tensor;
+    bool borrowed = false;
+    std::string copy_reason;  ///< why memory was not shared (empty when borrowed)
+};
+
+/// Copies of at least this many bytes give up the GIL while the bytes move.
+inline constexpr std::size_t release_gil_bytes = std::size_t{1} << 20;
+
+namespace detail {
+
+/// An owner handle that holds a Python reference and drops it under the GIL
+/// from whichever thread releases the last copy.
+inline owner_handle python_owner(PyObject* obj) {
+    Py_INCREF(obj);
+    return owner_handle(obj, [](const void* held) { release_reference(const_cast<PyObject*>(static_cast<const PyObject*>(held))); });
+}
+
+inline std::string index_text(std::size_t flat, const tensor_layout& layout) {
+    if (layout.ndim == 0) return "()";
+    std::vector<std::size_t> index(layout.ndim);
+    for (std::size_t i = layout.ndim; i-- > 0;) {
+        const std::size_t extent = layout.shape[i] == 0 ? 1 : layout.shape[i];
+        index[i] = flat % extent;
+        flat /= extent;
+    }
+    std::string text = "(";
+    for (std::size_t i = 0; i < index.size(); ++i) text += (i ? ", " : "") + std::to_string(index[i]);
+    return text + (index.size() == 1 ? ",)" : ")");
+}
+
+inline std::string array_text(PyArrayObject* array) {
+    tensor_layout shape;
+    shape.ndim = std::min<std::size_t>(static_cast<std::size_t>(PyArray_NDIM(array)), NPYBRIDGE_MAX_NDIM);
+    for (std::size_t i = 0; i < shape.ndim; ++i) shape.shape[i] = static_cast<std::size_t>(PyArray_DIM(array, static_cast<int>(i)));
+    std::string dims = static_cast<std::size_t>(PyArray_NDIM(array)) > NPYBRIDGE_MAX_NDIM
+                           ? std::to_string(PyArray_NDIM(array)) + "-d"
+                           : shape.shape_text();
+    return "array of shape " + dims + " and dtype " + descr_text(PyArray_DESCR(array));
+}
+
+inline std::string strides_text(PyArrayObject* array) {
+    std::string text = "(";
+    for (int i = 0; i < PyArray_NDIM(array); ++i) text += (i ? ", " : "") + std::to_string(PyArray_STRIDE(array, i));
+    return text + (PyArray_NDIM(array) == 1 ? ",)" : ")");
+}
+
+/// A Python error raised by numpy while converting, as a conversion_error
+/// that carries numpy's message.
+[[noreturn]] inline void throw_numpy_failure(const std::string& what) {
+    python_error cause;
+    std::string message = cause.what();
+    const auto last_line = message.rfind('\n');
+    if (last_line != std::string::npos) message = message.substr(last_line + 1);
+    throw conversion_error(what + ": " + message);
+}
+
+/// A plain ndarray over `data` with the numpy form of `type` (new reference).
+inline object array_over(const dtype& type, void* data, const tensor_layout& layout, bool writable, PyObject* base) {
+    object descr = to_numpy(type);
+    const npy_intp itemsize = descr_elsize(reinterpret_cast<PyArray_Descr*>(descr.get()));
+    npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
+    npy_intp strides[NPYBRIDGE_MAX_NDIM + 1];
+    for (std::size_t i = 0; i < layout.ndim; ++i) {
+        dims[i] = static_cast<npy_intp>(layout.shape[i]);
+        strides[i] = static_cast<npy_intp>(layout.strides[i]) * itemsize;
+    }
+    PyObject* array = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr.release()),
+                                           static_cast<int>(layout.ndim), dims, strides, data,
+                                           writable ? NPY_ARRAY_WRITEABLE : 0, nullptr);
+    if (array == nullptr) throw_numpy_failure("npybridge: numpy could not describe the tensor's memory");
+    object result = object::steal(array);
+    if (base != nullptr) {
+        Py_INCREF(base);
+        if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(array), base) != 0) {
+            throw_numpy_failure("npybridge: could not attach the tensor's owner to the array");
+        }
+    }
+    return result;
+}
+
+/// A capsule that owns a copy of `owner`: the base of arrays that share tensor memory.
+inline object owner_capsule(owner_handle owner) {
+    auto* held = new owner_handle(std::move(owner));
+    PyObject* capsule = PyCapsule_New(held, "npybridge.tensor_owner", [](PyObject* self) {
+        delete static_cast<owner_handle*>(PyCapsule_GetPointer(self, "npybridge.tensor_owner"));
+    });
+    if (capsule == nullptr) {
+        delete held;
+        throw_numpy_failure("npybridge: could not make the owner capsule");
+    }
+    return object::steal(capsule);
+}
+
+/// Same dtype up to byte order, or a quantized dtype over a plain array of its
+/// base type (the array's integers are the codes, as in MegEngine).
+inline bool same_storage(const numpy_dtype_match& source, const dtype& target) {
+    if (source.narrowed) return false;
+    if (source.type == target) return true;
+    return target.is_quantized() && !source.type.is_quantized() && !target.info().is_packed &&
+           numpy_type_num(source.type.id()) == numpy_type_num(target.id());
+}
+
+/// Why the array's memory cannot back a tensor of `target`; empty when it can.
+template <class Tensor>
+std::string why_not_borrow(PyArrayObject* array, const std::optional<numpy_dtype_match>& source, const dtype& target,
+                           const tensor_layout& layout, const to_tensor_options& options) {
+    using adapter = tensor_adapter<Tensor>;
+    if (target.info().is_packed) {
+        return "dtype: " + std::string(target.name()) + " is packed (" + std::to_string(target.info().bits) +
+               " bits per element); numpy holds one byte per element";
+    }
+    if (!source) return "dtype: " + descr_text(PyArray_DESCR(array)) + " must be cast to " + target.to_string();
+    if (source->narrowed) {
+        return "dtype: " + descr_text(PyArray_DESCR(array)) + " must be narrowed to " + target.to_string();
+    }
+    if (!same_storage(*source, target)) {
+        return "dtype: the array is " + source->type.to_string() + ", the tensor wants " + target.to_string();
+    }
+    if (!PyArray_ISNOTSWAPPED(array)) {
+        return "byte order: the array is " + descr_text(PyArray_DESCR(array)) + " in non-native byte order";
+    }
+    if (!PyArray_ISALIGNED(array)) {
+        return "alignment: the data at " + std::to_string(reinterpret_cast<std::uintptr_t>(PyArray_DATA(array))) +
+               " is not aligned for " + descr_text(PyArray_DESCR(array));
+    }
+    const npy_intp itemsize = PyArray_ITEMSIZE(array);
+    for (int i = 0; i < PyArray_NDIM(array); ++i) {
+        if (PyArray_DIM(array, i) > 1 && PyArray_STRIDE(array, i) % itemsize != 0) {
+            return "strides: " + strides_text(array) + " bytes are not whole " + std::to_string(itemsize) + "-byte elements";
+        }
+    }
+    if (!adapter::accepts_strides(layout)) {
+        return "strides: " + strides_text(array) + " bytes cannot be described by this tensor type";
+    }
+    if (options.require_writable && !PyArray_ISWRITEABLE(array)) {
+        return "read-only: the array is read-only and a writable tensor was asked for";
+    }
+    return {};
+}
+
+/// Element strides of the array for a tensor layout; size-1 dimensions get the
+/// contiguous stride (their stride never matters, SPEC.md §5).
+inline tensor_layout layout_of_array(PyArrayObject* array, bool has_scalar) {
+    tensor_layout layout;
+    const int ndim = PyArray_NDIM(array);
+    if (ndim == 0 && !has_scalar) {
+        layout.ndim = 1;
+        layout.shape[0] = 1;
+        layout.strides[0] = 1;
+        return layout;
+    }
+    layout.ndim = static_cast<std::size_t>(ndim);
+    const npy_intp itemsize = PyArray_ITEMSIZE(array);
+    std::ptrdiff_t contiguous = 1;
+    for (int i = ndim; i-- > 0;) {
+        const auto extent = static_cast<std::size_t>(PyArray_DIM(array, i));
+        layout.shape[static_cast<std::size_t>(i)] = extent;
+        const npy_intp stride = PyArray_STRIDE(array, i);
+        layout.strides[static_cast<std::size_t>(i)] =
+            extent <= 1 || itemsize == 0 ? contiguous : static_cast<std::ptrdiff_t>(stride / itemsize);
+        contiguous *= static_cast<std::ptrdiff_t>(extent == 0 ? 1 : extent);
+    }
+    return layout;
+}
+
+/// A C-contiguous, aligned, native-order array with `type_num` values
+/// (the array itself when it already is one). Casting follows `casting`.
+inline object contiguous_as(PyArrayObject* array, int type_num, NPY_CASTING casting, const std::string& purpose) {
+    PyArray_Descr* descr = PyArray_DescrFromType(type_num);
+    if (!PyArray_CanCastArrayTo(array, descr, casting)) {
+        const std::string from = descr_text(PyArray_DESCR(array)), to = descr_text(descr);
+        Py_DECREF(descr);
+        throw dtype_error(purpose + ": cannot cast numpy " + from + " to " + to +
+                          (casting == NPY_UNSAFE_CASTING ? "" : " without losing values (pass narrowing='wrap' to cast anyway)"));
+    }
+    PyObject* result = PyArray_FromArray(array, descr, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST);
+    if (result == nullptr) throw_numpy_failure(purpose);
+    return object::steal(result);
+}
+
+template <class Source, class Target>
+std::size_t narrow_block(const Source* in, Target* out, std::size_t n, bool check) noexcept {
+    constexpr std::size_t block = 4096;
+    for (std::size_t start = 0; start < n; start += block) {
+        const std::size_t end = std::min(n, start + block);
+        bool bad = false;
+        for (std::size_t i = start; i < end; ++i) {
+            const Source value = in[i];
+            const Target narrowed = static_cast<Target>(value);
+            out[i] = narrowed;
+            if constexpr (std::is_integral_v<Source>) {
+                bad |= static_cast<Source>(narrowed) != value;
+            } else {
+                bad |= std::isinf(narrowed) & !std::isinf(value);
+            }
+        }
+        if (bad && check) {
+            for (std::size_t i = start; i < end; ++i) {
+                const Target narrowed = static_cast<Target>(in[i]);
+                if constexpr (std::is_integral_v<Source>) {
+                    if (static_cast<Source>(narrowed) != in[i]) return i;
+                } else {
+                    if (std::isinf(narrowed) && !std::isinf(in[i])) return i;
+                }
+            }
+        }
+    }
+    return n;
+}
+
+/// int64 -> Int32 / float64 -> Float32 into `out` (contiguous). checked: the
+/// first value that does not fit is an error naming index and value.
+inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing mode, const tensor_layout& layout) {
+    const bool to_int = target.id() == dtype_enum::Int32;
+    object source = contiguous_as(array, to_int ? NPY_INT64 : NPY_FLOAT64, NPY_SAFE_CASTING, "narrowing");
+    auto* src = reinterpret_cast<PyArrayObject*>(source.get());
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(src));
+    std::size_t bad = n;
+    {
+        std::optional<gil_release> unlocked;
+        if (n * 8 >= release_gil_bytes) unlocked.emplace();
+        bad = to_int ? narrow_block(static_cast<const std::int64_t*>(PyArray_DATA(src)), static_cast<std::int32_t*>(out), n,
+                                    mode == narrowing::checked)
+                     : narrow_block(static_cast<const double*>(PyArray_DATA(src)), static_cast<float*>(out), n,
+                                    mode == narrowing::checked);
+    }
+    if (bad != n) {
+        const std::string value = to_int ? std::to_string(static_cast<const std::int64_t*>(PyArray_DATA(src))[bad])
+                                         : number_text(static_cast<const double*>(PyArray_DATA(src))[bad]);
+        throw value_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
+                          ": value " + value + " at index " + index_text(bad, layout) + " does not fit " +
+                          std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
+    }
+}
+
+/// One byte per element, valid for the packed dtype, C order (new reference
+/// or the array itself). Integers of any width are checked against the
+/// dtype's valid set so that nothing wraps into a valid code.
+inline object lowbit_values(PyArrayObject* array, const dtype& target, const tensor_layout& layout) {
+    const dtype_info& type = target.info();
+    const int byte_type = type.is_signed ? NPY_INT8 : NPY_UINT8;
+    const char kind = descr_kind(PyArray_DESCR(array));
+    if (kind != 'i' && kind != 'u' && kind != 'b') {
+        throw dtype_error(std::string(type.name) + " takes integer values, got numpy " + descr_text(PyArray_DESCR(array)));
+    }
+    if (descr_type_num(PyArray_DESCR(array)) == byte_type ||
+        (PyArray_ITEMSIZE(array) == 1 && (kind == 'i') == type.is_signed && kind != 'b')) {
+        return contiguous_as(array, byte_type, NPY_SAFE_CASTING, std::string(type.name));
+    }
+    object wide = contiguous_as(array, NPY_INT64, NPY_UNSAFE_CASTING, std::string(type.name));
+    auto* values = reinterpret_cast<PyArrayObject*>(wide.get());
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(values));
+    const auto* in = static_cast<const std::int64_t*>(PyArray_DATA(values));
+    PyObject* bytes_array = PyArray_SimpleNew(PyArray_NDIM(values), PyArray_DIMS(values), byte_type);
+    if (bytes_array == nullptr) throw_numpy_failure(std::string(type.name));
+    object result = object::steal(bytes_array);
+    auto* out = static_cast<std::int8_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(bytes_array)));
+    const auto lo = static_cast<std::int64_t>(type.range.lo), hi = static_cast<std::int64_t>(type.range.hi);
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t v = in[i];
+        if (v < lo || v > hi || (type.coding == lowbit_coding::odd && (v & 1) == 0)) {
+            throw value_error(std::string(type.name) + ": value " + std::to_string(v) + " at index " + index_text(i, layout) +
+                              " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
+        }
+        out[i] = static_cast<std::int8_t>(v);
+    }
+    return result;
+}
+
+/// Packs one-byte values into fresh storage; a bad value is named by its index in the array.
+inline void pack_values(PyArrayObject* values, const dtype& target, void* out, lowbit_layout packing,
+                        const tensor_layout& layout) {
+    const dtype_info& type = target.info();
+    const lowbit_codec codec = make_codec(type);
+    const auto* in = static_cast<const std::uint8_t*>(PyArray_DATA(values));
+    const std::size_t n = layout.count();
+    bool ok;
+    {
+        std::optional<gil_release> unlocked;
+        if (n >= release_gil_bytes) unlocked.emplace();
+        ok = pack_rows(active_lowbit_kernels(), codec, type.id, in, n, layout.innermost(), packing,
+                       static_cast<std::uint8_t*>(out));
+    }
+    if (!ok) {
+        for (std::size_t i = 0; i < n; ++i) {
+            std::uint8_t bad = 0;
+            encode(codec, in[i], bad);
+            if (bad == 0) continue;
+            const long value = type.is_signed ? static_cast<long>(static_cast<std::int8_t>(in[i])) : static_cast<long>(in[i]);
+            throw value_error(std::string(type.name) + ": value " + std::to_string(value) + " at index " + index_text(i, layout) +
+                              " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
+        }
+    }
+}
+
+/// Fills fresh, contiguous tensor memory from the array (any strides, byte
+/// order, alignment; casts as the options allow).
+inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_match>& source, const dtype& target,
+                      void* out, const tensor_layout& layout, lowbit_layout packing, const to_tensor_options& options) {
+    if (layout.count() == 0) return;
+    if (target.info().is_packed) {
+        object values = lowbit_values(array, target, layout);
+        pack_values(reinterpret_cast<PyArrayObject*>(values.get()), target, out, packing, layout);
+        return;
+    }
+    if (source && source->narrowed && source->type == target) {
+        narrow_into(array, target, out, options.narrow, layout);
+        return;
+    }
+    if (source && source->type.is_quantized() && target.is_quantized() && !(source->type == target)) {
+        throw dtype_error("requantizing is not supported: the array is " + source->type.to_string() + ", the tensor wants " +
+                          target.to_string());
+    }
+    const NPY_CASTING casting = (source && same_storage(*source, target)) ? NPY_UNSAFE_CASTING  // byte order / layout only
+                                : options.narrow == narrowing::wrap       ? NPY_UNSAFE_CASTING
+                                                                          : NPY_SAME_KIND_CASTING;
+    const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
+    object view = array_over(target, out, contiguous, true, nullptr);
+    auto* destination = reinterpret_cast<PyArrayObject*>(view.get());
+    if (!PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), casting)) {
+        throw dtype_error("cannot cast numpy " + descr_text(PyArray_DESCR(array)) + " to " + target.to_string() +
+                          " with casting='" + (casting == NPY_SAME_KIND_CASTING ? "same_kind" : "unsafe") +
+                          "' (narrowing='wrap' allows any cast)");
+    }
+    // numpy's copy loops release the GIL themselves for large copies.
+    object source_view = object::borrow(reinterpret_cast<PyObject*>(array));
+    if (PyArray_NDIM(array) != PyArray_NDIM(destination)) {  // 0-d array into a shape-(1,) tensor
+        PyArray_Dims dims{PyArray_DIMS(destination), PyArray_NDIM(destination)};
+        PyObject* reshaped = PyArray_Newshape(array, &dims, NPY_CORDER);
+        if (reshaped == nullptr) throw_numpy_failure("npybridge: reshape of a 0-d array");
+        source_view = object::steal(reshaped);
+    }
+    if (PyArray_CopyInto(destination, reinterpret_cast<PyArrayObject*>(source_view.get())) != 0) {
+        throw_numpy_failure("npybridge: copying " + array_text(array));
+    }
+}
+
+/// The array for an object: the object itself when it is an ndarray, else
+/// numpy's own conversion (lists, scalars, __array__, buffers).
+inline object as_array(PyObject* obj) {
+    if (PyArray_Check(obj)) return object::borrow(obj);
+    PyObject* array = PyArray_FromAny(obj, nullptr, 0, 0, 0, nullptr);
+    if (array == nullptr) throw_numpy_failure("npybridge: cannot make an array from " + safe_repr(obj));
+    return object::steal(array);
+}
+
+template <class Tensor>
+tensor_layout checked_layout(PyArrayObject* array) {
+    using adapter = tensor_adapter<Tensor>;
+    constexpr std::size_t limit = adapter::max_ndim < NPYBRIDGE_MAX_NDIM ? adapter::max_ndim : NPYBRIDGE_MAX_NDIM;
+    if (static_cast<std::size_t>(PyArray_NDIM(array)) > limit) {
+        throw conversion_error(array_text(array) + " has " + std::to_string(PyArray_NDIM(array)) +
+                               " dimensions; the tensor type holds at most " + std::to_string(limit));
+    }
+    return layout_of_array(array, adapter::has_scalar);
+}
+
+}  // namespace detail
+
+/// numpy (or anything numpy can make an array of) → Tensor. Requires the GIL.
+/// Throws conversion_error (and its subclasses) naming the dtype, shape,
+/// index or flag at fault; on error nothing is left behind.
+template <class Tensor = tensor>
+to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& options = {}) {
+    using adapter = tensor_adapter<Tensor>;
+    object owner = detail::as_array(obj);
+    auto* array = reinterpret_cast<PyArrayObject*>(owner.get());
+    const tensor_layout layout = detail::checked_layout<Tensor>(array);
+
+    std::optional<numpy_dtype_match> source;
+    try {
+        source = from_numpy(PyArray_DESCR(array), options.narrow);
+    } catch (const metadata_error&) {
+        throw;
+    } catch (const dtype_error&) {
+        if (!options.type) throw;  // with a requested dtype, numpy may still cast to it (fill_copy decides)
+    }
+    const dtype target = options.type ? *options.type : source->type;
+
+    std::string reason = options.policy == borrow_policy::copy
+                             ? std::string("copy requested")
+                             : detail::why_not_borrow<Tensor>(array, source, target, layout, options);
+    if (reason.empty()) {
+        const bool writable = PyArray_ISWRITEABLE(array);
+        Tensor borrowed = adapter::borrow(target, PyArray_DATA(array), layout, writable, detail::python_owner(owner.get()));
+        return {std::move(borrowed), true, {}};
+    }
+    if (options.policy == borrow_policy::must_borrow) {
+        throw conversion_error("must_borrow: cannot share the memory of the " + detail::array_text(array) + ": " + reason);
+    }
+    const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
+    const lowbit_layout packing = options.layout.value_or(target.info().is_packed ? default_layout(target.id())
+                                                                                  : lowbit_layout::compact);
+    Tensor made = adapter::make(target, contiguous, packing);
+    detail::fill_copy(array, source, target, adapter::data(made), layout, packing, options);
+    return {std::move(made), false, std::move(reason)};
+}
+
+/// Tensor → numpy. Requires the GIL. A shared array keeps the tensor's
+/// storage alive through its base object; a packed tensor is unpacked into a
+/// new array (one byte per element, int8 or uint8, with metadata when
+/// quantized).
+template <class Tensor>
+object to_array(const Tensor& source, share_policy policy = share_policy::try_share) {
+    using adapter = tensor_adapter<Tensor>;
+    const dtype type = adapter::dtype_of(source);
+    const dtype_info& entry = type.info();
+    const tensor_layout layout = adapter::layout_of(source);
+    if (entry.is_packed) {
+        if (policy == share_policy::must_share) {
+            throw conversion_error("must_share: " + std::string(entry.name) + " is packed (" + std::to_string(entry.bits) +
+                                   " bits per element); numpy needs one byte per element, so it can only be copied");
+        }
+        if (entry.id == dtype_enum::UintB4) {
+            throw dtype_error("UintB4 has no numpy form (MegEngine gives it none either)");
+        }
+        if (!layout.is_contiguous()) throw conversion_error(std::string(entry.name) + ": a packed tensor must be contiguous");
+        npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
+        for (std::size_t i = 0; i < layout.ndim; ++i) dims[i] = static_cast<npy_intp>(layout.shape[i]);
+        object descr = type.is_quantized() ? to_numpy(type)
+                                           : object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_INT8)));
+        PyObject* array = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr.release()),
+                                               static_cast<int>(layout.ndim), dims, nullptr, nullptr, 0, nullptr);
+        if (array == nullptr) detail::throw_numpy_failure("npybridge: allocating the unpacked array");
+        object result = object::steal(array);
+        std::optional<gil_release> unlocked;
+        if (layout.count() >= release_gil_bytes) unlocked.emplace();
+        unpack(entry.id, adapter::data(source), {layout.count(), layout.innermost()},
+               PyArray_DATA(reinterpret_cast<PyArrayObject*>(array)), adapter::packed_layout(source));
+        unlocked.reset();
+        return result;
+    }
+    if (entry.form == numpy_form::none) {
+        throw dtype_error(std::string(entry.name) + " has no numpy form (MegEngine gives it none either)");
+    }
+    object capsule = detail::owner_capsule(adapter::owner(source));
+    object view = detail::array_over(type, adapter::data(source), layout, adapter::writable(source), capsule.get());
+    if (policy != share_policy::copy) return view;
+    PyObject* copied = PyArray_NewCopy(reinterpret_cast<PyArrayObject*>(view.get()), NPY_CORDER);
+    if (copied == nullptr) detail::throw_numpy_failure("npybridge: copying the tensor");
+    return object::steal(copied);
+}
+
+/// Copies the array into an existing tensor whose shape and dtype must match
+/// (after narrowing int64/float64). On any error the tensor is left as it was.
+template <class Tensor>
+void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& options = {}) {
+    using adapter = tensor_adapter<Tensor>;
+    object owner = detail::as_array(obj);
+    auto* array = reinterpret_cast<PyArrayObject*>(owner.get());
+    const tensor_layout layout = detail::checked_layout<Tensor>(array);
+    const dtype target = adapter::dtype_of(destination);
+    const tensor_layout dest_layout = adapter::layout_of(destination);
+    if (!adapter::writable(destination)) throw conversion_error("copy_into: the destination tensor is read-only");
+    bool same_shape = dest_layout.ndim == layout.ndim;
+    for (std::size_t i = 0; same_shape && i < layout.ndim; ++i) same_shape = dest_layout.shape[i] == layout.shape[i];
+    if (!same_shape) {
+        throw conversion_error("copy_into: the " + detail::array_text(array) + " does not match the tensor's shape " +
+                               dest_layout.shape_text());
+    }
+    const numpy_dtype_match source = target.info().is_packed ? numpy_dtype_match{target, false}
+                                                             : from_numpy(PyArray_DESCR(array), options.narrow);
+    if (!target.info().is_packed && !(source.type == target) && !detail::same_storage(source, target)) {
+        throw dtype_error("copy_into: the array is " + source.type.to_string() + " (numpy " +
+                          detail::descr_text(PyArray_DESCR(array)) + "), the tensor is " + target.to_string());
+    }
+    to_tensor_options as_copy = options;
+    as_copy.type = target;
+    as_copy.policy = borrow_policy::copy;
+    if (target.info().is_packed) as_copy.layout = adapter::packed_layout(destination);
+    // Convert into a fresh tensor first: every check and every cast happens
+    // there, so a failure cannot leave the destination half-written.
+    tensor staged = to_tensor<tensor>(obj, as_copy).tensor;
+    if (target.info().is_packed) {
+        std::memcpy(adapter::data(destination), staged.data(), staged.storage_bytes());
+        return;
+    }
+    object from = to_array(staged, share_policy::try_share);
+    object into = detail::array_over(target, adapter::data(destination), dest_layout, true, nullptr);
+    if (PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(into.get()), reinterpret_cast<PyArrayObject*>(from.get())) != 0) {
+        detail::throw_numpy_failure("copy_into");
+    }
+}
+
+}  // namespace npybridge

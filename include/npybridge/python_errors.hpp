@@ -1,0 +1,298 @@
+// npybridge/python_errors.hpp — carrying Python errors through C++ and C++ exceptions back into Python.
+#pragma once
+
+#include <npybridge/errors.hpp>
+#include <npybridge/python.hpp>
+
+#include <exception>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <typeinfo>
+#include <utility>
+
+#if defined(__GNUG__) || defined(__clang__)
+#include <cxxabi.h>
+
+#include <cstdlib>
+#define NPYBRIDGE_HAS_CXXABI 1
+#endif
+
+namespace npybridge {
+
+/// Readable C++ type name: demangled with the C++ ABI where the compiler has
+/// one, the raw name elsewhere.
+inline std::string demangle(const char* name) {
+#if NPYBRIDGE_HAS_CXXABI
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+    if (status == 0 && readable) return readable.get();
+#endif
+    return name ? name : "<unknown type>";
+}
+
+/// True while Python can run code: initialized and not finalizing. Owners
+/// released after that leak their reference rather than touch a dead interpreter.
+inline bool python_alive() noexcept {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+    return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
+/// Drops a reference from any thread: takes the GIL first, and does nothing
+/// once the interpreter is gone.
+inline void release_reference(PyObject* obj) noexcept {
+    if (obj == nullptr || !python_alive()) return;
+    gil_acquire gil;
+    Py_DECREF(obj);
+}
+
+/// The Python error that was pending when it was made (type, value,
+/// traceback), as a C++ exception. what() holds the formatted traceback.
+/// restore() hands the very same exception object back to Python, on any
+/// thread that holds the GIL. Copies share the captured error.
+class python_error : public error {
+public:
+    /// Captures (and clears) the pending Python error. GIL required. With no
+    /// error pending it stands for a SystemError saying so.
+    python_error() : python_error(fetch()) {}
+
+    /// Puts the captured exception back as Python's pending error (GIL
+    /// required). Only the first restore of a captured error gives it back;
+    /// later ones raise a RuntimeError saying it was already restored.
+    void restore() const {
+        PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+        if (m_state) m_state->take(type, value, traceback);
+        if (type == nullptr) {
+            PyErr_SetString(PyExc_RuntimeError, ("npybridge: Python error already restored: " + std::string(what())).c_str());
+            return;
+        }
+        PyErr_Restore(type, value, traceback);
+    }
+
+    /// The exception's type object (borrowed; nullptr once restored).
+    PyObject* type() const noexcept { return m_state ? m_state->type : nullptr; }
+    /// The exception instance (borrowed; nullptr once restored).
+    PyObject* value() const noexcept { return m_state ? m_state->value : nullptr; }
+
+    /// True when the captured exception is an instance of `exception_class`.
+    bool matches(PyObject* exception_class) const {
+        return m_state && m_state->type && PyErr_GivenExceptionMatches(m_state->type, exception_class);
+    }
+
+private:
+    struct state {
+        PyObject* type = nullptr;
+        PyObject* value = nullptr;
+        PyObject* traceback = nullptr;
+
+        void take(PyObject*& t, PyObject*& v, PyObject*& tb) noexcept {
+            t = type;
+            v = value;
+            tb = traceback;
+            type = value = traceback = nullptr;
+        }
+        ~state() {
+            // Released on whichever thread drops the last copy.
+            if (type == nullptr && value == nullptr && traceback == nullptr) return;
+            if (!python_alive()) return;
+            gil_acquire gil;
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(traceback);
+        }
+    };
+
+    struct fetched {
+        std::shared_ptr<state> captured;
+        std::string text;
+    };
+
+    explicit python_error(fetched f) : error(f.text), m_state(std::move(f.captured)) {}
+
+    static fetched fetch() {
+        auto captured = std::make_shared<state>();
+        PyErr_Fetch(&captured->type, &captured->value, &captured->traceback);
+        if (captured->type == nullptr) {
+            PyErr_SetString(PyExc_SystemError, "npybridge: python_error made with no Python error pending");
+            PyErr_Fetch(&captured->type, &captured->value, &captured->traceback);
+        }
+        PyErr_NormalizeException(&captured->type, &captured->value, &captured->traceback);
+        if (captured->traceback != nullptr && captured->value != nullptr) {
+            PyException_SetTraceback(captured->value, captured->traceback);
+        }
+        return {captured, format(captured->type, captured->value, captured->traceback)};
+    }
+
+    /// "Traceback (most recent call last): ..." via the traceback module; if
+    /// that fails, "TypeName: message"; never throws, never leaves an error set.
+    static std::string format(PyObject* type, PyObject* value, PyObject* traceback) {
+        std::string text;
+        object module = object::steal(PyImport_ImportModule("traceback"));
+        object lines = module ? object::steal(PyObject_CallMethod(module.get(), "format_exception", "OOO", type,
+                                                                 value ? value : Py_None,
+                                                                 traceback ? traceback : Py_None))
+                              : object{};
+        object empty = object::steal(PyUnicode_FromString(""));
+        object joined = (lines && empty) ? object::steal(PyUnicode_Join(empty.get(), lines.get())) : object{};
+        const char* utf8 = joined ? PyUnicode_AsUTF8(joined.get()) : nullptr;
+        if (utf8 != nullptr) {
+            text = utf8;
+            while (!text.empty() && text.back() == '\n') text.pop_back();
+        } else {
+            PyErr_Clear();
+            const char* name = type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "<unknown>";
+            object message = value ? object::steal(PyObject_Str(value)) : object{};
+            const char* message_utf8 = message ? PyUnicode_AsUTF8(message.get()) : nullptr;
+            if (message_utf8 == nullptr) PyErr_Clear();
+            text = std::string(name) + ": " + (message_utf8 ? message_utf8 : "<message could not be formatted>") +
+                   " (traceback could not be formatted)";
+        }
+        return text;
+    }
+
+    std::shared_ptr<state> m_state;
+};
+
+/// Python classes for npybridge's C++ errors. make_exception_classes() makes
+/// them once, as attributes of your extension module; translate_exception()
+/// raises them.
+struct exception_classes {
+    PyObject* error = nullptr;             ///< npybridge::error: <Module>.Error(RuntimeError)
+    PyObject* conversion_error = nullptr;  ///< ConversionError(TypeError, ValueError)
+    PyObject* dtype_error = nullptr;       ///< DTypeError(ConversionError)
+    PyObject* metadata_error = nullptr;    ///< MetadataError(DTypeError)
+    PyObject* value_error = nullptr;       ///< ValueRangeError(ConversionError)
+};
+
+/// The classes translate_exception() raises (process-wide; set by
+/// make_exception_classes, read under the GIL).
+inline exception_classes& registered_exception_classes() noexcept {
+    static exception_classes classes;
+    return classes;
+}
+
+/// Creates the exception classes and adds them to `module`. Returns false
+/// with a Python error set on failure. GIL required.
+inline bool make_exception_classes(PyObject* module) {
+    PyObject* module_name = PyModule_GetNameObject(module);
+    if (module_name == nullptr) return false;
+    const std::string prefix = std::string(PyUnicode_AsUTF8(module_name)) + ".";
+    Py_DECREF(module_name);
+    exception_classes made;
+    auto create = [&](PyObject*& slot, const char* name, PyObject* bases, const char* doc) {
+        if (bases == nullptr) return false;
+        slot = PyErr_NewExceptionWithDoc((prefix + name).c_str(), doc, bases, nullptr);
+        Py_DECREF(bases);
+        if (slot == nullptr) return false;
+        Py_INCREF(slot);
+        if (PyModule_AddObject(module, name, slot) != 0) {
+            Py_DECREF(slot);
+            return false;
+        }
+        return true;
+    };
+    const bool ok =
+        create(made.error, "Error", Py_BuildValue("(O)", PyExc_RuntimeError), "Base of npybridge errors (npybridge::error).") &&
+        create(made.conversion_error, "ConversionError", Py_BuildValue("(OO)", PyExc_TypeError, PyExc_ValueError),
+               "A conversion between NumPy and a tensor is impossible as asked (npybridge::conversion_error).") &&
+        create(made.dtype_error, "DTypeError", Py_BuildValue("(O)", made.conversion_error),
+               "A dtype npybridge cannot accept or produce (npybridge::dtype_error).") &&
+        create(made.metadata_error, "MetadataError", Py_BuildValue("(O)", made.dtype_error),
+               "Malformed or out-of-range quantized dtype metadata (npybridge::metadata_error).") &&
+        create(made.value_error, "ValueRangeError", Py_BuildValue("(O)", made.conversion_error),
+               "A value that does not fit its destination (npybridge::value_error).");
+    if (!ok) return false;
+    registered_exception_classes() = made;
+    return true;
+}
+
+namespace detail {
+
+template <class Exception>
+void raise_with_type_name(PyObject* python_class, const Exception& e) {
+    const std::string message = demangle(typeid(e).name()) + ": " + e.what();
+    PyErr_SetString(python_class, message.c_str());
+}
+
+}  // namespace detail
+
+/// Call inside `catch (...)` at the C++ → Python boundary, with the GIL held:
+/// sets the Python error that stands for the exception in flight.
+///  - python_error: the original Python exception, restored as it was;
+///  - npybridge errors: npybridge's Python classes (make_exception_classes),
+///    message "npybridge::metadata_error: ..."; built-in TypeError/ValueError
+///    stand in if the classes were not made;
+///  - std::bad_alloc: MemoryError;
+///  - other std::exception: RuntimeError starting with the demangled type;
+///  - anything else: RuntimeError naming the unknown exception.
+/// If building the Python exception fails, a RuntimeError that still carries
+/// the original message is raised instead.
+inline void translate_exception() noexcept {
+    std::string original;
+    try {
+        try {
+            throw;
+        } catch (const python_error& e) {
+            original = e.what();
+            e.restore();
+        } catch (const metadata_error& e) {
+            original = e.what();
+            const auto& classes = registered_exception_classes();
+            detail::raise_with_type_name(classes.metadata_error ? classes.metadata_error : PyExc_ValueError, e);
+        } catch (const dtype_error& e) {
+            original = e.what();
+            const auto& classes = registered_exception_classes();
+            detail::raise_with_type_name(classes.dtype_error ? classes.dtype_error : PyExc_TypeError, e);
+        } catch (const value_error& e) {
+            original = e.what();
+            const auto& classes = registered_exception_classes();
+            detail::raise_with_type_name(classes.value_error ? classes.value_error : PyExc_ValueError, e);
+        } catch (const conversion_error& e) {
+            original = e.what();
+            const auto& classes = registered_exception_classes();
+            detail::raise_with_type_name(classes.conversion_error ? classes.conversion_error : PyExc_TypeError, e);
+        } catch (const error& e) {
+            original = e.what();
+            const auto& classes = registered_exception_classes();
+            detail::raise_with_type_name(classes.error ? classes.error : PyExc_RuntimeError, e);
+        } catch (const std::bad_alloc& e) {
+            original = e.what();
+            PyErr_NoMemory();
+        } catch (const std::exception& e) {
+            original = e.what();
+            detail::raise_with_type_name(PyExc_RuntimeError, e);
+        } catch (...) {
+            original = "unknown C++ exception";
+#if NPYBRIDGE_HAS_CXXABI
+            if (const std::type_info* type = abi::__cxa_current_exception_type()) {
+                original = "unknown C++ exception of type " + demangle(type->name());
+            }
+#endif
+            PyErr_SetString(PyExc_RuntimeError, ("npybridge: " + original).c_str());
+        }
+    } catch (...) {
+        // Translating failed (out of memory, a throwing what(), ...): keep the original message.
+        PyErr_Clear();
+        PyErr_SetString(PyExc_RuntimeError,
+                        ("npybridge: translating a C++ exception failed; original message: " + original).c_str());
+    }
+}
+
+/// Runs f() at the C++ → Python boundary: its result, or nullptr with the
+/// Python error that translate_exception() makes of whatever f threw.
+/// For CPython-API functions: `return npybridge::guarded([&] { ... });`
+template <class F>
+PyObject* guarded(F&& f) noexcept {
+    try {
+        return std::forward<F>(f)();
+    } catch (...) {
+        translate_exception();
+        return nullptr;
+    }
+}
+
+}  // namespace npybridge
