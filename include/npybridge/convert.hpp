@@ -38,6 +38,13 @@ struct to_tensor_options {
     narrowing narrow = narrowing::checked;
     std::optional<lowbit_layout> layout;  ///< packed dtypes; nullopt: MegBrain's default
     bool require_writable = false;        ///< a read-only array is then copied (or must_borrow fails)
+
+    // Chainable setters: to_tensor_options().as(type).with(borrow_policy::copy)
+    to_tensor_options& as(const dtype& wanted) { type = wanted; return *this; }
+    to_tensor_options& with(borrow_policy wanted) { policy = wanted; return *this; }
+    to_tensor_options& with(narrowing wanted) { narrow = wanted; return *this; }
+    to_tensor_options& with(lowbit_layout wanted) { layout = wanted; return *this; }
+    to_tensor_options& writable() { require_writable = true; return *this; }
 };
 
 template <class Tensor>

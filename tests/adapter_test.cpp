@@ -1,0 +1,202 @@
+// The adapter customization point with a second, deliberately different tensor type (SPEC.md §6).
+#include <catch2/catch.hpp>
+
+#include <npybridge/convert.hpp>
+
+#include "tests/support/python.hpp"
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nb = npybridge;
+using Catch::Matchers::Contains;
+
+namespace megbrain_like {
+
+/// Shaped like MegBrain's HostTensorND: at most 7 dims, no 0-d, no negative
+/// or zero strides, its own storage type.
+struct host_tensor {
+    nb::dtype type = nb::dtype(nb::dtype_enum::Float32);
+    std::size_t ndim = 0;
+    std::size_t shape[7] = {};
+    std::ptrdiff_t stride[7] = {};
+    std::shared_ptr<const void> storage;
+    void* ptr = nullptr;
+    bool read_only = false;
+};
+
+}  // namespace megbrain_like
+
+template <>
+struct npybridge::tensor_adapter<megbrain_like::host_tensor> {
+    using T = megbrain_like::host_tensor;
+    static constexpr std::size_t max_ndim = 7;
+    static constexpr bool has_scalar = false;
+    static bool accepts_strides(const tensor_layout& layout) {
+        for (std::size_t i = 0; i < layout.ndim; ++i) {
+            if (layout.shape[i] > 1 && layout.strides[i] <= 0) return false;
+        }
+        return true;
+    }
+    static dtype dtype_of(const T& t) { return t.type; }
+    static tensor_layout layout_of(const T& t) {
+        tensor_layout layout;
+        layout.ndim = t.ndim;
+        for (std::size_t i = 0; i < t.ndim; ++i) {
+            layout.shape[i] = t.shape[i];
+            layout.strides[i] = t.stride[i];
+        }
+        return layout;
+    }
+    static void* data(const T& t) { return t.ptr; }
+    static bool writable(const T& t) { return !t.read_only; }
+    static lowbit_layout packed_layout(const T&) { return lowbit_layout::row_aligned; }
+    static owner_handle owner(const T& t) { return t.storage; }
+    static T borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner) {
+        T t;
+        t.type = type;
+        t.ndim = layout.ndim;
+        for (std::size_t i = 0; i < layout.ndim; ++i) {
+            t.shape[i] = layout.shape[i];
+            t.stride[i] = layout.strides[i];
+        }
+        t.storage = std::move(owner);
+        t.ptr = data;
+        t.read_only = !writable;
+        return t;
+    }
+    static T make(const dtype& type, const tensor_layout& layout, lowbit_layout packing) {
+        const std::size_t bytes = tensor::storage_bytes_for(type, layout, packing);
+        auto memory = std::shared_ptr<std::uint8_t>(new std::uint8_t[bytes + 1](), std::default_delete<std::uint8_t[]>());
+        T t = borrow(type, memory.get(), layout, true, memory);
+        return t;
+    }
+};
+
+using megbrain_like::host_tensor;
+
+TEST_CASE("a MegBrain-like tensor borrows what it can describe and copies the rest", "[adapter][convert]") {
+    test::owned array = test::eval("np.arange(12, dtype=np.float32).reshape(3, 4)");
+    auto* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.get()));
+
+    SECTION("contiguous memory is borrowed, and the borrow keeps the array alive") {
+        const Py_ssize_t before = Py_REFCNT(array.get());
+        {
+            auto result = nb::to_tensor<host_tensor>(array.get());
+            CHECK(result.borrowed);
+            CHECK(result.tensor.ptr == data);
+            CHECK(result.tensor.ndim == 2);
+            CHECK(result.tensor.stride[0] == 4);
+            CHECK(Py_REFCNT(array.get()) == before + 1);
+        }
+        CHECK(Py_REFCNT(array.get()) == before);
+    }
+    SECTION("negative strides are copied, with the reason") {
+        test::owned reversed = test::eval("np.arange(6, dtype=np.int32)[::-1]");
+        auto result = nb::to_tensor<host_tensor>(reversed.get());
+        CHECK_FALSE(result.borrowed);
+        CHECK_THAT(result.copy_reason, Contains("cannot be described by this tensor type"));
+        const auto* values = static_cast<const std::int32_t*>(result.tensor.ptr);
+        CHECK(values[0] == 5);
+        CHECK(values[5] == 0);
+        nb::to_tensor_options must;
+        must.policy = nb::borrow_policy::must_borrow;
+        CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::to_tensor<host_tensor>(reversed.get(), must); }),
+                   Contains("must_borrow") && Contains("strides: (-4,)"));
+    }
+    SECTION("a 0-d array becomes shape (1,), as in MegBrain") {
+        test::owned scalar = test::eval("np.array(2.5, dtype=np.float32)");
+        auto result = nb::to_tensor<host_tensor>(scalar.get());
+        CHECK(result.tensor.ndim == 1);
+        CHECK(result.tensor.shape[0] == 1);
+        CHECK(*static_cast<const float*>(result.tensor.ptr) == 2.5f);
+    }
+    SECTION("eight dimensions are one too many") {
+        test::owned deep = test::eval("np.zeros((1,) * 8, dtype=np.float32)");
+        CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::to_tensor<host_tensor>(deep.get()); }),
+                   Contains("has 8 dimensions; the tensor type holds at most 7"));
+    }
+    SECTION("a read-only array is borrowed read-only, or copied when a writable tensor is required") {
+        test::owned frozen = test::eval("(lambda a: (a.setflags(write=False), a)[1])(np.arange(3, dtype=np.int16))");
+        auto view = nb::to_tensor<host_tensor>(frozen.get());
+        CHECK(view.borrowed);
+        CHECK(view.tensor.read_only);
+        nb::to_tensor_options writable;
+        writable.require_writable = true;
+        auto copy = nb::to_tensor<host_tensor>(frozen.get(), writable);
+        CHECK_FALSE(copy.borrowed);
+        CHECK_THAT(copy.copy_reason, Contains("read-only"));
+        writable.policy = nb::borrow_policy::must_borrow;
+        CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::to_tensor<host_tensor>(frozen.get(), writable); }),
+                   Contains("read-only"));
+    }
+}
+
+TEST_CASE("a MegBrain-like tensor shares its memory with numpy", "[adapter][convert]") {
+    test::owned source = test::eval("np.arange(6, dtype=np.int16).reshape(2, 3)");
+    host_tensor copied = nb::to_tensor<host_tensor>(source.get(), nb::to_tensor_options().with(nb::borrow_policy::copy)).tensor;
+    nb::object shared = nb::to_array(copied);
+    auto* array = reinterpret_cast<PyArrayObject*>(shared.get());
+    CHECK(PyArray_DATA(array) == copied.ptr);
+    CHECK(PyArray_NDIM(array) == 2);
+    CHECK(copied.storage.use_count() == 2);  // the tensor and the array's capsule
+    shared = nb::object();
+    CHECK(copied.storage.use_count() == 1);
+    CHECK_THAT(test::message_of<nb::conversion_error>([&] {
+                   host_tensor packed = nb::to_tensor<host_tensor>(
+                                            test::eval("np.array([1, -1, 1], dtype=np.int8)").get(),
+                                            nb::to_tensor_options().as(nb::dtype(nb::dtype_enum::IntB1)))
+                                            .tensor;
+                   nb::to_array(packed, nb::share_policy::must_share);
+               }),
+               Contains("must_share: IntB1 is packed"));
+}
+
+TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was on any error", "[adapter][convert]") {
+    test::owned zeros = test::eval("np.zeros((2, 3), dtype=np.int32)");
+    host_tensor destination = nb::to_tensor<host_tensor>(zeros.get(), nb::to_tensor_options().with(nb::borrow_policy::copy)).tensor;
+    auto* values = static_cast<std::int32_t*>(destination.ptr);
+    values[0] = 7;
+
+    SECTION("a good copy lands") {
+        test::owned ints = test::eval("np.arange(6, dtype=np.int64).reshape(2, 3)");
+        nb::copy_into(ints.get(), destination);
+        CHECK(values[5] == 5);
+    }
+    SECTION("checked narrowing failure: untouched") {
+        test::owned big = test::eval("np.array([[1, 2, 3], [4, 5, 2**40]])");
+        CHECK_THAT(test::message_of<nb::value_error>([&] { nb::copy_into(big.get(), destination); }),
+                   Contains("at index (1, 2)"));
+        CHECK(values[0] == 7);
+        CHECK(values[1] == 0);
+    }
+    SECTION("shape and dtype mismatches are named") {
+        test::owned wrong_shape = test::eval("np.zeros((3, 2), dtype=np.int32)");
+        CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::copy_into(wrong_shape.get(), destination); }),
+                   Contains("does not match the tensor's shape (2, 3)"));
+        test::owned wrong_dtype = test::eval("np.zeros((2, 3), dtype=np.float32)");
+        CHECK_THAT(test::message_of<nb::dtype_error>([&] { nb::copy_into(wrong_dtype.get(), destination); }),
+                   Contains("the array is Float32") && Contains("the tensor is Int32"));
+        CHECK(values[0] == 7);
+    }
+    SECTION("packed destination: an invalid value leaves the bytes as they were") {
+        test::owned codes = test::eval("np.array([[1, -1, 3], [3, 1, -3]], dtype=np.int8)");
+        host_tensor packed = nb::to_tensor<host_tensor>(codes.get(), nb::to_tensor_options().as(nb::dtype(nb::dtype_enum::IntB2))).tensor;
+        std::vector<std::uint8_t> before(static_cast<std::uint8_t*>(packed.ptr), static_cast<std::uint8_t*>(packed.ptr) + 2);
+        test::owned bad = test::eval("np.array([[1, -1, 3], [3, 2, -3]], dtype=np.int8)");
+        CHECK_THAT(test::message_of<nb::value_error>([&] { nb::copy_into(bad.get(), packed); }),
+                   Contains("IntB2: value 2 at index (1, 1)"));
+        CHECK(std::memcmp(before.data(), packed.ptr, 2) == 0);
+        test::owned good = test::eval("np.array([[-3, -3, -3], [3, 3, 3]], dtype=np.int8)");
+        nb::copy_into(good.get(), packed);
+        CHECK(static_cast<std::uint8_t*>(packed.ptr)[0] == 0x00);  // row-aligned: row 0 = codes 0,0,0
+        CHECK(static_cast<std::uint8_t*>(packed.ptr)[1] == 0x3F);  // row 1 = codes 3,3,3
+    }
+    SECTION("a read-only destination is refused") {
+        destination.read_only = true;
+        CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::copy_into(zeros.get(), destination); }),
+                   Contains("destination tensor is read-only"));
+    }
+}
