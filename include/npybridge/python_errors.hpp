@@ -46,6 +46,10 @@ inline bool python_alive() noexcept {
 /// once the interpreter is gone.
 inline void release_reference(PyObject* obj) noexcept {
     if (obj == nullptr || !python_alive()) return;
+    if (PyGILState_Check()) {  // the common case: released by Python code on its own thread
+        Py_DECREF(obj);
+        return;
+    }
     gil_acquire gil;
     Py_DECREF(obj);
 }

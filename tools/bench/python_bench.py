@@ -1,0 +1,127 @@
+"""Python-call benchmark: npybridge conversions against a do-nothing floor, pybind11 and nanobind, in one run.
+
+Usage (tools/bench/run does this): python_bench.py BAZEL_BIN
+BAZEL_BIN holds examples/npybridge_example.so and tools/bench/npybridge_bench.so.
+The pybind11 / nanobind peers (tools/bench/peers.cpp) are compiled here with
+g++ against the pip-installed headers, into a cache folder beside this file's
+build outputs. Prints markdown tables of ns per call and ratios.
+"""
+import hashlib
+import os
+import pathlib
+import subprocess
+import sys
+import sysconfig
+import timeit
+
+import numpy as np
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def build_peer(kind, out_dir):
+    import nanobind
+    import pybind11
+    source = HERE / "peers.cpp"
+    flags = ["-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
+             "-I", sysconfig.get_paths()["include"]]
+    if kind == "pybind11":
+        flags += ["-DPEER_PYBIND11", "-I", pybind11.get_include()]
+        sources = [str(source)]
+    else:
+        root = pathlib.Path(nanobind.include_dir()).parent
+        flags += ["-DPEER_NANOBIND", "-I", nanobind.include_dir(), "-I", str(root / "ext" / "robin_map" / "include")]
+        sources = [str(source), str(pathlib.Path(nanobind.source_dir()) / "nb_combined.cpp")]
+    key = hashlib.sha256((source.read_text() + " ".join(flags) + sys.version).encode()).hexdigest()[:12]
+    target = out_dir / f"peer_{kind}.so"
+    stamp = out_dir / f"peer_{kind}.key"
+    if not target.exists() or not stamp.exists() or stamp.read_text() != key:
+        print(f"compiling the {kind} peer...", file=sys.stderr)
+        subprocess.run(["g++", *flags, *sources, "-o", str(target)], check=True)
+        stamp.write_text(key)
+
+
+def best_ns(statement, number, namespace):
+    timer = timeit.Timer(statement, globals=namespace)
+    return min(timer.repeat(repeat=7, number=number)) / number * 1e9
+
+
+def main(bazel_bin):
+    bazel_bin = pathlib.Path(bazel_bin)
+    peers = pathlib.Path(os.environ.get("NPYBRIDGE_PEER_CACHE", bazel_bin / "tools" / "bench" / "peers"))
+    peers.mkdir(parents=True, exist_ok=True)
+    build_peer("pybind11", peers)
+    build_peer("nanobind", peers)
+    sys.path[:0] = [str(bazel_bin / "examples"), str(bazel_bin / "tools" / "bench"), str(peers)]
+    import npybridge_bench as nbb
+    import npybridge_example as nbx
+    import peer_nanobind
+    import peer_pybind11
+
+    a = np.arange(1000, dtype=np.float32)
+    q = np.zeros(1000, dtype=np.dtype("int8", metadata={"mgb_dtype": {"name": "QuantizedS8", "scale": 0.5}}))
+    ns = dict(nbb=nbb, nbx=nbx, pb=peer_pybind11, nanob=peer_nanobind, a=a, q=q, np=np)
+    for check in (nbb.borrow(a), nbb.borrow(q), peer_pybind11.borrow(a), peer_nanobind.borrow(a)):
+        assert check == 1000
+    n = 200_000
+    calls = {
+        "floor: METH_O doing nothing": best_ns("nbb.noop(a)", n, ns),
+        "np.asarray(a)": best_ns("np.asarray(a)", n, ns),
+        "npybridge borrow (float32)": best_ns("nbb.borrow(a)", n, ns),
+        "npybridge borrow, must_borrow": best_ns("nbb.must_borrow(a)", n, ns),
+        "npybridge borrow (QuantizedS8)": best_ns("nbb.borrow(q)", n, ns),
+        "npybridge share (tensor -> numpy)": best_ns("nbb.share()", n, ns),
+        "npybridge Tensor.from_numpy (example module)": best_ns("nbx.Tensor.from_numpy(a)", n, ns),
+        "pybind11 py::object doing nothing": best_ns("pb.noop_object(a)", n, ns),
+        "pybind11 array_t<float, c_style>": best_ns("pb.borrow(a)", n, ns),
+        "pybind11 share": best_ns("pb.share()", n, ns),
+        "nanobind ndarray<float, c_contig, cpu>": best_ns("nanob.borrow(a)", n, ns),
+        "nanobind share": best_ns("nanob.share()", n, ns),
+    }
+    floor = calls["floor: METH_O doing nothing"]
+    print("## Python calls (1,000-element float32 array; ns per call, best of 7)\n")
+    print("| call | ns | / floor |")
+    print("|---|---|---|")
+    for name, value in calls.items():
+        print(f"| {name} | {value:.0f} | {value / floor:.2f} |")
+    ratios = [
+        ("npybridge borrow / floor (target <= 2)", calls["npybridge borrow (float32)"] / floor),
+        ("npybridge quantized borrow / floor (target <= 2.5)", calls["npybridge borrow (QuantizedS8)"] / floor),
+        ("npybridge share / floor (target <= 5)", calls["npybridge share (tensor -> numpy)"] / floor),
+        ("pybind11 array_t / npybridge borrow (target >= 4)",
+         calls["pybind11 array_t<float, c_style>"] / calls["npybridge borrow (float32)"]),
+        ("nanobind ndarray / npybridge borrow (target >= 1)",
+         calls["nanobind ndarray<float, c_contig, cpu>"] / calls["npybridge borrow (float32)"]),
+        ("pybind11 share / npybridge share", calls["pybind11 share"] / calls["npybridge share (tensor -> numpy)"]),
+        ("nanobind share / npybridge share", calls["nanobind share"] / calls["npybridge share (tensor -> numpy)"]),
+    ]
+    print("\n| ratio | value |")
+    print("|---|---|")
+    for name, value in ratios:
+        print(f"| {name} | {value:.2f} |")
+
+    big64 = np.random.default_rng(0).standard_normal(16 << 20)
+    big32t = np.random.default_rng(1).standard_normal((4096, 4096)).astype(np.float32).T
+    ns.update(big64=big64, big32t=big32t)
+    m = 3
+    copies = {
+        "float64 -> Float32, checked (npybridge)": best_ns("nbx.Tensor.from_numpy(big64)", m, ns),
+        "big64.astype(np.float32) (numpy)": best_ns("big64.astype(np.float32)", m, ns),
+        "transposed float32 copy (npybridge, policy='copy')": best_ns("nbx.Tensor.from_numpy(big32t, policy='copy')", m, ns),
+        "np.ascontiguousarray(big32t) (numpy)": best_ns("np.ascontiguousarray(big32t)", m, ns),
+    }
+    print("\n## Copies of 16 Mi elements (ms, best of 7)\n")
+    print("| copy | ms |")
+    print("|---|---|")
+    for name, value in copies.items():
+        print(f"| {name} | {value / 1e6:.2f} |")
+    print("\n| ratio | value |")
+    print("|---|---|")
+    print(f"| checked narrowing / numpy astype (target <= 1.3) | "
+          f"{copies['float64 -> Float32, checked (npybridge)'] / copies['big64.astype(np.float32) (numpy)']:.2f} |")
+    print(f"| transposed copy / np.ascontiguousarray (target <= 1.3) | "
+          f"{copies['transposed float32 copy (npybridge, policy=' + repr('copy') + ')'] / copies['np.ascontiguousarray(big32t) (numpy)']:.2f} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
