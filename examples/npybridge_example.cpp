@@ -3,6 +3,8 @@
 #include <npybridge/npybridge.hpp>
 
 #include <cstring>
+#include <new>
+#include <stdexcept>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -303,6 +305,201 @@ PyType_Slot tensor_slots[] = {
 
 PyType_Spec tensor_spec = {"npybridge_example.Tensor", sizeof(tensor_object), 0, Py_TPFLAGS_DEFAULT, tensor_slots};
 
+// ---- errors through C++ (npybridge/python_errors.hpp) ------------------------------
+
+/// call(fn, *args): calls fn from C++; a Python exception travels through the
+/// C++ frames as npybridge::python_error and comes back as the same object.
+PyObject* call(PyObject*, PyObject* args) {
+    return nb::guarded([&]() -> PyObject* {
+        const Py_ssize_t count = PyTuple_GET_SIZE(args);
+        if (count < 1) throw nb::error("call(fn, *args) needs fn");
+        nb::object rest = nb::object::steal(PyTuple_GetSlice(args, 1, count));
+        if (!rest) throw nb::python_error();
+        PyObject* result = PyObject_Call(PyTuple_GET_ITEM(args, 0), rest.get(), nullptr);
+        if (result == nullptr) throw nb::python_error();
+        return result;
+    });
+}
+
+struct not_a_std_exception {
+    int code;
+};
+
+/// throw_cpp(kind, message): throws a C++ exception of the named kind.
+PyObject* throw_cpp(PyObject*, PyObject* args) {
+    return nb::guarded([&]() -> PyObject* {
+        const char* kind = nullptr;
+        const char* message = nullptr;
+        if (!PyArg_ParseTuple(args, "ss:throw_cpp", &kind, &message)) return nullptr;
+        const std::string_view which(kind);
+        if (which == "out_of_range") throw std::out_of_range(message);
+        if (which == "bad_alloc") throw std::bad_alloc();
+        if (which == "runtime_error") throw std::runtime_error(message);
+        if (which == "conversion") throw nb::conversion_error(message);
+        if (which == "unknown") throw not_a_std_exception{42};
+        throw nb::conversion_error("throw_cpp: kind must be out_of_range, bad_alloc, runtime_error, conversion or unknown, got '" +
+                                   std::string(which) + "'");
+    });
+}
+
+// ---- OriginTracker (npybridge/tracker.hpp) -------------------------------------------
+
+struct tracker_object {
+    PyObject_HEAD
+    nb::origin_tracker<unsigned long long>* tracker;
+    unsigned long long next_key;
+};
+
+struct scope_object {
+    PyObject_HEAD
+    PyObject* owner;  // the tracker_object (strong)
+    PyObject* tag;    // strong
+    std::optional<nb::origin_tracker<unsigned long long>::scope>* active;
+};
+
+PyTypeObject* tracker_type = nullptr;
+PyTypeObject* scope_type = nullptr;
+
+nb::origin_tracker<unsigned long long>& tracker_of(PyObject* self) {
+    return *reinterpret_cast<tracker_object*>(self)->tracker;
+}
+
+PyObject* tracker_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+    return nb::guarded([&]() -> PyObject* {
+        if (!PyArg_ParseTuple(args, ":OriginTracker") || (kwargs && PyDict_Size(kwargs) > 0)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "OriginTracker() takes no arguments");
+            return nullptr;
+        }
+        auto* self = reinterpret_cast<tracker_object*>(type->tp_alloc(type, 0));
+        if (self == nullptr) return nullptr;
+        self->tracker = new nb::origin_tracker<unsigned long long>();
+        self->next_key = 0;
+        return reinterpret_cast<PyObject*>(self);
+    });
+}
+
+void tracker_dealloc(PyObject* self) {
+    PyTypeObject* type = Py_TYPE(self);
+    delete reinterpret_cast<tracker_object*>(self)->tracker;  // releases every tag
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+PyObject* tracker_scope(PyObject* self, PyObject* tag) {
+    auto* scope = PyObject_New(scope_object, scope_type);
+    if (scope == nullptr) return nullptr;
+    Py_INCREF(self);
+    Py_INCREF(tag);
+    scope->owner = self;
+    scope->tag = tag;
+    scope->active = new std::optional<nb::origin_tracker<unsigned long long>::scope>();
+    return reinterpret_cast<PyObject*>(scope);
+}
+
+PyObject* tracker_create(PyObject* self, PyObject*) {
+    return nb::guarded([&] {
+        auto* t = reinterpret_cast<tracker_object*>(self);
+        const unsigned long long key = ++t->next_key;  // stands for a new C++ object (an operator, a node)
+        t->tracker->on_create(key);
+        return PyLong_FromUnsignedLongLong(key);
+    });
+}
+
+unsigned long long key_of(PyObject* key) {
+    const unsigned long long value = PyLong_AsUnsignedLongLong(key);
+    if (value == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw nb::python_error();
+    return value;
+}
+
+PyObject* tracker_origin(PyObject* self, PyObject* key) {
+    return nb::guarded([&]() -> PyObject* {
+        PyObject* tag = tracker_of(self).origin(key_of(key));
+        if (tag == nullptr) Py_RETURN_NONE;
+        Py_INCREF(tag);
+        return tag;
+    });
+}
+
+PyObject* tracker_blame(PyObject* self, PyObject* args) {
+    return nb::guarded([&]() -> PyObject* {
+        PyObject* key = nullptr;
+        const char* message = "";
+        if (!PyArg_ParseTuple(args, "O|s:blame", &key, &message)) return nullptr;
+        const std::string text = tracker_of(self).blame(key_of(key), message);
+        return PyUnicode_FromString(text.c_str());
+    });
+}
+
+PyObject* tracker_forget(PyObject* self, PyObject* key) {
+    return nb::guarded([&]() -> PyObject* {
+        tracker_of(self).forget(key_of(key));
+        Py_RETURN_NONE;
+    });
+}
+
+PyObject* tracker_len(PyObject* self, PyObject*) { return PyLong_FromSize_t(tracker_of(self).size()); }
+
+PyMethodDef tracker_methods[] = {
+    {"scope", tracker_scope, METH_O, "scope(tag): a context manager; objects created inside are tagged with tag."},
+    {"create", tracker_create, METH_NOARGS, "Creates a C++ object and returns its integer key."},
+    {"origin", tracker_origin, METH_O, "origin(key): the tag of the key, or None."},
+    {"blame", tracker_blame, METH_VARARGS, "blame(key, message=''): a message naming where key was created."},
+    {"forget", tracker_forget, METH_O, "forget(key): the object is gone; drop its tag."},
+    {"tagged", tracker_len, METH_NOARGS, "How many keys hold a tag."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyType_Slot tracker_slots[] = {
+    {Py_tp_new, reinterpret_cast<void*>(tracker_new)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(tracker_dealloc)},
+    {Py_tp_methods, tracker_methods},
+    {Py_tp_doc, const_cast<char*>("OriginTracker(): tags what is created inside `with tracker.scope(tag):`.")},
+    {0, nullptr},
+};
+
+PyType_Spec tracker_spec = {"npybridge_example.OriginTracker", sizeof(tracker_object), 0, Py_TPFLAGS_DEFAULT,
+                            tracker_slots};
+
+void scope_dealloc(PyObject* self) {
+    auto* s = reinterpret_cast<scope_object*>(self);
+    PyTypeObject* type = Py_TYPE(self);
+    delete s->active;  // ends the scope if still active
+    Py_XDECREF(s->tag);
+    Py_XDECREF(s->owner);
+    PyObject_Free(self);
+    Py_DECREF(type);
+}
+
+PyObject* scope_enter(PyObject* self, PyObject*) {
+    return nb::guarded([&]() -> PyObject* {
+        auto* s = reinterpret_cast<scope_object*>(self);
+        if (s->active->has_value()) throw nb::error("this scope object is already entered");
+        s->active->emplace(tracker_of(s->owner).enter(s->tag));
+        Py_INCREF(s->tag);
+        return s->tag;
+    });
+}
+
+PyObject* scope_exit(PyObject* self, PyObject*) {
+    auto* s = reinterpret_cast<scope_object*>(self);
+    s->active->reset();
+    Py_RETURN_FALSE;
+}
+
+PyMethodDef scope_methods[] = {
+    {"__enter__", scope_enter, METH_NOARGS, nullptr},
+    {"__exit__", scope_exit, METH_VARARGS, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyType_Slot scope_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(scope_dealloc)},
+    {Py_tp_methods, scope_methods},
+    {0, nullptr},
+};
+
+PyType_Spec scope_spec = {"npybridge_example.TrackerScope", sizeof(scope_object), 0, Py_TPFLAGS_DEFAULT, scope_slots};
+
 // ---- module functions -----------------------------------------------------------
 
 PyObject* dtype_table(PyObject*, PyObject*) {
@@ -329,6 +526,9 @@ PyObject* dtype_table(PyObject*, PyObject*) {
 }
 
 PyMethodDef module_methods[] = {
+    {"call", call, METH_VARARGS, "call(fn, *args): fn(*args) called from C++; its exceptions come back unchanged."},
+    {"throw_cpp", throw_cpp, METH_VARARGS,
+     "throw_cpp(kind, message): throws a C++ exception: out_of_range, bad_alloc, runtime_error, conversion, unknown."},
     {"dtype_table", dtype_table, METH_NOARGS,
      "One dict per dtype: name, enum, bits, category, packed, numpy (dtype string or None)."},
     {nullptr, nullptr, 0, nullptr},
@@ -352,6 +552,19 @@ PyMODINIT_FUNC PyInit_npybridge_example() {
     Py_INCREF(tensor_type);
     if (PyModule_AddObject(module.get(), "Tensor", reinterpret_cast<PyObject*>(tensor_type)) != 0) {
         Py_DECREF(tensor_type);
+        return nullptr;
+    }
+    auto add_type = [&](PyTypeObject*& type, PyType_Spec& spec, const char* name) {
+        if (type == nullptr) type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&spec));
+        if (type == nullptr) return false;
+        Py_INCREF(type);
+        if (PyModule_AddObject(module.get(), name, reinterpret_cast<PyObject*>(type)) != 0) {
+            Py_DECREF(type);
+            return false;
+        }
+        return true;
+    };
+    if (!add_type(tracker_type, tracker_spec, "OriginTracker") || !add_type(scope_type, scope_spec, "TrackerScope")) {
         return nullptr;
     }
     return module.release();

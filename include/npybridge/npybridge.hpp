@@ -14,3 +14,4 @@
 #include <npybridge/reflect.hpp>
 #include <npybridge/scalar_types.hpp>
 #include <npybridge/tensor.hpp>
+#include <npybridge/tracker.hpp>

@@ -1,0 +1,145 @@
+// npybridge/tracker.hpp — tags C++ objects with where (in Python) they were created, to name that origin in later errors.
+#pragma once
+
+#include <npybridge/errors.hpp>
+#include <npybridge/python.hpp>
+#include <npybridge/python_errors.hpp>
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+namespace npybridge {
+
+/// The Python stack of the caller as a tag for origin_tracker: a
+/// traceback.StackSummary (new reference), or nullptr with no error set when
+/// it cannot be had. GIL required.
+inline object current_python_stack() {
+    object module = object::steal(PyImport_ImportModule("traceback"));
+    object stack = module ? object::steal(PyObject_CallMethod(module.get(), "extract_stack", nullptr)) : object{};
+    if (!stack) PyErr_Clear();
+    return stack;
+}
+
+/// The generalization of MegEngine's OprPyTracker: while a scope is active,
+/// every key reported through on_create() (an operator, a node, anything
+/// keyed by a pointer or id) is tagged with the scope's Python object, for
+/// example the creating stack. blame() names that origin in an error message.
+///
+/// Each tagged key holds one reference to its tag and each active scope one
+/// more; all are released when keys are forgotten, the scope ends, or the
+/// tracker is destroyed. Every member function needs the GIL (which is also
+/// what makes the tracker safe to share between threads).
+template <class Key, class Hash = std::hash<Key>>
+class origin_tracker {
+public:
+    /// An active scope; ends on destruction (or end()). Move-only.
+    class scope {
+    public:
+        scope(scope&& other) noexcept : m_tracker(std::exchange(other.m_tracker, nullptr)) {}
+        scope& operator=(scope&&) = delete;
+        scope(const scope&) = delete;
+        ~scope() { end(); }
+        /// Ends the scope now (idempotent).
+        void end() noexcept {
+            if (m_tracker != nullptr) std::exchange(m_tracker, nullptr)->leave();
+        }
+
+    private:
+        friend class origin_tracker;
+        explicit scope(origin_tracker* tracker) noexcept : m_tracker(tracker) {}
+        origin_tracker* m_tracker;
+    };
+
+    origin_tracker() = default;
+    origin_tracker(const origin_tracker&) = delete;
+    origin_tracker& operator=(const origin_tracker&) = delete;
+
+    /// Releases every tag (taking the GIL if the caller does not hold it;
+    /// nothing is touched once the interpreter is gone).
+    ~origin_tracker() {
+        if (!python_alive()) return;
+        gil_acquire gil;
+        clear();
+        Py_CLEAR(m_current);
+    }
+
+    /// Starts tagging new keys with `tag`. A scope inside a scope of the same
+    /// tracker is an error: which tag would win is exactly the ambiguity the
+    /// tracker exists to remove.
+    [[nodiscard]] scope enter(PyObject* tag) {
+        if (tag == nullptr) throw error("origin_tracker: a scope needs a tag object (got NULL)");
+        if (m_current != nullptr) {
+            throw error("origin_tracker: a scope is already active (tag " + safe_repr(m_current) +
+                        "); scopes of one tracker do not nest");
+        }
+        Py_INCREF(tag);
+        m_current = tag;
+        return scope(this);
+    }
+
+    /// True while a scope is active.
+    bool active() const noexcept { return m_current != nullptr; }
+
+    /// Reports a newly created key: tagged with the active scope's tag, if
+    /// any. A key created again replaces its old tag.
+    void on_create(const Key& key) {
+        if (m_current == nullptr) return;
+        Py_INCREF(m_current);
+        auto [slot, inserted] = m_tags.try_emplace(key, m_current);
+        if (!inserted) {
+            PyObject* old = std::exchange(slot->second, m_current);
+            Py_DECREF(old);
+        }
+    }
+
+    /// The tag of a key (borrowed), or nullptr when it has none.
+    PyObject* origin(const Key& key) const {
+        auto found = m_tags.find(key);
+        return found == m_tags.end() ? nullptr : found->second;
+    }
+
+    /// `message` followed by where the key came from: repr of its tag, or a
+    /// note that its origin is unknown.
+    std::string blame(const Key& key, std::string_view message = {}) const {
+        std::string text(message);
+        if (!text.empty()) text += "\n";
+        PyObject* tag = origin(key);
+        return text + (tag ? "created at: " + safe_repr(tag) : std::string("created outside any origin_tracker scope"));
+    }
+
+    /// Drops a key's tag (call when the object dies).
+    void forget(const Key& key) {
+        auto found = m_tags.find(key);
+        if (found == m_tags.end()) return;
+        PyObject* tag = found->second;
+        m_tags.erase(found);
+        Py_DECREF(tag);
+    }
+
+    /// Drops every tag.
+    void clear() {
+        auto tags = std::move(m_tags);
+        m_tags.clear();
+        for (auto& entry : tags) Py_DECREF(entry.second);
+    }
+
+    std::size_t size() const noexcept { return m_tags.size(); }
+
+private:
+    void leave() noexcept {
+        if (!python_alive()) {
+            m_current = nullptr;
+            return;
+        }
+        gil_acquire gil;
+        Py_CLEAR(m_current);
+    }
+
+    std::unordered_map<Key, PyObject*, Hash> m_tags;
+    PyObject* m_current = nullptr;
+};
+
+}  // namespace npybridge

@@ -1,0 +1,144 @@
+"""Python <-> C++ errors and the origin tracker, as a Python user sees them (SPEC.md §7)."""
+import gc
+import sys
+import threading
+import traceback
+
+import pytest
+
+import npybridge_example as nbx
+
+
+class CallbackError(Exception):
+    pass
+
+
+def test_an_exception_from_a_callback_comes_back_as_the_same_object():
+    raised = CallbackError("from the callback")
+
+    def callback(a, b):
+        raise raised
+
+    with pytest.raises(CallbackError) as caught:
+        nbx.call(callback, 1, 2)
+    assert caught.value is raised
+    frames = [frame.name for frame in traceback.extract_tb(caught.value.__traceback__)]
+    assert "callback" in frames
+
+
+def test_call_returns_the_callbacks_result_and_passes_arguments():
+    assert nbx.call(lambda *args: sum(args), 1, 2, 3) == 6
+    assert nbx.call(dict) == {}
+
+
+def test_exceptions_from_callbacks_on_other_threads_come_back_too():
+    results = []
+
+    def worker(i):
+        try:
+            nbx.call(lambda: (_ for _ in ()).throw(ValueError(f"thread {i}")))
+        except ValueError as e:
+            results.append(str(e))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == [f"thread {i}" for i in range(4)]
+
+
+@pytest.mark.parametrize("kind, python_type, text", [
+    ("out_of_range", RuntimeError, "std::out_of_range: index 7"),
+    ("runtime_error", RuntimeError, "std::runtime_error: index 7"),
+    ("conversion", nbx.ConversionError, "npybridge::conversion_error: index 7"),
+    ("unknown", RuntimeError, "unknown C++ exception of type"),
+])
+def test_cpp_exceptions_arrive_as_python_exceptions_naming_the_cpp_type(kind, python_type, text):
+    with pytest.raises(python_type) as caught:
+        nbx.throw_cpp(kind, "index 7")
+    assert text in str(caught.value)
+
+
+def test_bad_alloc_is_memory_error():
+    with pytest.raises(MemoryError):
+        nbx.throw_cpp("bad_alloc", "ignored")
+
+
+def test_conversion_errors_are_type_and_value_errors():
+    with pytest.raises(TypeError):
+        nbx.throw_cpp("conversion", "x")
+    with pytest.raises(ValueError):
+        nbx.throw_cpp("conversion", "x")
+
+
+def test_the_tracker_names_the_origin_it_was_given():
+    tracker = nbx.OriginTracker()
+    tag = ("layer", 3)
+    with tracker.scope(tag) as entered:
+        assert entered is tag
+        inside = tracker.create()
+    outside = tracker.create()
+    assert tracker.origin(inside) is tag
+    assert tracker.origin(outside) is None
+    assert repr(tag) in tracker.blame(inside, "shape mismatch")
+    assert tracker.blame(inside, "shape mismatch").startswith("shape mismatch")
+    assert "outside any origin_tracker scope" in tracker.blame(outside)
+
+
+def test_the_tracker_can_tag_with_the_creating_stack():
+    tracker = nbx.OriginTracker()
+
+    def build_model():
+        with tracker.scope(traceback.extract_stack()):
+            return tracker.create()
+
+    key = build_model()
+    assert "build_model" in tracker.blame(key)
+
+
+def test_nested_scopes_are_a_runtime_error():
+    tracker = nbx.OriginTracker()
+    with tracker.scope("outer"):
+        with pytest.raises(RuntimeError, match="already active"):
+            with tracker.scope("inner"):
+                pass
+        key = tracker.create()
+    assert tracker.origin(key) == "outer"
+    with tracker.scope("again"):  # usable again once the scope ended
+        assert tracker.origin(tracker.create()) == "again"
+
+
+def test_tag_refcounts_return_to_their_start_when_the_tracker_dies():
+    tags = [object() for _ in range(3)]
+    before = [sys.getrefcount(t) for t in tags]
+    tracker = nbx.OriginTracker()
+    for i in range(3):
+        with tracker.scope(tags[i]):
+            for _ in range(100):
+                tracker.create()
+    assert tracker.tagged() == 300
+    assert [sys.getrefcount(t) for t in tags] == [b + 100 for b in before]
+    del tracker
+    gc.collect()
+    assert [sys.getrefcount(t) for t in tags] == before
+
+
+def test_forgetting_and_exceptions_inside_scopes_keep_counts_balanced():
+    tag = object()
+    before = sys.getrefcount(tag)
+    tracker = nbx.OriginTracker()
+    with pytest.raises(KeyError):
+        with tracker.scope(tag):
+            key = tracker.create()
+            raise KeyError("inside")
+    assert not tracker.origin(key) is None
+    tracker.forget(key)
+    assert tracker.origin(key) is None
+    assert sys.getrefcount(tag) == before
+    scope = tracker.scope(tag)
+    scope.__enter__()
+    del scope  # dropped while active: the scope ends, its reference goes
+    gc.collect()
+    assert sys.getrefcount(tag) == before
+    del tracker
