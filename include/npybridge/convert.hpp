@@ -43,6 +43,10 @@ struct to_tensor_options {
     narrowing narrow = narrowing::checked;
     std::optional<lowbit_layout> layout;  ///< packed dtypes; nullopt: MegBrain's default
     bool require_writable = false;        ///< a read-only array is then copied (or must_borrow fails)
+    /// false: a borrowed tensor does not hold a reference to the array; it is
+    /// valid only while the caller keeps the array alive (the argument of the
+    /// call being served, say). Saves an allocation per borrow.
+    bool keep_alive = true;
 
     // Chainable setters: to_tensor_options().as(type).with(borrow_policy::copy)
     to_tensor_options& as(const dtype& wanted) { type = wanted; return *this; }
@@ -50,10 +54,14 @@ struct to_tensor_options {
     to_tensor_options& with(narrowing wanted) { narrow = wanted; return *this; }
     to_tensor_options& with(lowbit_layout wanted) { layout = wanted; return *this; }
     to_tensor_options& writable() { require_writable = true; return *this; }
+    to_tensor_options& scoped() { keep_alive = false; return *this; }
 };
 
 template <class Tensor>
 struct to_tensor_result {
+    to_tensor_result(Tensor made, bool shared, std::string reason = {})
+        : tensor(std::move(made)), borrowed(shared), copy_reason(std::move(reason)) {}
+
     Tensor tensor;
     bool borrowed = false;
     std::string copy_reason;  ///< why memory was not shared (empty when borrowed)
@@ -488,8 +496,10 @@ to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& optio
                              : detail::why_not_borrow<Tensor>(array, source, target, layout, options);
     if (reason.empty()) {
         const bool writable = PyArray_ISWRITEABLE(array);
-        Tensor borrowed = adapter::borrow(target, PyArray_DATA(array), layout, writable, detail::python_owner(owner.get()));
-        return {std::move(borrowed), true, {}};
+        return to_tensor_result<Tensor>(
+            adapter::borrow(target, PyArray_DATA(array), layout, writable,
+                            options.keep_alive ? detail::python_owner(owner.get()) : owner_handle()),
+            true);
     }
     if (options.policy == borrow_policy::must_borrow) {
         throw conversion_error("must_borrow: cannot share the memory of the " + detail::array_text(array) + ": " + reason);
@@ -499,7 +509,7 @@ to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& optio
                                                                                   : lowbit_layout::compact);
     Tensor made = adapter::make(target, contiguous, packing);
     detail::fill_copy(array, source, target, adapter::data(made), layout, packing, options);
-    return {std::move(made), false, std::move(reason)};
+    return to_tensor_result<Tensor>(std::move(made), false, std::move(reason));
 }
 
 /// Tensor → numpy. Requires the GIL. A shared array keeps the tensor's

@@ -25,6 +25,14 @@ PyObject* must_borrow(PyObject*, PyObject* array) {
     });
 }
 
+/// Borrow for the duration of the call only (no reference kept: options().scoped()).
+PyObject* borrow_scoped(PyObject*, PyObject* array) {
+    return nb::guarded([&] {
+        const nb::to_tensor_result<nb::tensor> result = nb::to_tensor(array, nb::to_tensor_options().scoped());
+        return PyLong_FromSize_t(result.tensor.count());
+    });
+}
+
 /// A fresh 1,000-element float32 tensor shared with numpy (the array owns C++ memory).
 PyObject* share(PyObject*, PyObject*) {
     return nb::guarded([&] {
@@ -38,6 +46,7 @@ PyMethodDef methods[] = {
     {"noop", noop, METH_O, nullptr},
     {"borrow", borrow, METH_O, nullptr},
     {"must_borrow", must_borrow, METH_O, nullptr},
+    {"borrow_scoped", borrow_scoped, METH_O, nullptr},
     {"share", share, METH_NOARGS, nullptr},
     {nullptr, nullptr, 0, nullptr},
 };

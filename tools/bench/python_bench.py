@@ -69,6 +69,7 @@ def main(bazel_bin):
         "np.asarray(a)": best_ns("np.asarray(a)", n, ns),
         "npybridge borrow (float32)": best_ns("nbb.borrow(a)", n, ns),
         "npybridge borrow, must_borrow": best_ns("nbb.must_borrow(a)", n, ns),
+        "npybridge borrow, scoped (no reference kept)": best_ns("nbb.borrow_scoped(a)", n, ns),
         "npybridge borrow (QuantizedS8)": best_ns("nbb.borrow(q)", n, ns),
         "npybridge share (tensor -> numpy)": best_ns("nbb.share()", n, ns),
         "npybridge Tensor.from_numpy (example module)": best_ns("nbx.Tensor.from_numpy(a)", n, ns),
@@ -86,10 +87,13 @@ def main(bazel_bin):
         print(f"| {name} | {value:.0f} | {value / floor:.2f} |")
     ratios = [
         ("npybridge borrow / floor (target <= 2)", calls["npybridge borrow (float32)"] / floor),
+        ("npybridge scoped borrow / floor", calls["npybridge borrow, scoped (no reference kept)"] / floor),
         ("npybridge quantized borrow / floor (target <= 2.5)", calls["npybridge borrow (QuantizedS8)"] / floor),
         ("npybridge share / floor (target <= 5)", calls["npybridge share (tensor -> numpy)"] / floor),
         ("pybind11 array_t / npybridge borrow (target >= 4)",
          calls["pybind11 array_t<float, c_style>"] / calls["npybridge borrow (float32)"]),
+        ("pybind11 array_t / npybridge scoped borrow",
+         calls["pybind11 array_t<float, c_style>"] / calls["npybridge borrow, scoped (no reference kept)"]),
         ("nanobind ndarray / npybridge borrow (target >= 1)",
          calls["nanobind ndarray<float, c_contig, cpu>"] / calls["npybridge borrow (float32)"]),
         ("pybind11 share / npybridge share", calls["pybind11 share"] / calls["npybridge share (tensor -> numpy)"]),
