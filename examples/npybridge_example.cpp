@@ -230,10 +230,6 @@ PyObject* get_dtype(PyObject* self, void*) {
         const nb::dtype& type = unwrap(self).type();
         const nb::dtype_info& entry = type.info();
         if (entry.form == nb::numpy_form::none) Py_RETURN_NONE;
-        if (entry.is_packed && !entry.is_quantized) {  // IntB1/2/4: one int8 per element until user dtypes exist
-            return reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_INT8));
-        }
-        if (entry.form == nb::numpy_form::user_dtype && nb::user_dtype_descr_hook == nullptr) Py_RETURN_NONE;
         return nb::to_numpy(type).release();
     });
 }
@@ -525,7 +521,18 @@ PyObject* dtype_table(PyObject*, PyObject*) {
     });
 }
 
+PyObject* register_user_dtypes_again(PyObject* module, PyObject*) {
+    return nb::guarded([&]() -> PyObject* {
+        if (!nb::register_user_dtypes(module)) return nullptr;
+        const nb::user_dtype_set& set = nb::user_dtypes();
+        return Py_BuildValue("{s:i,s:i,s:i,s:i,s:O}", "bfloat16", set.bfloat16, "intb1", set.intb1, "intb2", set.intb2,
+                             "intb4", set.intb4, "bfloat16_from_ml_dtypes", set.bfloat16_from_ml_dtypes ? Py_True : Py_False);
+    });
+}
+
 PyMethodDef module_methods[] = {
+    {"register_user_dtypes", register_user_dtypes_again, METH_NOARGS,
+     "Registers bfloat16 / intb1 / intb2 / intb4 (a no-op after the first time); returns their type numbers."},
     {"call", call, METH_VARARGS, "call(fn, *args): fn(*args) called from C++; its exceptions come back unchanged."},
     {"throw_cpp", throw_cpp, METH_VARARGS,
      "throw_cpp(kind, message): throws a C++ exception: out_of_range, bad_alloc, runtime_error, conversion, unknown."},
@@ -545,6 +552,7 @@ PyMODINIT_FUNC PyInit_npybridge_example() {
     nb::object module = nb::object::steal(PyModule_Create(&module_def));
     if (!module) return nullptr;
     if (!nb::make_exception_classes(module.get())) return nullptr;
+    if (!nb::register_user_dtypes(module.get())) return nullptr;
     if (tensor_type == nullptr) {
         tensor_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&tensor_spec));
         if (tensor_type == nullptr) return nullptr;

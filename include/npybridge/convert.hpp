@@ -353,6 +353,14 @@ inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, na
 inline object lowbit_values(PyArrayObject* array, const dtype& target, const tensor_layout& layout) {
     const dtype_info& type = target.info();
     const int byte_type = type.is_signed ? NPY_INT8 : NPY_UINT8;
+    if (user_dtype_lookup_hook != nullptr) {
+        const std::optional<dtype_enum> user = user_dtype_lookup_hook(descr_type_num(PyArray_DESCR(array)));
+        if (user && info(*user).is_packed) {  // an intbN array holds its odd values as int8 bytes
+            PyObject* contiguous = PyArray_FromArray(array, nullptr, NPY_ARRAY_CARRAY_RO);
+            if (contiguous == nullptr) throw_numpy_failure(std::string(type.name));
+            return object::steal(contiguous);
+        }
+    }
     const char kind = descr_kind(PyArray_DESCR(array));
     if (kind != 'i' && kind != 'u' && kind != 'b') {
         throw dtype_error(std::string(type.name) + " takes integer values, got numpy " + descr_text(PyArray_DESCR(array)));
@@ -425,8 +433,12 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
         throw dtype_error("requantizing is not supported: the array is " + source->type.to_string() + ", the tensor wants " +
                           target.to_string());
     }
+    // float -> BFloat16 is a float-to-float cast (numpy cannot know that of a user dtype).
+    const bool float_to_float = target.info().category == dtype_category::floating &&
+                                descr_kind(PyArray_DESCR(array)) == 'f';
     const NPY_CASTING casting = (source && same_storage(*source, target)) ? NPY_UNSAFE_CASTING  // byte order / layout only
                                 : options.narrow == narrowing::wrap       ? NPY_UNSAFE_CASTING
+                                : float_to_float                          ? NPY_UNSAFE_CASTING
                                                                           : NPY_SAME_KIND_CASTING;
     const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
     object view = array_over(target, out, contiguous, true, nullptr);
@@ -533,7 +545,9 @@ object to_array(const Tensor& source, share_policy policy = share_policy::try_sh
         if (!layout.is_contiguous()) throw conversion_error(std::string(entry.name) + ": a packed tensor must be contiguous");
         npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
         for (std::size_t i = 0; i < layout.ndim; ++i) dims[i] = static_cast<npy_intp>(layout.shape[i]);
+        PyArray_Descr* user = !type.is_quantized() && user_dtype_descr_hook ? user_dtype_descr_hook(entry.id) : nullptr;
         object descr = type.is_quantized() ? to_numpy(type)
+                       : user != nullptr   ? object::steal(reinterpret_cast<PyObject*>(user))  // intbN
                                            : object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_INT8)));
         PyObject* array = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr.release()),
                                                static_cast<int>(layout.ndim), dims, nullptr, nullptr, 0, nullptr);

@@ -15,3 +15,4 @@
 #include <npybridge/scalar_types.hpp>
 #include <npybridge/tensor.hpp>
 #include <npybridge/tracker.hpp>
+#include <npybridge/user_dtypes.hpp>

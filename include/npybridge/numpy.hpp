@@ -20,10 +20,15 @@ table of this binary (PY_ARRAY_UNIQUE_SYMBOL); after including npybridge, NumPy'
 // declares the table (NO_IMPORT_ARRAY) and the inline variables below define
 // it once for the whole binary.
 #define PY_ARRAY_UNIQUE_SYMBOL NPYBRIDGE_NUMPY_API_SYMBOL
+#define PY_UFUNC_UNIQUE_SYMBOL NPYBRIDGE_NUMPY_API_SYMBOL##_ufunc
 #ifndef NO_IMPORT_ARRAY
 #define NO_IMPORT_ARRAY
 #endif
+#ifndef NO_IMPORT_UFUNC
+#define NO_IMPORT_UFUNC
+#endif
 #include <numpy/arrayobject.h>
+#include <numpy/ufuncobject.h>
 
 #include <npybridge/detail/numpy_compat.hpp>
 
@@ -32,6 +37,7 @@ table of this binary (PY_ARRAY_UNIQUE_SYMBOL); after including npybridge, NumPy'
 
 extern "C" {
 inline void** PyArray_API = nullptr;  // the macro makes this NPYBRIDGE_NUMPY_API_SYMBOL
+inline void** PyUFunc_API = nullptr;  // ... and this NPYBRIDGE_NUMPY_API_SYMBOL_ufunc
 #if NPY_ABI_VERSION >= 0x02000000
 inline int PyArray_RUNTIME_VERSION = 0;
 #endif
@@ -81,6 +87,30 @@ inline bool import_numpy() noexcept {
 #if NPY_ABI_VERSION >= 0x02000000
     PyArray_RUNTIME_VERSION = static_cast<int>(feature);
 #endif
+    return true;
+}
+
+/// Makes NumPy's ufunc C API usable (needed to register ufunc loops for user
+/// dtypes). Same rules as import_numpy().
+inline bool import_numpy_ufuncs() noexcept {
+    if (PyUFunc_API != nullptr) return true;
+    if (!import_numpy()) return false;
+    PyObject* module = PyImport_ImportModule("numpy._core._multiarray_umath");
+    if (module == nullptr && PyErr_ExceptionMatches(PyExc_ModuleNotFoundError)) {
+        PyErr_Clear();
+        module = PyImport_ImportModule("numpy.core._multiarray_umath");  // NumPy 1.x
+    }
+    if (module == nullptr) return false;
+    PyObject* capsule = PyObject_GetAttrString(module, "_UFUNC_API");
+    Py_DECREF(module);
+    if (capsule == nullptr) return false;
+    void** table = PyCapsule_CheckExact(capsule) ? static_cast<void**>(PyCapsule_GetPointer(capsule, nullptr)) : nullptr;
+    Py_DECREF(capsule);
+    if (table == nullptr) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ImportError, "npybridge: numpy's _UFUNC_API is not a capsule");
+        return false;
+    }
+    PyUFunc_API = table;
     return true;
 }
 

@@ -317,6 +317,12 @@ struct descr_pointer_hash {
 
 }  // namespace detail
 
+/// Hooks set by register_user_dtypes() (user_dtypes.hpp) for the numpy user
+/// dtypes bfloat16 and intb1/2/4: dtype -> registered descr (new reference,
+/// or nullptr), and numpy type number -> dtype. Unset: no user dtypes.
+inline PyArray_Descr* (*user_dtype_descr_hook)(dtype_enum) = nullptr;
+inline std::optional<dtype_enum> (*user_dtype_lookup_hook)(int) = nullptr;
+
 /// The npybridge dtype of a numpy dtype. Requires the GIL and import_numpy().
 /// Throws dtype_error for a numpy dtype without a MegBrain counterpart and
 /// metadata_error for bad quantized metadata, naming the numpy dtype and key.
@@ -327,6 +333,9 @@ inline numpy_dtype_match from_numpy(PyArray_Descr* descr, narrowing mode = narro
     if (metadata == nullptr && type_num >= 0 && type_num < detail::numpy_builtin_type_count) {
         const std::size_t row = detail::rows_by_type_num[static_cast<std::size_t>(type_num)];
         if (row != dtype_count) return {dtype(dtype_table[row].id), false};
+    }
+    if (type_num >= NPY_USERDEF && user_dtype_lookup_hook != nullptr) {
+        if (const std::optional<dtype_enum> id = user_dtype_lookup_hook(type_num)) return {dtype(*id), false};
     }
     if (metadata != nullptr) {
         const std::size_t hash = detail::descr_pointer_hash{}(descr);
@@ -377,9 +386,6 @@ inline numpy_dtype_match from_numpy(PyObject* dtype_like, narrowing mode = narro
     return from_numpy(descr, mode);
 }
 
-/// Hook for numpy user dtypes (BFloat16, IntB1/2/4): the registered descr, or
-/// nullptr while none is registered in this interpreter.
-inline PyArray_Descr* (*user_dtype_descr_hook)(dtype_enum) = nullptr;
 
 /// The numpy dtype of an npybridge dtype (new reference): quantized dtypes get
 /// metadata {"mgb_dtype": {"name", "scale"[, "zero_point"]}} exactly as

@@ -1,0 +1,133 @@
+"""NumPy user dtypes bfloat16 and intb1/2/4 (SPEC.md §4), and tensors of them."""
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+import npybridge_example as nbx
+
+bf16 = nbx.bfloat16
+
+try:
+    import ml_dtypes
+except ImportError:  # the NumPy 1 venv has no ml_dtypes (0.6 needs NumPy 2)
+    ml_dtypes = None
+
+
+def test_registering_again_is_a_no_op():
+    first = nbx.register_user_dtypes()
+    second = nbx.register_user_dtypes()
+    assert first == second
+    assert np.dtype(nbx.intb4).num == first["intb4"]
+    assert sys.modules["_npybridge_user_dtypes"].intb2 is nbx.intb2
+
+
+def test_ml_dtypes_bfloat16_is_reused_when_installed():
+    info = nbx.register_user_dtypes()
+    if ml_dtypes is None:
+        assert not info["bfloat16_from_ml_dtypes"]
+        assert bf16.__name__ == "bfloat16"
+    else:
+        assert info["bfloat16_from_ml_dtypes"]
+        assert bf16 is ml_dtypes.bfloat16
+
+
+# Vectors: bf16 is the top half of a float32 rounded to nearest even (MegDNN / ml_dtypes).
+# 0.13425 -> 0x3E09 = 0.1337890625; -9.34673 -> 0xC116 = -9.375;
+# 2.3515625 is halfway between 2.34375 (0x4016, even) and 2.359375 (0x4017).
+@pytest.mark.parametrize("value, expected", [
+    (0.13425, 0.1337890625),
+    (-9.34673, -9.375),
+    (2.3515625, 2.34375),
+    (2.359375, 2.359375),
+    (1.0, 1.0),
+    (-0.0, -0.0),
+    (3.3895313892515355e38, 3.3895313892515355e38),
+])
+def test_bfloat16_rounds_to_nearest_even(value, expected):
+    a = np.array([value], dtype=np.float32).astype(bf16)
+    assert a.astype(np.float32)[0] == np.float32(expected)
+    assert float(np.array([value], dtype=bf16)[0]) == expected
+
+
+def test_bfloat16_keeps_nan_and_infinities():
+    a = np.array([np.nan, np.inf, -np.inf], dtype=np.float32).astype(bf16).astype(np.float32)
+    assert np.isnan(a[0]) and a[1] == np.inf and a[2] == -np.inf
+
+
+def test_bfloat16_arrays_behave_like_arrays():
+    a = np.array([1.5, -2.0, 0.25], dtype=bf16)
+    assert a.dtype.itemsize == 2
+    assert a[1] == -2.0 and float(a[2]) == 0.25
+    assert (a == np.array([1.5, -2.0, 0.25], dtype=bf16)).all()
+    assert a.tolist() == [1.5, -2.0, 0.25]
+    assert (pickle.loads(pickle.dumps(a)) == a).all()
+    for target in (np.bool_, np.int8, np.int32, np.int64, np.uint8, np.float16, np.float32, np.float64):
+        np.testing.assert_array_equal(a.astype(target), np.array([1.5, -2.0, 0.25]).astype(target))
+    np.testing.assert_array_equal(np.arange(4, dtype=np.int16).astype(bf16).astype(np.float32), [0, 1, 2, 3])
+    np.testing.assert_array_equal(np.array([0.5], dtype=np.float16).astype(bf16).astype(np.float32), [0.5])
+
+
+@pytest.mark.parametrize("bits, dtype", [(1, nbx.intb1), (2, nbx.intb2), (4, nbx.intb4)])
+def test_intb_round_trips_every_valid_value(bits, dtype):
+    m = 2**bits - 1
+    values = list(range(-m, m + 2, 2))
+    a = np.array(values, dtype=dtype)
+    assert a.dtype.itemsize == 1
+    assert a.tolist() == values
+    for target in (np.int8, np.int16, np.int32, np.int64, np.float32, np.float64):
+        np.testing.assert_array_equal(a.astype(target), np.array(values, dtype=target))
+    np.testing.assert_array_equal(np.array(values, dtype=np.int64).astype(dtype).astype(np.int8), values)
+    assert (pickle.loads(pickle.dumps(a)) == a).all()
+    assert (a == a).all() and a[0] == -m and repr(a[-1]) == str(m)
+
+
+@pytest.mark.parametrize("dtype, bad", [
+    (nbx.intb1, 0), (nbx.intb1, 3), (nbx.intb2, 2), (nbx.intb2, -5), (nbx.intb4, 16), (nbx.intb4, 17), (nbx.intb4, 1.5),
+])
+def test_intb_rejects_even_and_out_of_range_values(dtype, bad):
+    with pytest.raises(ValueError, match="not an odd integer"):
+        np.array([1, bad], dtype=dtype)
+    a = np.array([1, 1], dtype=dtype)
+    with pytest.raises(ValueError):
+        a[1] = bad
+    assert a.tolist() == [1, 1]
+    with pytest.raises(ValueError, match="at index 1"):
+        np.array([1, bad]).astype(dtype)
+
+
+def test_scalars_print_and_compare_sensibly():
+    assert str(np.array([0.5], dtype=bf16)[0]) == "0.5"
+    assert repr(np.array([-3], dtype=nbx.intb2)[0]) == "-3"
+    assert nbx.intb4(5) == 5 and int(nbx.intb4(-7)) == -7
+    with pytest.raises(ValueError):
+        nbx.intb4(4)
+
+
+def test_user_dtype_refcounts_stay_stable(refcounts):
+    a = np.array([1.0, 2.0], dtype=bf16)
+    b = np.array([1, 3], dtype=nbx.intb2)
+    refcounts([a, a.dtype, bf16], lambda: a[0], times=10000)
+    refcounts([b, b.dtype, nbx.intb2], lambda: b.tolist(), times=10000)
+
+
+def test_bfloat16_tensors_borrow_and_share():
+    a = np.array([[1.5, -2.0], [0.25, 8.0]], dtype=bf16)
+    t = nbx.Tensor.from_numpy(a)
+    assert t.dtype_name == "BFloat16" and t.borrowed and t.dtype == a.dtype
+    back = t.numpy()
+    assert back.dtype == a.dtype and back.__array_interface__["data"][0] == a.__array_interface__["data"][0]
+    c = nbx.Tensor.from_numpy(np.array([0.13425], dtype=np.float32), dtype="BFloat16")
+    assert not c.borrowed and c.storage() == bytes([0x09, 0x3E])
+
+
+def test_intb_tensors_pack_from_and_unpack_to_the_user_dtype():
+    a = np.array([[-3, -1, 1], [3, 3, 1]], dtype=nbx.intb2)
+    t = nbx.Tensor.from_numpy(a)
+    assert t.dtype_name == "IntB2" and not t.borrowed
+    assert t.storage() == bytes([0xE4, 0x0B])  # compact: codes 0,1,2,3 | 3,2 (2 bits each, element 0 lowest)
+    back = t.numpy()
+    assert back.dtype == np.dtype(nbx.intb2)
+    assert back.tolist() == a.tolist()
+    assert nbx.Tensor.from_storage(bytes([0xE4, 0x1B]), "IntB2", (7,)).numpy().tolist() == [-3, -1, 1, 3, 3, 1, -1]
