@@ -1,6 +1,6 @@
 """Python-call benchmark: npybridge conversions against a do-nothing floor, pybind11 and nanobind, in one run.
 
-Usage (tools/bench/run does this): python_bench.py BAZEL_BIN
+Usage (tools/bench/run does this): python_bench.py BAZEL_BIN [--bfloat16-only]
 BAZEL_BIN holds examples/npybridge_example.so and tools/bench/npybridge_bench.so.
 The pybind11 / nanobind peers (tools/bench/peers.cpp) are compiled here with
 g++ against the pip-installed headers, into a cache folder beside this file's
@@ -46,8 +46,29 @@ def best_ns(statement, number, namespace):
     return min(timer.repeat(repeat=7, number=number)) / number * 1e9
 
 
+def bfloat16_section(bazel_bin):
+    """16 Mi float32 -> bfloat16 -> float32 against numpy's float32 -> float16 -> float32."""
+    sys.path.insert(0, str(bazel_bin / "examples"))
+    import npybridge_example as nbx
+    origin = "ml_dtypes" if nbx.register_user_dtypes()["bfloat16_from_ml_dtypes"] else "npybridge"
+    x = np.random.default_rng(0).standard_normal(16 << 20).astype(np.float32)
+    ns = dict(np=np, nbx=nbx, x=x, b=x.astype(nbx.bfloat16), h=x.astype(np.float16))
+    m = 3
+    bf16 = best_ns("x.astype(nbx.bfloat16)", m, ns) + best_ns("b.astype(np.float32)", m, ns)
+    f16 = best_ns("x.astype(np.float16)", m, ns) + best_ns("h.astype(np.float32)", m, ns)
+    print(f"\n## bfloat16 casts, 16 Mi values there and back (NumPy {np.__version__}, bfloat16 from {origin})\n")
+    print("| cast | ms |")
+    print("|---|---|")
+    print(f"| float32 -> bfloat16 -> float32 | {bf16 / 1e6:.2f} |")
+    print(f"| float32 -> float16 -> float32 (numpy, the yardstick) | {f16 / 1e6:.2f} |")
+    print(f"\n| ratio | value |\n|---|---|\n| bfloat16 / float16 (target <= 2) | {bf16 / f16:.2f} |")
+
+
 def main(bazel_bin):
     bazel_bin = pathlib.Path(bazel_bin)
+    if "--bfloat16-only" in sys.argv:
+        bfloat16_section(bazel_bin)
+        return
     peers = pathlib.Path(os.environ.get("NPYBRIDGE_PEER_CACHE", bazel_bin / "tools" / "bench" / "peers"))
     peers.mkdir(parents=True, exist_ok=True)
     build_peer("pybind11", peers)
@@ -125,6 +146,7 @@ def main(bazel_bin):
           f"{copies['float64 -> Float32, checked (npybridge)'] / copies['big64.astype(np.float32) (numpy)']:.2f} |")
     print(f"| transposed copy / np.ascontiguousarray (target <= 1.3) | "
           f"{copies['transposed float32 copy (npybridge, policy=' + repr('copy') + ')'] / copies['np.ascontiguousarray(big32t) (numpy)']:.2f} |")
+    bfloat16_section(bazel_bin)
 
 
 if __name__ == "__main__":
