@@ -6,6 +6,7 @@
 #include <new>
 #include <stdexcept>
 #include <optional>
+#include <utility>
 #include <string>
 #include <string_view>
 
@@ -22,39 +23,45 @@ std::string text_of(PyObject* obj, const char* what) {
     return utf8;
 }
 
+/// One of a fixed set of option strings; nullptr (argument not given) gives
+/// the first choice. Anything else is an error listing the choices.
+template <class Value, std::size_t N>
+Value choice_of(PyObject* obj, const char* what, const std::pair<const char*, Value> (&choices)[N]) {
+    if (obj == nullptr) return choices[0].second;
+    const std::string text = text_of(obj, what);
+    std::string allowed;
+    for (const auto& [name, value] : choices) {
+        if (text == name) return value;
+        allowed += (allowed.empty() ? "'" : ", '") + std::string(name) + "'";
+    }
+    throw nb::conversion_error(std::string(what) + " must be one of " + allowed + ", got " + nb::safe_repr(obj));
+}
+
 nb::borrow_policy borrow_policy_of(PyObject* obj) {
-    if (obj == nullptr) return nb::borrow_policy::try_borrow;
-    const std::string text = text_of(obj, "policy");
-    if (text == "try_borrow") return nb::borrow_policy::try_borrow;
-    if (text == "must_borrow") return nb::borrow_policy::must_borrow;
-    if (text == "copy") return nb::borrow_policy::copy;
-    throw nb::conversion_error("policy must be 'try_borrow', 'must_borrow' or 'copy', got " + nb::safe_repr(obj));
+    static const std::pair<const char*, nb::borrow_policy> choices[] = {
+        {"try_borrow", nb::borrow_policy::try_borrow},
+        {"must_borrow", nb::borrow_policy::must_borrow},
+        {"copy", nb::borrow_policy::copy}};
+    return choice_of(obj, "policy", choices);
 }
 
 nb::share_policy share_policy_of(PyObject* obj) {
-    if (obj == nullptr) return nb::share_policy::try_share;
-    const std::string text = text_of(obj, "policy");
-    if (text == "try_share") return nb::share_policy::try_share;
-    if (text == "must_share") return nb::share_policy::must_share;
-    if (text == "copy") return nb::share_policy::copy;
-    throw nb::conversion_error("policy must be 'try_share', 'must_share' or 'copy', got " + nb::safe_repr(obj));
+    static const std::pair<const char*, nb::share_policy> choices[] = {
+        {"try_share", nb::share_policy::try_share}, {"must_share", nb::share_policy::must_share}, {"copy", nb::share_policy::copy}};
+    return choice_of(obj, "policy", choices);
 }
 
 nb::narrowing narrowing_of(PyObject* obj) {
-    if (obj == nullptr) return nb::narrowing::checked;
-    const std::string text = text_of(obj, "narrowing");
-    if (text == "checked") return nb::narrowing::checked;
-    if (text == "wrap") return nb::narrowing::wrap;
-    if (text == "reject") return nb::narrowing::reject;
-    throw nb::conversion_error("narrowing must be 'checked', 'wrap' or 'reject', got " + nb::safe_repr(obj));
+    static const std::pair<const char*, nb::narrowing> choices[] = {
+        {"checked", nb::narrowing::checked}, {"wrap", nb::narrowing::wrap}, {"reject", nb::narrowing::reject}};
+    return choice_of(obj, "narrowing", choices);
 }
 
 std::optional<nb::lowbit_layout> layout_of(PyObject* obj) {
     if (obj == nullptr || obj == Py_None) return std::nullopt;
-    const std::string text = text_of(obj, "layout");
-    if (text == "compact") return nb::lowbit_layout::compact;
-    if (text == "aligned") return nb::lowbit_layout::row_aligned;
-    throw nb::conversion_error("layout must be None, 'compact' or 'aligned', got " + nb::safe_repr(obj));
+    static const std::pair<const char*, nb::lowbit_layout> choices[] = {
+        {"compact", nb::lowbit_layout::compact}, {"aligned", nb::lowbit_layout::row_aligned}};
+    return choice_of(obj, "layout", choices);
 }
 
 /// A dtype argument: an npybridge dtype name ("IntB4", "Int8"), or anything

@@ -45,27 +45,39 @@ inline int PyArray_RUNTIME_VERSION = 0;
 
 namespace npybridge {
 
+namespace detail {
+
+/// The C-API table NumPy exports as `capsule_name` of its _multiarray_umath
+/// module (numpy._core in NumPy 2, numpy.core in 1.x); nullptr with a Python
+/// error set when it cannot be had.
+inline void** numpy_api_table(const char* capsule_name) noexcept {
+    PyObject* module = PyImport_ImportModule("numpy._core._multiarray_umath");
+    if (module == nullptr && PyErr_ExceptionMatches(PyExc_ModuleNotFoundError)) {
+        PyErr_Clear();
+        module = PyImport_ImportModule("numpy.core._multiarray_umath");  // NumPy 1.x
+    }
+    if (module == nullptr) return nullptr;
+    PyObject* capsule = PyObject_GetAttrString(module, capsule_name);
+    Py_DECREF(module);
+    if (capsule == nullptr) return nullptr;
+    void** table = PyCapsule_CheckExact(capsule) ? static_cast<void**>(PyCapsule_GetPointer(capsule, nullptr)) : nullptr;
+    Py_DECREF(capsule);
+    if (table == nullptr && !PyErr_Occurred()) {
+        PyErr_Format(PyExc_ImportError, "npybridge: numpy's %s is not a capsule", capsule_name);
+    }
+    return table;
+}
+
+}  // namespace detail
+
 /// Makes NumPy's C API usable from every npybridge header (and from your own
 /// code in the same binary). Call with the GIL held, for example in your
 /// module's init function; calling again is cheap. Returns false with a Python
 /// exception set when NumPy cannot be imported or is older than the headers.
 inline bool import_numpy() noexcept {
     if (PyArray_API != nullptr) return true;
-    PyObject* module = PyImport_ImportModule("numpy._core._multiarray_umath");
-    if (module == nullptr && PyErr_ExceptionMatches(PyExc_ModuleNotFoundError)) {
-        PyErr_Clear();
-        module = PyImport_ImportModule("numpy.core._multiarray_umath");  // NumPy 1.x
-    }
-    if (module == nullptr) return false;
-    PyObject* capsule = PyObject_GetAttrString(module, "_ARRAY_API");
-    Py_DECREF(module);
-    if (capsule == nullptr) return false;
-    void** table = PyCapsule_CheckExact(capsule) ? static_cast<void**>(PyCapsule_GetPointer(capsule, nullptr)) : nullptr;
-    Py_DECREF(capsule);
-    if (table == nullptr) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ImportError, "npybridge: numpy's _ARRAY_API is not a capsule");
-        return false;
-    }
+    void** table = detail::numpy_api_table("_ARRAY_API");
+    if (table == nullptr) return false;
     PyArray_API = table;
     if (NPY_VERSION < PyArray_GetNDArrayCVersion()) {
         PyErr_Format(PyExc_ImportError,
@@ -95,23 +107,8 @@ inline bool import_numpy() noexcept {
 inline bool import_numpy_ufuncs() noexcept {
     if (PyUFunc_API != nullptr) return true;
     if (!import_numpy()) return false;
-    PyObject* module = PyImport_ImportModule("numpy._core._multiarray_umath");
-    if (module == nullptr && PyErr_ExceptionMatches(PyExc_ModuleNotFoundError)) {
-        PyErr_Clear();
-        module = PyImport_ImportModule("numpy.core._multiarray_umath");  // NumPy 1.x
-    }
-    if (module == nullptr) return false;
-    PyObject* capsule = PyObject_GetAttrString(module, "_UFUNC_API");
-    Py_DECREF(module);
-    if (capsule == nullptr) return false;
-    void** table = PyCapsule_CheckExact(capsule) ? static_cast<void**>(PyCapsule_GetPointer(capsule, nullptr)) : nullptr;
-    Py_DECREF(capsule);
-    if (table == nullptr) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ImportError, "npybridge: numpy's _UFUNC_API is not a capsule");
-        return false;
-    }
-    PyUFunc_API = table;
-    return true;
+    PyUFunc_API = detail::numpy_api_table("_UFUNC_API");
+    return PyUFunc_API != nullptr;
 }
 
 /// True once import_numpy() has succeeded.

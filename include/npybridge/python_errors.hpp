@@ -243,26 +243,23 @@ inline void translate_exception() noexcept {
         } catch (const python_error& e) {
             original = e.what();
             e.restore();
-        } catch (const metadata_error& e) {
-            original = e.what();
-            const auto& classes = registered_exception_classes();
-            detail::raise_with_type_name(classes.metadata_error ? classes.metadata_error : PyExc_ValueError, e);
-        } catch (const dtype_error& e) {
-            original = e.what();
-            const auto& classes = registered_exception_classes();
-            detail::raise_with_type_name(classes.dtype_error ? classes.dtype_error : PyExc_TypeError, e);
-        } catch (const value_error& e) {
-            original = e.what();
-            const auto& classes = registered_exception_classes();
-            detail::raise_with_type_name(classes.value_error ? classes.value_error : PyExc_ValueError, e);
-        } catch (const conversion_error& e) {
-            original = e.what();
-            const auto& classes = registered_exception_classes();
-            detail::raise_with_type_name(classes.conversion_error ? classes.conversion_error : PyExc_TypeError, e);
         } catch (const error& e) {
+            // npybridge's own: the most derived Python class registered for it.
             original = e.what();
-            const auto& classes = registered_exception_classes();
-            detail::raise_with_type_name(classes.error ? classes.error : PyExc_RuntimeError, e);
+            const exception_classes& classes = registered_exception_classes();
+            PyObject* python_class = nullptr;
+            if (dynamic_cast<const metadata_error*>(&e)) {
+                python_class = classes.metadata_error ? classes.metadata_error : PyExc_ValueError;
+            } else if (dynamic_cast<const dtype_error*>(&e)) {
+                python_class = classes.dtype_error ? classes.dtype_error : PyExc_TypeError;
+            } else if (dynamic_cast<const value_error*>(&e)) {
+                python_class = classes.value_error ? classes.value_error : PyExc_ValueError;
+            } else if (dynamic_cast<const conversion_error*>(&e)) {
+                python_class = classes.conversion_error ? classes.conversion_error : PyExc_TypeError;
+            } else {
+                python_class = classes.error ? classes.error : PyExc_RuntimeError;
+            }
+            detail::raise_with_type_name(python_class, e);
         } catch (const std::bad_alloc& e) {
             original = e.what();
             PyErr_NoMemory();
