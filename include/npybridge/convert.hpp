@@ -481,6 +481,25 @@ tensor_layout checked_layout(PyArrayObject* array) {
     return layout_of_array(array, adapter::has_scalar);
 }
 
+/// The common borrow decided in a few loads: an ndarray of a built-in plain
+/// dtype without metadata, aligned, in native order, with whole-element
+/// strides the tensor type accepts, and no dtype asked for. Returns its table
+/// row, or dtype_count to let the general path decide (and give reasons).
+template <class Tensor>
+std::size_t quick_borrow_row(PyArrayObject* array, const tensor_layout& layout, const to_tensor_options& options) {
+    PyArray_Descr* descr = PyArray_DESCR(array);
+    const int type_num = descr_type_num(descr);
+    if (type_num < 0 || type_num >= numpy_builtin_type_count || descr_metadata(descr) != nullptr) return dtype_count;
+    const std::size_t row = rows_by_type_num[static_cast<std::size_t>(type_num)];
+    if (row == dtype_count || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) return dtype_count;
+    if (options.require_writable && !PyArray_ISWRITEABLE(array)) return dtype_count;
+    const npy_intp mask = PyArray_ITEMSIZE(array) - 1;  // built-in plain itemsizes are powers of two
+    for (int i = 0; i < PyArray_NDIM(array); ++i) {
+        if (PyArray_DIM(array, i) > 1 && (PyArray_STRIDE(array, i) & mask) != 0) return dtype_count;
+    }
+    return tensor_adapter<Tensor>::accepts_strides(layout) ? row : dtype_count;
+}
+
 }  // namespace detail
 
 /// numpy (or anything numpy can make an array of) → Tensor. Requires the GIL.
@@ -489,6 +508,17 @@ tensor_layout checked_layout(PyArrayObject* array) {
 template <class Tensor = tensor>
 to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& options = {}) {
     using adapter = tensor_adapter<Tensor>;
+    if (options.policy != borrow_policy::copy && !options.type && PyArray_Check(obj)) {
+        auto* array = reinterpret_cast<PyArrayObject*>(obj);
+        const tensor_layout layout = detail::checked_layout<Tensor>(array);
+        const std::size_t row = detail::quick_borrow_row<Tensor>(array, layout, options);
+        if (row != dtype_count) {
+            return to_tensor_result<Tensor>(
+                adapter::borrow(dtype(dtype_table[row].id), PyArray_DATA(array), layout, PyArray_ISWRITEABLE(array),
+                                options.keep_alive ? detail::python_owner(obj) : owner_handle()),
+                true);
+        }
+    }
     object owner = detail::as_array(obj);
     auto* array = reinterpret_cast<PyArrayObject*>(owner.get());
     const tensor_layout layout = detail::checked_layout<Tensor>(array);
