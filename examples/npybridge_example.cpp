@@ -510,12 +510,12 @@ PyObject* dtype_table(PyObject*, PyObject*) {
         nb::object list = nb::object::steal(PyList_New(0));
         if (!list) throw nb::python_error();
         for (const nb::dtype_info& entry : nb::dtype_table) {
-            static const char* categories[] = {"float", "int", "bool", "complex", "lowbit", "quantized", "other"};
             const std::string numpy_name(entry.numpy_name());
+            const std::string category(nb::category_name(entry.category));
             nb::object row = nb::object::steal(Py_BuildValue(
                 "{s:s#,s:k,s:I,s:s,s:O,s:O}", "name", entry.name.data(), static_cast<Py_ssize_t>(entry.name.size()), "enum",
                 static_cast<unsigned long>(entry.value()), "bits", entry.bits, "category",
-                categories[static_cast<int>(entry.category)], "packed", entry.is_packed ? Py_True : Py_False, "numpy",
+                category.c_str(), "packed", entry.is_packed ? Py_True : Py_False, "numpy",
                 Py_None));
             if (!row) throw nb::python_error();
             if (entry.form != nb::numpy_form::none) {

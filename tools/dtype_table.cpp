@@ -7,21 +7,12 @@
 
 namespace {
 
-using npybridge::dtype_category;
 using npybridge::dtype_info;
 using npybridge::numpy_form;
 
 std::string category_text(const dtype_info& entry) {
-    switch (entry.category) {
-        case dtype_category::floating: return "float";
-        case dtype_category::integer: return "int";
-        case dtype_category::boolean: return "bool";
-        case dtype_category::complex: return "complex";
-        case dtype_category::lowbit: return "lowbit";
-        case dtype_category::quantized: return entry.is_packed ? "quantized lowbit" : "quantized";
-        case dtype_category::other: return "other";
-    }
-    return "?";
+    const std::string name(npybridge::category_name(entry.category));
+    return entry.is_quantized && entry.is_packed ? name + " lowbit" : name;
 }
 
 std::string number_text(double value) {

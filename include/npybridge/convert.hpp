@@ -422,10 +422,12 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
     if (bytes_array == nullptr) throw_numpy_failure(std::string(type.name));
     object result = object::steal(bytes_array);
     auto* out = static_cast<std::int8_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(bytes_array)));
-    const auto lo = static_cast<std::int64_t>(type.range.lo), hi = static_cast<std::int64_t>(type.range.hi);
+    // Only "fits a byte" is checked here; the packer's own codec judges the
+    // value set (and names the index) in pack_values.
+    const std::int64_t lo = type.is_signed ? -128 : 0, hi = type.is_signed ? 127 : 255;
     for (std::size_t i = 0; i < n; ++i) {
         const std::int64_t v = in[i];
-        if (v < lo || v > hi || (type.coding == lowbit_coding::odd && (v & 1) == 0)) {
+        if (v < lo || v > hi) {
             throw value_error(std::string(type.name) + ": value " + std::to_string(v) + " at index " + index_text(i, layout) +
                               " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
         }

@@ -45,6 +45,12 @@ enum class dtype_enum : std::uint32_t {
 
 enum class dtype_category : std::uint8_t { floating, integer, boolean, complex, lowbit, quantized, other };
 
+/// SPEC.md §1's word for a category ("float", "int", "bool", "complex", "lowbit", "quantized", "other").
+constexpr std::string_view category_name(dtype_category category) noexcept {
+    constexpr std::string_view names[] = {"float", "int", "bool", "complex", "lowbit", "quantized", "other"};
+    return names[static_cast<std::size_t>(category)];
+}
+
 /// How NumPy sees a dtype: as a built-in numpy dtype (the element type's, with
 /// `metadata` for quantized dtypes), as a registered user dtype, or not at all.
 enum class numpy_form : std::uint8_t { builtin, user_dtype, none };
