@@ -277,9 +277,10 @@ inline void translate_exception() noexcept {
         }
     } catch (...) {
         // Translating failed (out of memory, a throwing what(), ...): keep the original message.
+        // (PyErr_Format, not std::string: nothing here may throw again.)
         PyErr_Clear();
-        PyErr_SetString(PyExc_RuntimeError,
-                        ("npybridge: translating a C++ exception failed; original message: " + original).c_str());
+        PyErr_Format(PyExc_RuntimeError, "npybridge: translating a C++ exception failed; original message: %s",
+                     original.c_str());
     }
 }
 
