@@ -213,7 +213,6 @@ TEST_CASE("the origin tracker tags, blames and balances references", "[tracker]"
         tracker.forget(&op_a);
         CHECK(Py_REFCNT(tag.get()) == start + 1);
         SECTION("a stack tag names the creating function") {
-            nb::object stack;
             run("import builtins, traceback\ndef make_layer():\n    return traceback.extract_stack()\n"
                 "builtins._npybridge_stack = make_layer()\n");
             test::owned summary = test::eval("_npybridge_stack");

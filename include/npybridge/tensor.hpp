@@ -120,14 +120,6 @@ public:
         return result;
     }
 
-    /// The same, zero-filled.
-    static tensor zeros(const dtype& type, const std::size_t* shape, std::size_t ndim,
-                        std::optional<lowbit_layout> layout = std::nullopt) {
-        tensor result = empty(type, shape, ndim, layout);
-        std::memset(result.data(), 0, result.storage_bytes());
-        return result;
-    }
-
     /// A tensor over memory someone else owns; `owner` keeps it alive.
     static tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner,
                          std::optional<lowbit_layout> packing = std::nullopt) {
