@@ -62,7 +62,7 @@ struct npybridge::tensor_adapter<megbrain_like::host_tensor> {
             t.shape[i] = layout.shape[i];
             t.stride[i] = layout.strides[i];
         }
-        t.storage = std::move(owner);
+        t.storage = owner.shared(static_cast<const void*>(data));  // MegBrain's storage is a shared_ptr too
         t.ptr = data;
         t.read_only = !writable;
         return t;
@@ -70,7 +70,8 @@ struct npybridge::tensor_adapter<megbrain_like::host_tensor> {
     static T make(const dtype& type, const tensor_layout& layout, lowbit_layout packing) {
         const std::size_t bytes = tensor::storage_bytes_for(type, layout, packing);
         auto memory = std::shared_ptr<std::uint8_t>(new std::uint8_t[bytes + 1](), std::default_delete<std::uint8_t[]>());
-        T t = borrow(type, memory.get(), layout, true, memory);
+        T t = borrow(type, memory.get(), layout, true, nullptr);
+        t.storage = memory;
         return t;
     }
 };

@@ -57,10 +57,16 @@ struct to_tensor_options {
     to_tensor_options& scoped() { keep_alive = false; return *this; }
 };
 
+/// What to_tensor made.
 template <class Tensor>
 struct to_tensor_result {
     to_tensor_result(Tensor made, bool shared, std::string reason = {})
         : tensor(std::move(made)), borrowed(shared), copy_reason(std::move(reason)) {}
+    /// Builds the tensor in place from `make()` (no move of a large tensor;
+    /// GCC also zero-fills aggregates that hold a std::string before building them).
+    template <class Make>
+    to_tensor_result(std::in_place_t, Make&& make, bool shared)
+        : tensor(std::forward<Make>(make)()), borrowed(shared) {}
 
     Tensor tensor;
     bool borrowed = false;
@@ -72,57 +78,85 @@ inline constexpr std::size_t release_gil_bytes = std::size_t{1} << 20;
 
 namespace detail {
 
-/// Allocates the control blocks of Python owner handles from a small
-/// per-thread free list: one borrow = one block, and malloc + free of it was a
-/// third of a borrow's cost. A block freed on another thread joins that
-/// thread's list; each list keeps at most 64 blocks and frees them at thread exit.
-template <class T>
-struct owner_block_allocator {
-    using value_type = T;
-    owner_block_allocator() noexcept = default;
-    template <class U>
-    owner_block_allocator(const owner_block_allocator<U>&) noexcept {}
+/// An owner block holding one Python reference. Blocks come from a free
+/// list guarded by the GIL (every block is made and recycled with the GIL
+/// held), so a borrow costs no malloc and no thread-local lookup. With a
+/// free-threaded CPython there is no GIL to guard it, and blocks use new/delete.
+struct python_owner_block : owner_block {
+    python_owner_block() noexcept : owner_block(&release_block) {}
+    PyObject* object = nullptr;
+    python_owner_block* next_free = nullptr;
 
-    T* allocate(std::size_t n) {
-        free_list& list = blocks();
-        if (n == 1 && list.count > 0) return static_cast<T*>(list.slots[--list.count]);
-        return static_cast<T*>(::operator new(n * sizeof(T)));
+    static owner_handle make(PyObject* obj) {
+        python_owner_block* block = take();
+        Py_INCREF(obj);
+        block->object = obj;
+        return owner_handle::adopt(block);
     }
-    void deallocate(T* block, std::size_t n) noexcept {
-        free_list& list = blocks();
-        if (n == 1 && list.count < list.slots.size()) {
-            list.slots[list.count++] = block;
-            return;
-        }
-        ::operator delete(block);
-    }
-    template <class U>
-    bool operator==(const owner_block_allocator<U>&) const noexcept { return true; }
-    template <class U>
-    bool operator!=(const owner_block_allocator<U>&) const noexcept { return false; }
 
 private:
-    struct free_list {
-        std::array<void*, 64> slots{};
+#if defined(Py_GIL_DISABLED)
+    static constexpr std::size_t pool_limit = 0;
+#else
+    static constexpr std::size_t pool_limit = 64;
+#endif
+    struct pool {
+        python_owner_block* head = nullptr;
         std::size_t count = 0;
-        ~free_list() {
-            while (count > 0) ::operator delete(slots[--count]);
-        }
     };
-    static free_list& blocks() {
-        thread_local free_list list;  // one list per block type and thread
-        return list;
+    static pool& free_blocks() noexcept {
+        static pool blocks;  // constant-initialized: no guard on the hot path
+        return blocks;
+    }
+
+    static python_owner_block* take() {
+        pool& blocks = free_blocks();
+        if (blocks.head == nullptr) return new python_owner_block();
+        python_owner_block* block = blocks.head;
+        blocks.head = block->next_free;
+        --blocks.count;
+        block->references.store(1, std::memory_order_relaxed);
+        return block;
+    }
+
+    /// GIL held.
+    static void recycle(python_owner_block* block) noexcept {
+        pool& blocks = free_blocks();
+        if (blocks.count >= pool_limit) {
+            delete block;
+            return;
+        }
+        block->next_free = blocks.head;
+        blocks.head = block;
+        ++blocks.count;
+    }
+
+    /// Drops the reference under the GIL from whichever thread lets go last;
+    /// once the interpreter is finalizing the reference is leaked instead.
+    static void release_block(owner_block* base) noexcept {
+        auto* block = static_cast<python_owner_block*>(base);
+        PyObject* obj = block->object;
+        // Py_IsInitialized() first: PyGILState_Check() answers 1 once the
+        // interpreter is gone. CPython clears "initialized" as finalizing
+        // starts, so from then on the reference is leaked, never touched.
+        if (Py_IsInitialized() && PyGILState_Check()) {  // the common case: Python code on its own thread
+            recycle(block);
+            Py_DECREF(obj);
+            return;
+        }
+        if (!python_alive()) {  // taking the GIL now would hang or end this thread
+            delete block;
+            return;
+        }
+        gil_acquire gil;
+        recycle(block);
+        Py_DECREF(obj);
     }
 };
 
 /// An owner handle that holds a Python reference and drops it under the GIL
 /// from whichever thread releases the last copy.
-inline owner_handle python_owner(PyObject* obj) {
-    Py_INCREF(obj);
-    return owner_handle(
-        obj, [](const void* held) { release_reference(const_cast<PyObject*>(static_cast<const PyObject*>(held))); },
-        owner_block_allocator<char>());
-}
+inline owner_handle python_owner(PyObject* obj) { return python_owner_block::make(obj); }
 
 inline std::string index_text(std::size_t flat, const tensor_layout& layout) {
     if (layout.ndim == 0) return "()";
@@ -187,14 +221,17 @@ inline object array_over(const dtype& type, void* data, const tensor_layout& lay
     return result;
 }
 
-/// A capsule that owns a copy of `owner`: the base of arrays that share tensor memory.
+/// A capsule that holds `owner`'s reference: the base of arrays that share
+/// tensor memory. An empty owner (a scoped borrow) gives no base at all.
 inline object owner_capsule(owner_handle owner) {
-    auto* held = new owner_handle(std::move(owner));
-    PyObject* capsule = PyCapsule_New(held, "npybridge.tensor_owner", [](PyObject* self) {
-        delete static_cast<owner_handle*>(PyCapsule_GetPointer(self, "npybridge.tensor_owner"));
+    if (!owner) return {};
+    static constexpr const char* name = "npybridge.tensor_owner";
+    owner_block* block = owner.detach();
+    PyObject* capsule = PyCapsule_New(block, name, [](PyObject* self) {
+        owner_handle::adopt(static_cast<owner_block*>(PyCapsule_GetPointer(self, name)));  // dropped here
     });
     if (capsule == nullptr) {
-        delete held;
+        owner_handle::adopt(block);
         throw_numpy_failure("npybridge: could not make the owner capsule");
     }
     return object::steal(capsule);
@@ -528,47 +565,51 @@ tensor_layout checked_layout(PyArrayObject* array) {
     return layout_of_array(array, adapter::has_scalar);
 }
 
-/// The common borrow decided in a few loads: an ndarray of a built-in plain
-/// dtype without metadata, aligned, in native order, with whole-element
-/// strides the tensor type accepts, and no dtype asked for. Returns its table
-/// row, or dtype_count to let the general path decide (and give reasons).
+/// The dtype of the common borrow, decided in a few loads: an ndarray of a
+/// built-in plain dtype without metadata (or one whose MegEngine metadata was
+/// parsed before), aligned, in native order, with whole-element strides the
+/// tensor type accepts. nullptr lets the general path decide (and give
+/// reasons). The dtype lives in a table or the dtype cache: copy it at once.
 template <class Tensor>
-std::size_t quick_borrow_row(PyArrayObject* array, const tensor_layout& layout, const to_tensor_options& options) {
+const dtype* quick_borrow_dtype(PyArrayObject* array, const tensor_layout& layout, const to_tensor_options& options) {
     PyArray_Descr* descr = PyArray_DESCR(array);
-    const int type_num = descr_type_num(descr);
-    if (type_num < 0 || type_num >= numpy_builtin_type_count || descr_metadata(descr) != nullptr) return dtype_count;
-    const std::size_t row = rows_by_type_num[static_cast<std::size_t>(type_num)];
-    if (row == dtype_count || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) return dtype_count;
-    if (options.require_writable && !PyArray_ISWRITEABLE(array)) return dtype_count;
+    const dtype* type;  // points into a table or the cache: no copy until the tensor takes it
+    if (descr_metadata(descr) == nullptr) {
+        const int type_num = descr_type_num(descr);
+        if (type_num < 0 || type_num >= numpy_builtin_type_count) return nullptr;
+        const std::size_t row = rows_by_type_num[static_cast<std::size_t>(type_num)];
+        if (row == dtype_count) return nullptr;
+        type = &dtype::of_row(row);
+    } else {
+        const auto* parsed = parsed_descrs().find(descr, descr_pointer_hash{}(descr));
+        // MegEngine's metadata, checked against this descr when first parsed.
+        // Packed dtypes (one numpy byte per element) are never borrowed.
+        if (parsed == nullptr || !parsed->value || parsed->value->info().is_packed) return nullptr;
+        type = &*parsed->value;
+    }
+    if (!PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) return nullptr;
+    if (options.require_writable && !PyArray_ISWRITEABLE(array)) return nullptr;
+    if (options.type && !(*options.type == *type)) return nullptr;
     const npy_intp mask = PyArray_ITEMSIZE(array) - 1;  // built-in plain itemsizes are powers of two
     for (int i = 0; i < PyArray_NDIM(array); ++i) {
-        if (PyArray_DIM(array, i) > 1 && (PyArray_STRIDE(array, i) & mask) != 0) return dtype_count;
+        if (PyArray_DIM(array, i) > 1 && (PyArray_STRIDE(array, i) & mask) != 0) return nullptr;
     }
-    return tensor_adapter<Tensor>::accepts_strides(layout) ? row : dtype_count;
+    if (!tensor_adapter<Tensor>::accepts_strides(layout)) return nullptr;
+    return type;
 }
 
 }  // namespace detail
 
-/// numpy (or anything numpy can make an array of) → Tensor. Requires the GIL.
-/// Throws conversion_error (and its subclasses) naming the dtype, shape,
-/// index or flag at fault; on error nothing is left behind.
-template <class Tensor = tensor>
-to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& options = {}) {
+namespace detail {
+
+/// Everything but the common borrow: array-likes, dtype changes, copies with
+/// their reasons. Out of line, so the common borrow's frame stays small.
+template <class Tensor>
+[[gnu::noinline]] to_tensor_result<Tensor> to_tensor_general(PyObject* obj, const to_tensor_options& options) {
     using adapter = tensor_adapter<Tensor>;
-    if (options.policy != borrow_policy::copy && !options.type && PyArray_Check(obj)) {
-        auto* array = reinterpret_cast<PyArrayObject*>(obj);
-        const tensor_layout layout = detail::checked_layout<Tensor>(array);
-        const std::size_t row = detail::quick_borrow_row<Tensor>(array, layout, options);
-        if (row != dtype_count) {
-            return to_tensor_result<Tensor>(
-                adapter::borrow(dtype(dtype_table[row].id), PyArray_DATA(array), layout, PyArray_ISWRITEABLE(array),
-                                options.keep_alive ? detail::python_owner(obj) : owner_handle()),
-                true);
-        }
-    }
-    object owner = detail::as_array(obj);
+    object owner = as_array(obj);
     auto* array = reinterpret_cast<PyArrayObject*>(owner.get());
-    const tensor_layout layout = detail::checked_layout<Tensor>(array);
+    const tensor_layout layout = checked_layout<Tensor>(array);
 
     std::optional<numpy_dtype_match> source;
     try {
@@ -582,23 +623,48 @@ to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& optio
 
     std::string reason = options.policy == borrow_policy::copy
                              ? std::string("copy requested")
-                             : detail::why_not_borrow<Tensor>(array, source, target, layout, options);
+                             : why_not_borrow<Tensor>(array, source, target, layout, options);
     if (reason.empty()) {
         const bool writable = PyArray_ISWRITEABLE(array);
-        return to_tensor_result<Tensor>(
-            adapter::borrow(target, PyArray_DATA(array), layout, writable,
-                            options.keep_alive ? detail::python_owner(owner.get()) : owner_handle()),
-            true);
+        return {std::in_place,
+                [&] {
+                    return adapter::borrow(target, PyArray_DATA(array), layout, writable,
+                                           options.keep_alive ? python_owner(owner.get()) : owner_handle());
+                },
+                true};
     }
     if (options.policy == borrow_policy::must_borrow) {
-        throw conversion_error("must_borrow: cannot share the memory of the " + detail::array_text(array) + ": " + reason);
+        throw conversion_error("must_borrow: cannot share the memory of the " + array_text(array) + ": " + reason);
     }
     const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
     const lowbit_layout packing = options.layout.value_or(target.info().is_packed ? default_layout(target.id())
                                                                                   : lowbit_layout::compact);
     Tensor made = adapter::make(target, contiguous, packing);
-    detail::fill_copy(array, source, target, adapter::data(made), layout, packing, options);
+    fill_copy(array, source, target, adapter::data(made), layout, packing, options);
     return to_tensor_result<Tensor>(std::move(made), false, std::move(reason));
+}
+
+}  // namespace detail
+
+/// numpy (or anything numpy can make an array of) → Tensor. Requires the GIL.
+/// Throws conversion_error (and its subclasses) naming the dtype, shape,
+/// index or flag at fault; on error nothing is left behind.
+template <class Tensor = tensor>
+to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& options = {}) {
+    using adapter = tensor_adapter<Tensor>;
+    if (options.policy != borrow_policy::copy && PyArray_Check(obj)) {
+        auto* array = reinterpret_cast<PyArrayObject*>(obj);
+        const tensor_layout layout = detail::checked_layout<Tensor>(array);
+        if (const dtype* type = detail::quick_borrow_dtype<Tensor>(array, layout, options)) {
+            return {std::in_place,
+                    [&] {
+                        return adapter::borrow(*type, PyArray_DATA(array), layout, PyArray_ISWRITEABLE(array),
+                                               options.keep_alive ? detail::python_owner(obj) : owner_handle());
+                    },
+                    true};
+        }
+    }
+    return detail::to_tensor_general<Tensor>(obj, options);
 }
 
 /// Tensor → numpy. Requires the GIL. A shared array keeps the tensor's

@@ -65,6 +65,15 @@ public:
         }
     }
 
+    /// The plain dtype of dtype_table[row], for code that already found the
+    /// row in a table. Throws dtype_error for a quantized row or one past the end.
+    static const dtype& of_row(std::size_t row) {
+        if (row >= dtype_count || dtype_table[row].is_quantized) {
+            throw dtype_error("npybridge: dtype table row " + std::to_string(row) + " is not a plain dtype");
+        }
+        return plain_rows[row];
+    }
+
     /// A quantized dtype from plain numbers. zero_point must be given exactly
     /// for the Asymm dtypes. Throws dtype_error / metadata_error naming the culprit.
     static dtype quantized(dtype_enum id, double scale, std::optional<long long> zero_point = std::nullopt) {
@@ -189,7 +198,15 @@ public:
 
 private:
     struct no_check {};
-    dtype(dtype_enum id, no_check) noexcept : m_id(id) {}
+    constexpr dtype(dtype_enum id, no_check) noexcept : m_id(id) {}
+
+    /// One dtype object per table row, made at compile time (quantized rows
+    /// hold a placeholder that of_row never hands out).
+    template <std::size_t... I>
+    static constexpr std::array<dtype, dtype_count> make_plain_rows(std::index_sequence<I...>) noexcept {
+        return {dtype(dtype_table[I].is_quantized ? dtype_enum::Float32 : dtype_table[I].id, no_check{})...};
+    }
+    static const std::array<dtype, dtype_count> plain_rows;
 
     template <class F, std::size_t... I>
     static void visit_row(dtype_enum id, F&& f, std::index_sequence<I...>) {
@@ -199,6 +216,9 @@ private:
     dtype_enum m_id;
     params m_params{};
 };
+
+// Constant-initialized (the initializer is a constant expression): no start-up code.
+inline const std::array<dtype, dtype_count> dtype::plain_rows = dtype::make_plain_rows(std::make_index_sequence<dtype_count>{});
 
 // ---- quantize / dequantize, following MegDNN's C++ (dtype.h):
 // q = clamp(round_half_away(x / scale) + zero_point), NaN -> the lower bound;

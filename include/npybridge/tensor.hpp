@@ -7,12 +7,14 @@
 #include <npybridge/quantization.hpp>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -30,6 +32,23 @@ struct tensor_layout {
     // purpose: zeroing 112 bytes per conversion showed up in profiles.
     std::array<std::size_t, NPYBRIDGE_MAX_NDIM> shape;
     std::array<std::ptrdiff_t, NPYBRIDGE_MAX_NDIM> strides;  ///< in elements
+
+    tensor_layout() noexcept = default;
+    // Copies move the first ndim entries one at a time: a layout is usually
+    // copied right after it was filled, and wide copies of the whole arrays
+    // stall on those fresh narrow stores (store-to-load forwarding).
+    tensor_layout(const tensor_layout& other) noexcept { *this = other; }
+    tensor_layout& operator=(const tensor_layout& other) noexcept {
+        ndim = other.ndim;
+        for (std::size_t i = 0; i < other.ndim; ++i) {
+            shape[i] = other.shape[i];
+            strides[i] = other.strides[i];
+#if defined(__GNUC__)
+            __asm__("" : "+r"(i));  // keeps GCC from making this loop two memcpy calls
+#endif
+        }
+        return *this;
+    }
 
     std::size_t count() const noexcept {
         std::size_t n = 1;
@@ -73,10 +92,88 @@ struct tensor_layout {
     }
 };
 
+/// What an owner handle points at: a reference count and the function that
+/// frees whatever the block keeps alive once the count reaches zero. Derive
+/// from it to make a new kind of owner (convert.hpp's Python reference,
+/// tensor::empty's storage); `release` may run on any thread.
+struct owner_block {
+    explicit owner_block(void (*on_last_release)(owner_block*) noexcept) noexcept : release(on_last_release) {}
+    std::atomic<std::size_t> references{1};
+    void (*const release)(owner_block*) noexcept;
+};
+
 /// Keeps borrowed memory alive: a tensor that borrows holds one of these, and
-/// the memory stays valid while any copy lives. Its deleter may run on any
-/// thread (see numpy's owner in convert.hpp: it takes the GIL).
-using owner_handle = std::shared_ptr<const void>;
+/// the memory stays valid while any copy lives. Copies and releases are safe
+/// from any thread (an atomic count, like std::shared_ptr's). One pointer
+/// wide, and a sole owner is released without an atomic read-modify-write.
+/// Any std::shared_ptr converts to one (the handle then keeps a copy), and
+/// shared() hands one to tensor types that hold their storage in a shared_ptr.
+class owner_handle {
+public:
+    owner_handle() noexcept = default;
+    owner_handle(std::nullptr_t) noexcept {}  // NOLINT: implicit, like shared_ptr's
+
+    /// Takes over a block whose count already holds this handle's reference.
+    static owner_handle adopt(owner_block* block) noexcept {
+        owner_handle handle;
+        handle.m_block = block;
+        return handle;
+    }
+
+    /// Keeps `kept` alive (one allocation for the block holding it).
+    template <class T>
+    owner_handle(std::shared_ptr<T> kept) {  // NOLINT: implicit on purpose, any shared_ptr is an owner
+        if (kept) m_block = new shared_block(std::shared_ptr<const void>(std::move(kept)));
+    }
+
+    owner_handle(const owner_handle& other) noexcept : m_block(other.m_block) {
+        if (m_block) m_block->references.fetch_add(1, std::memory_order_relaxed);
+    }
+    owner_handle(owner_handle&& other) noexcept : m_block(std::exchange(other.m_block, nullptr)) {}
+    owner_handle& operator=(owner_handle other) noexcept {
+        std::swap(m_block, other.m_block);
+        return *this;
+    }
+    ~owner_handle() {
+        if (m_block != nullptr) drop(m_block);
+    }
+
+    void reset() noexcept {
+        if (m_block != nullptr) drop(std::exchange(m_block, nullptr));
+    }
+
+    explicit operator bool() const noexcept { return m_block != nullptr; }
+    /// Handles sharing this one's block (0 when empty); a snapshot, for tests.
+    std::size_t use_count() const noexcept { return m_block ? m_block->references.load(std::memory_order_relaxed) : 0; }
+
+    /// A shared_ptr to `pointer` that keeps this owner alive (for tensor types
+    /// whose storage is a shared_ptr; one control block per call).
+    template <class T>
+    std::shared_ptr<T> shared(T* pointer) const {
+        return std::shared_ptr<T>(pointer, [kept = *this](T*) noexcept {});
+    }
+
+    /// Gives up the reference without releasing it (pair with adopt()).
+    owner_block* detach() noexcept { return std::exchange(m_block, nullptr); }
+
+private:
+    static void drop(owner_block* block) noexcept {
+        // A count of one is this handle alone: nobody else can copy it
+        // meanwhile, so the decrement needs no atomic read-modify-write.
+        if (block->references.load(std::memory_order_acquire) == 1 ||
+            block->references.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            block->release(block);
+        }
+    }
+
+    struct shared_block : owner_block {
+        explicit shared_block(std::shared_ptr<const void> held) noexcept
+            : owner_block([](owner_block* self) noexcept { delete static_cast<shared_block*>(self); }), kept(std::move(held)) {}
+        std::shared_ptr<const void> kept;
+    };
+
+    owner_block* m_block = nullptr;
+};
 
 // ---------------------------------------------------------------------------
 // The customization point. To make npybridge work with your tensor type T,
@@ -115,9 +212,9 @@ public:
         const tensor_layout contiguous = tensor_layout::contiguous(shape, ndim);
         const lowbit_layout packing = layout.value_or(default_packing(type));
         const std::size_t bytes = storage_bytes_for(type, contiguous, packing);
-        std::shared_ptr<std::uint8_t> memory = allocate(bytes);
-        tensor result(type, contiguous, memory.get(), true, owner_handle(memory, memory.get()), packing);
-        return result;
+        void* data = nullptr;
+        owner_handle owner = allocate(bytes, data);
+        return tensor(type, contiguous, data, true, std::move(owner), packing);
     }
 
     /// A tensor over memory someone else owns; `owner` keeps it alive.
@@ -148,21 +245,42 @@ public:
     }
 
 private:
-    /// Storage for `bytes`. Large buffers are 2 MiB aligned and, on Linux,
-    /// asked for transparent huge pages (as NumPy does): first-touch page
-    /// faults otherwise dominate big conversions.
-    static std::shared_ptr<std::uint8_t> allocate(std::size_t bytes) {
+    /// The owner block and the storage in one allocation: the block, then
+    /// `bytes` from the first 64-byte boundary after it. Plain operator new
+    /// (an aligned new costs glibc a slow memalign per call). Large buffers
+    /// are 2 MiB aligned and, on Linux, asked for transparent huge pages (as
+    /// NumPy does): first-touch page faults otherwise dominate big conversions.
+    struct storage_block : owner_block {
+        using owner_block::owner_block;
+    };
+    static constexpr std::size_t storage_alignment = 64;
+
+    static owner_handle allocate(std::size_t bytes, void*& data) {
         constexpr std::size_t huge = std::size_t{2} << 20;
-        if (bytes < NPYBRIDGE_HUGE_PAGE_BYTES) {
-            return std::shared_ptr<std::uint8_t>(new std::uint8_t[bytes > 0 ? bytes : 1], std::default_delete<std::uint8_t[]>());
-        }
-        const std::size_t rounded = (bytes + huge - 1) / huge * huge;
-        void* memory = std::aligned_alloc(huge, rounded);
-        if (memory == nullptr) throw std::bad_alloc();
+        const std::size_t total = sizeof(storage_block) + storage_alignment + (bytes > 0 ? bytes : 1);
+        void* memory;
+        void (*release)(owner_block*) noexcept;
+        if (total < NPYBRIDGE_HUGE_PAGE_BYTES) {
+            memory = ::operator new(total);
+            release = [](owner_block* self) noexcept {
+                static_cast<storage_block*>(self)->~storage_block();
+                ::operator delete(static_cast<void*>(self));
+            };
+        } else {
+            const std::size_t rounded = (total + huge - 1) / huge * huge;
+            memory = std::aligned_alloc(huge, rounded);
+            if (memory == nullptr) throw std::bad_alloc();
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-        madvise(memory, rounded, MADV_HUGEPAGE);  // advice only: failure is harmless
+            madvise(memory, rounded, MADV_HUGEPAGE);  // advice only: failure is harmless
 #endif
-        return std::shared_ptr<std::uint8_t>(static_cast<std::uint8_t*>(memory), [](std::uint8_t* p) { std::free(p); });
+            release = [](owner_block* self) noexcept {
+                static_cast<storage_block*>(self)->~storage_block();
+                std::free(self);
+            };
+        }
+        const auto after_block = reinterpret_cast<std::uintptr_t>(memory) + sizeof(storage_block);
+        data = reinterpret_cast<void*>((after_block + storage_alignment - 1) / storage_alignment * storage_alignment);
+        return owner_handle::adopt(new (memory) storage_block(release));
     }
 
     static lowbit_layout default_packing(const dtype& type) {

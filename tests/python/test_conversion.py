@@ -230,6 +230,26 @@ def test_quantized_arrays_are_borrowed_and_keep_their_params(base, name, scale, 
     np.testing.assert_array_equal(back, a)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: np.arange(6, dtype=mgb_dtype("int8", "QuantizedS8", 0.5)),
+    lambda: np.arange(6, dtype=mgb_dtype("int8", "QuantizedS8", 0.5))[::2],
+    lambda: np.arange(6, dtype=mgb_dtype("int8", "QuantizedS8", 0.5)).astype(">i1").view(
+        mgb_dtype("int8", "QuantizedS8", 0.5)),
+    lambda: np.array([1, -1, 0], dtype=mgb_dtype("int8", "QuantizedS4", 0.5)),
+    lambda: np.array([1, -1, 1], dtype=mgb_dtype("int8", "QuantizedS1", 1.0)),
+    lambda: np.arange(4, dtype=mgb_dtype("uint8", "Quantized8Asymm", 0.25, 3)),
+])
+def test_the_second_conversion_of_a_dtype_decides_like_the_first(make):
+    # The first conversion parses the metadata and caches the dtype; later ones take
+    # a fast path through that cache, which must reach the same decision.
+    a = make()
+    first, second = Tensor.from_numpy(a), Tensor.from_numpy(a)
+    assert (first.borrowed, first.copy_reason, first.dtype_name, first.scale, first.zero_point) == \
+        (second.borrowed, second.copy_reason, second.dtype_name, second.scale, second.zero_point)
+    assert first.storage() == second.storage()
+    np.testing.assert_array_equal(second.numpy(), a)
+
+
 def test_a_plain_array_becomes_quantized_codes_when_asked():
     a = np.array([1, 2, 3], dtype=np.int8)
     t = Tensor.from_numpy(a, dtype=mgb_dtype("int8", "QuantizedS8", 0.5))

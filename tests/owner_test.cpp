@@ -1,0 +1,149 @@
+// The owner handle (tensor.hpp) and the Python owner behind borrowed tensors (convert.hpp).
+#include <catch2/catch.hpp>
+
+#include <npybridge/convert.hpp>
+
+#include "tests/support/python.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace nb = npybridge;
+
+namespace {
+
+/// A block that counts how often it is released (it is never freed: it lives on the test's stack).
+struct counting_block : nb::owner_block {
+    counting_block() : nb::owner_block([](nb::owner_block* self) noexcept {
+        static_cast<counting_block*>(self)->releases.fetch_add(1);
+    }) {}
+    std::atomic<int> releases{0};
+};
+
+}  // namespace
+
+TEST_CASE("an owner handle counts its copies and releases its block exactly once", "[owner]") {
+    SECTION("an empty handle owns nothing") {
+        nb::owner_handle empty;
+        CHECK_FALSE(empty);
+        CHECK(empty.use_count() == 0);
+        nb::owner_handle copy = empty;
+        CHECK_FALSE(copy);
+    }
+    SECTION("copies share the block; the last one releases it") {
+        counting_block block;
+        {
+            nb::owner_handle first = nb::owner_handle::adopt(&block);
+            CHECK(first.use_count() == 1);
+            nb::owner_handle second = first;
+            CHECK(first.use_count() == 2);
+            nb::owner_handle moved = std::move(second);
+            CHECK_FALSE(second);  // NOLINT: a moved-from handle is empty, on purpose
+            CHECK(moved.use_count() == 2);
+            moved.reset();
+            CHECK(block.releases == 0);
+            CHECK(first.use_count() == 1);
+        }
+        CHECK(block.releases == 1);
+    }
+    SECTION("detach gives up the reference without releasing; adopt takes it back") {
+        counting_block block;
+        nb::owner_handle handle = nb::owner_handle::adopt(&block);
+        nb::owner_block* raw = handle.detach();
+        CHECK_FALSE(handle);
+        CHECK(block.releases == 0);
+        nb::owner_handle::adopt(raw);  // a temporary: released at once
+        CHECK(block.releases == 1);
+    }
+    SECTION("copies made and dropped on many threads release once") {
+        counting_block block;
+        {
+            nb::owner_handle origin = nb::owner_handle::adopt(&block);
+            std::atomic<int> too_low{0};  // Catch2's CHECK is not for other threads
+            std::vector<std::thread> threads;
+            for (int t = 0; t < 4; ++t) {
+                threads.emplace_back([origin, &too_low] {  // one copy per thread, then 10,000 more each
+                    for (int i = 0; i < 10000; ++i) {
+                        nb::owner_handle copy = origin;
+                        if (copy.use_count() < 2) too_low.fetch_add(1);
+                    }
+                });
+            }
+            for (std::thread& thread : threads) thread.join();
+            CHECK(too_low == 0);
+            CHECK(origin.use_count() == 1);
+        }
+        CHECK(block.releases == 1);
+    }
+}
+
+TEST_CASE("owner handles and shared_ptr convert both ways", "[owner]") {
+    auto kept = std::make_shared<int>(7);
+    std::weak_ptr<int> watch = kept;
+    nb::owner_handle handle = kept;  // any shared_ptr is an owner
+    CHECK(kept.use_count() == 2);
+    kept.reset();
+    CHECK_FALSE(watch.expired());
+
+    int value = 0;
+    std::shared_ptr<int> alias = handle.shared(&value);  // for tensor types that store a shared_ptr
+    CHECK(alias.get() == &value);
+    CHECK(handle.use_count() == 2);
+    handle.reset();
+    CHECK_FALSE(watch.expired());  // the alias keeps the handle, which keeps the int
+    alias.reset();
+    CHECK(watch.expired());
+
+    nb::owner_handle none = std::shared_ptr<int>();
+    CHECK_FALSE(none);
+}
+
+TEST_CASE("tensor::empty keeps block and bytes in one 64-byte aligned allocation", "[owner][tensor]") {
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{3} << 20}) {
+        const std::size_t shape[] = {n};
+        nb::tensor t = nb::tensor::empty(nb::dtype(nb::dtype_enum::Float32), shape, 1);
+        CHECK(reinterpret_cast<std::uintptr_t>(t.data()) % 64 == 0);
+        CHECK(t.owner().use_count() == 1);
+        if (n > 0) {
+            auto* values = static_cast<float*>(t.data());
+            values[0] = 1.0f;
+            values[n - 1] = 2.0f;  // the whole range is ours (ASan checks)
+        }
+        nb::tensor copy = t;
+        CHECK(t.owner().use_count() == 2);
+        CHECK(copy.data() == t.data());
+    }
+}
+
+TEST_CASE("a borrowed tensor's Python reference is dropped once, on any thread", "[owner][convert]") {
+    test::owned array = test::eval("np.arange(4, dtype=np.float32)");
+    const Py_ssize_t before = Py_REFCNT(array.get());
+
+    SECTION("released with the GIL held") {
+        {
+            nb::to_tensor_result<nb::tensor> first = nb::to_tensor(array.get());
+            nb::to_tensor_result<nb::tensor> second = nb::to_tensor(array.get());
+            CHECK(Py_REFCNT(array.get()) == before + 2);
+            nb::tensor copy = first.tensor;
+            CHECK(Py_REFCNT(array.get()) == before + 2);  // copies share the one reference
+        }
+        CHECK(Py_REFCNT(array.get()) == before);
+    }
+    SECTION("released on a thread that takes the GIL itself") {
+        nb::tensor borrowed = nb::to_tensor(array.get()).tensor;
+        CHECK(Py_REFCNT(array.get()) == before + 1);
+        {
+            nb::gil_release unlocked;
+            std::thread([moved = std::move(borrowed)]() mutable { moved = nb::tensor(); }).join();
+        }
+        CHECK(Py_REFCNT(array.get()) == before);
+    }
+    SECTION("a scoped borrow holds no reference") {
+        nb::tensor borrowed = nb::to_tensor(array.get(), nb::to_tensor_options().scoped()).tensor;
+        CHECK_FALSE(borrowed.owner());
+        CHECK(Py_REFCNT(array.get()) == before);
+    }
+}
