@@ -45,7 +45,7 @@ struct to_tensor_options {
     bool require_writable = false;        ///< a read-only array is then copied (or must_borrow fails)
     /// false: a borrowed tensor does not hold a reference to the array; it is
     /// valid only while the caller keeps the array alive (the argument of the
-    /// call being served, say). Saves an allocation per borrow.
+    /// call being served, say). Saves making and releasing an owner per borrow.
     bool keep_alive = true;
 
     // Chainable setters: to_tensor_options().as(type).with(borrow_policy::copy)
