@@ -565,15 +565,18 @@ tensor_layout checked_layout(PyArrayObject* array) {
     return layout_of_array(array, adapter::has_scalar);
 }
 
-/// The dtype of the common borrow, decided in a few loads: an ndarray of a
+/// The common borrow, decided and described in one pass: an ndarray of a
 /// built-in plain dtype without metadata (or one whose MegEngine metadata was
 /// parsed before), aligned, in native order, with whole-element strides the
-/// tensor type accepts. nullptr lets the general path decide (and give
-/// reasons). The dtype lives in a table or the dtype cache: copy it at once.
+/// tensor type accepts and no more dimensions than it holds. Fills `layout`
+/// and returns the dtype (it lives in a table or the dtype cache: copy it at
+/// once), or nullptr to let the general path decide and give its reasons.
 template <class Tensor>
-const dtype* quick_borrow_dtype(PyArrayObject* array, const tensor_layout& layout, const to_tensor_options& options) {
+const dtype* quick_borrow(PyArrayObject* array, const to_tensor_options& options, tensor_layout& layout) {
+    using adapter = tensor_adapter<Tensor>;
+    constexpr std::size_t limit = adapter::max_ndim < NPYBRIDGE_MAX_NDIM ? adapter::max_ndim : NPYBRIDGE_MAX_NDIM;
     PyArray_Descr* descr = PyArray_DESCR(array);
-    const dtype* type;  // points into a table or the cache: no copy until the tensor takes it
+    const dtype* type;
     if (descr_metadata(descr) == nullptr) {
         const int type_num = descr_type_num(descr);
         if (type_num < 0 || type_num >= numpy_builtin_type_count) return nullptr;
@@ -587,15 +590,33 @@ const dtype* quick_borrow_dtype(PyArrayObject* array, const tensor_layout& layou
         if (parsed == nullptr || !parsed->value || parsed->value->info().is_packed) return nullptr;
         type = &*parsed->value;
     }
-    if (!PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) return nullptr;
-    if (options.require_writable && !PyArray_ISWRITEABLE(array)) return nullptr;
+    const int flags = PyArray_FLAGS(array);
+    if ((flags & NPY_ARRAY_ALIGNED) == 0 || !PyArray_ISNOTSWAPPED(array)) return nullptr;
+    if (options.require_writable && (flags & NPY_ARRAY_WRITEABLE) == 0) return nullptr;
     if (options.type && !(*options.type == *type)) return nullptr;
-    const npy_intp mask = PyArray_ITEMSIZE(array) - 1;  // built-in plain itemsizes are powers of two
-    for (int i = 0; i < PyArray_NDIM(array); ++i) {
-        if (PyArray_DIM(array, i) > 1 && (PyArray_STRIDE(array, i) & mask) != 0) return nullptr;
+    const int ndim = PyArray_NDIM(array);
+    if (static_cast<std::size_t>(ndim) > limit || (ndim == 0 && !adapter::has_scalar)) return nullptr;
+    const npy_intp itemsize = PyArray_ITEMSIZE(array);
+    const npy_intp mask = itemsize - 1;
+    if (itemsize <= 0 || (itemsize & mask) != 0) return nullptr;  // every borrowable itemsize is a power of two
+    const int shift = __builtin_ctzll(static_cast<unsigned long long>(itemsize));
+    const npy_intp* dims = PyArray_DIMS(array);
+    const npy_intp* byte_strides = PyArray_STRIDES(array);
+    layout.ndim = static_cast<std::size_t>(ndim);
+    std::ptrdiff_t contiguous = 1;  // the stride given to size-1 dimensions (theirs never matters)
+    for (int i = ndim; i-- > 0;) {
+        const auto extent = static_cast<std::size_t>(dims[i]);
+        const npy_intp stride = byte_strides[i];
+        layout.shape[static_cast<std::size_t>(i)] = extent;
+        if (extent > 1) {
+            if ((stride & mask) != 0) return nullptr;
+            layout.strides[static_cast<std::size_t>(i)] = static_cast<std::ptrdiff_t>(stride >> shift);
+        } else {
+            layout.strides[static_cast<std::size_t>(i)] = contiguous;
+        }
+        contiguous *= static_cast<std::ptrdiff_t>(extent == 0 ? 1 : extent);
     }
-    if (!tensor_adapter<Tensor>::accepts_strides(layout)) return nullptr;
-    return type;
+    return adapter::accepts_strides(layout) ? type : nullptr;
 }
 
 }  // namespace detail
@@ -654,8 +675,8 @@ to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& optio
     using adapter = tensor_adapter<Tensor>;
     if (options.policy != borrow_policy::copy && PyArray_Check(obj)) {
         auto* array = reinterpret_cast<PyArrayObject*>(obj);
-        const tensor_layout layout = detail::checked_layout<Tensor>(array);
-        if (const dtype* type = detail::quick_borrow_dtype<Tensor>(array, layout, options)) {
+        tensor_layout layout;
+        if (const dtype* type = detail::quick_borrow<Tensor>(array, options, layout)) {
             return {std::in_place,
                     [&] {
                         return adapter::borrow(*type, PyArray_DATA(array), layout, PyArray_ISWRITEABLE(array),
