@@ -28,12 +28,12 @@ std::string text_of(PyObject* obj, const char* what) {
 template <class Value, std::size_t N>
 Value choice_of(PyObject* obj, const char* what, const std::pair<const char*, Value> (&choices)[N]) {
     if (obj == nullptr) return choices[0].second;
-    const std::string text = text_of(obj, what);
-    std::string allowed;
+    if (!PyUnicode_Check(obj)) throw nb::conversion_error(std::string(what) + " must be a str, got " + nb::safe_repr(obj));
     for (const auto& [name, value] : choices) {
-        if (text == name) return value;
-        allowed += (allowed.empty() ? "'" : ", '") + std::string(name) + "'";
+        if (PyUnicode_CompareWithASCIIString(obj, name) == 0) return value;
     }
+    std::string allowed;
+    for (const auto& choice : choices) allowed += (allowed.empty() ? "'" : ", '") + std::string(choice.first) + "'";
     throw nb::conversion_error(std::string(what) + " must be one of " + allowed + ", got " + nb::safe_repr(obj));
 }
 
@@ -82,10 +82,12 @@ std::optional<nb::dtype> dtype_of(PyObject* obj, nb::narrowing mode) {
 
 // ---- the Tensor type ---------------------------------------------------------
 
+/// The Python object: the tensor and its copy reason live inside it (no
+/// allocation besides the object itself).
 struct tensor_object {
     PyObject_HEAD
-    nb::tensor* value;
-    std::string* copy_reason;
+    nb::tensor value;
+    std::string copy_reason;
 };
 
 PyTypeObject* tensor_type = nullptr;  // made once in PyInit (a heap type)
@@ -93,35 +95,64 @@ PyTypeObject* tensor_type = nullptr;  // made once in PyInit (a heap type)
 PyObject* wrap(nb::tensor value, std::string copy_reason = {}) {
     auto* self = PyObject_New(tensor_object, tensor_type);
     if (self == nullptr) return nullptr;
-    self->value = new nb::tensor(std::move(value));
-    self->copy_reason = new std::string(std::move(copy_reason));
+    new (&self->value) nb::tensor(std::move(value));  // noexcept moves: nothing can fail past PyObject_New
+    new (&self->copy_reason) std::string(std::move(copy_reason));
     return reinterpret_cast<PyObject*>(self);
 }
 
-nb::tensor& unwrap(PyObject* self) { return *reinterpret_cast<tensor_object*>(self)->value; }
+nb::tensor& unwrap(PyObject* self) { return reinterpret_cast<tensor_object*>(self)->value; }
 
 void tensor_dealloc(PyObject* self) {
     auto* t = reinterpret_cast<tensor_object*>(self);
     PyTypeObject* type = Py_TYPE(self);
-    delete t->value;  // releases a borrowed array's reference (GIL held here)
-    delete t->copy_reason;
+    t->value.~tensor();  // releases a borrowed array's reference (GIL held here)
+    t->copy_reason.~basic_string();
     PyObject_Free(self);
     Py_DECREF(type);
 }
 
-PyObject* tensor_from_numpy(PyObject*, PyObject* args, PyObject* kwargs) {
+/// Vectorcall arguments by name: fills `slots` (nullptr where not given) from
+/// positional arguments, then keywords. Like CPython's own parsers, a missing
+/// required argument, an unknown or repeated keyword, or too many positional
+/// arguments is a TypeError naming the function and the argument.
+template <std::size_t N>
+void parse_arguments(const char* function, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                     const char* const (&names)[N], std::size_t required, PyObject* (&slots)[N]) {
+    auto fail = [&](const std::string& what) {
+        PyErr_Format(PyExc_TypeError, "%s() %s", function, what.c_str());
+        throw nb::python_error();
+    };
+    if (static_cast<std::size_t>(nargs) > N) {
+        fail("takes at most " + std::to_string(N) + " arguments (" + std::to_string(nargs) + " given)");
+    }
+    for (std::size_t i = 0; i < N; ++i) slots[i] = i < static_cast<std::size_t>(nargs) ? args[i] : nullptr;
+    const Py_ssize_t keywords = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < keywords; ++k) {
+        PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+        std::size_t i = 0;
+        while (i < N && PyUnicode_CompareWithASCIIString(key, names[i]) != 0) ++i;
+        if (i == N) fail("got an unexpected keyword argument " + nb::safe_repr(key));
+        if (slots[i] != nullptr) fail("got multiple values for argument '" + std::string(names[i]) + "'");
+        slots[i] = args[nargs + k];
+    }
+    for (std::size_t i = 0; i < required; ++i) {
+        if (slots[i] == nullptr) fail("missing required argument '" + std::string(names[i]) + "'");
+    }
+}
+
+PyObject* tensor_from_numpy(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
     return nb::guarded([&]() -> PyObject* {
-        static const char* keywords[] = {"obj", "dtype", "policy", "narrowing", "layout", nullptr};
-        PyObject *obj = nullptr, *dtype = nullptr, *policy = nullptr, *narrowing = nullptr, *layout = nullptr;
-        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO:from_numpy", const_cast<char**>(keywords), &obj, &dtype,
-                                         &policy, &narrowing, &layout)) {
-            return nullptr;
-        }
+        static const char* const names[] = {"obj", "dtype", "policy", "narrowing", "layout"};
+        PyObject* slots[5];
+        parse_arguments("from_numpy", args, PyVectorcall_NARGS(nargsf), kwnames, names, 1, slots);
+        auto [obj, dtype, policy, narrowing, layout] = slots;
         nb::to_tensor_options options;
-        options.narrow = narrowing_of(narrowing);
-        options.policy = borrow_policy_of(policy);
-        options.layout = layout_of(layout);
-        options.type = dtype_of(dtype, options.narrow);
+        if (dtype != nullptr || policy != nullptr || narrowing != nullptr || layout != nullptr) {
+            options.narrow = narrowing_of(narrowing);
+            options.policy = borrow_policy_of(policy);
+            options.layout = layout_of(layout);
+            options.type = dtype_of(dtype, options.narrow);
+        }
         nb::to_tensor_result<nb::tensor> result = nb::to_tensor(obj, options);
         return wrap(std::move(result.tensor), std::move(result.copy_reason));
     });
@@ -182,12 +213,12 @@ PyObject* tensor_from_storage(PyObject*, PyObject* args, PyObject* kwargs) {
     });
 }
 
-PyObject* tensor_numpy(PyObject* self, PyObject* args, PyObject* kwargs) {
+PyObject* tensor_numpy(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
     return nb::guarded([&]() -> PyObject* {
-        static const char* keywords[] = {"policy", nullptr};
-        PyObject* policy = nullptr;
-        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:numpy", const_cast<char**>(keywords), &policy)) return nullptr;
-        return nb::to_array(unwrap(self), share_policy_of(policy)).release();
+        static const char* const names[] = {"policy"};
+        PyObject* slots[1];
+        parse_arguments("numpy", args, PyVectorcall_NARGS(nargsf), kwnames, names, 0, slots);
+        return nb::to_array(unwrap(self), share_policy_of(slots[0])).release();
     });
 }
 
@@ -259,7 +290,7 @@ PyObject* get_borrowed(PyObject* self, void*) { return PyBool_FromLong(unwrap(se
 PyObject* get_writable(PyObject* self, void*) { return PyBool_FromLong(unwrap(self).writable()); }
 
 PyObject* get_copy_reason(PyObject* self, void*) {
-    const std::string& reason = *reinterpret_cast<tensor_object*>(self)->copy_reason;
+    const std::string& reason = reinterpret_cast<tensor_object*>(self)->copy_reason;
     if (reason.empty()) Py_RETURN_NONE;
     return PyUnicode_FromString(reason.c_str());
 }
@@ -270,14 +301,14 @@ PyObject* get_data_address(PyObject* self, void*) {
 
 PyMethodDef tensor_methods[] = {
     {"from_numpy", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_from_numpy)),
-     METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     METH_FASTCALL | METH_KEYWORDS | METH_CLASS,
      "from_numpy(obj, dtype=None, policy='try_borrow', narrowing='checked', layout=None)\n"
      "A tensor over the array's memory when it can be shared (policy 'try_borrow'), else a converted copy."},
     {"from_storage", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_from_storage)),
      METH_VARARGS | METH_KEYWORDS | METH_CLASS,
      "from_storage(data, dtype_name, shape, scale=None, zero_point=None, layout=None)\n"
      "A tensor over a copy of raw storage bytes (packed bytes for low-bit dtypes)."},
-    {"numpy", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_numpy)), METH_VARARGS | METH_KEYWORDS,
+    {"numpy", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_numpy)), METH_FASTCALL | METH_KEYWORDS,
      "numpy(policy='try_share'): an ndarray sharing the tensor's memory when possible, else a copy."},
     {"storage", tensor_storage, METH_NOARGS, "The tensor's raw storage as bytes (packed for low-bit dtypes)."},
     {nullptr, nullptr, 0, nullptr},

@@ -94,6 +94,28 @@ struct python_owner_block : owner_block {
         return owner_handle::adopt(block);
     }
 
+    /// Drops the reference under the GIL from whichever thread lets go last;
+    /// once the interpreter is finalizing the reference is leaked instead.
+    static void release_block(owner_block* base) noexcept {
+        auto* block = static_cast<python_owner_block*>(base);
+        PyObject* obj = block->object;
+        // Py_IsInitialized() first: PyGILState_Check() answers 1 once the
+        // interpreter is gone. CPython clears "initialized" as finalizing
+        // starts, so from then on the reference is leaked, never touched.
+        if (Py_IsInitialized() && PyGILState_Check()) {  // the common case: Python code on its own thread
+            recycle(block);
+            Py_DECREF(obj);
+            return;
+        }
+        if (!python_alive()) {  // taking the GIL now would hang or end this thread
+            delete block;
+            return;
+        }
+        gil_acquire gil;
+        recycle(block);
+        Py_DECREF(obj);
+    }
+
 private:
 #if defined(Py_GIL_DISABLED)
     static constexpr std::size_t pool_limit = 0;
@@ -129,28 +151,6 @@ private:
         block->next_free = blocks.head;
         blocks.head = block;
         ++blocks.count;
-    }
-
-    /// Drops the reference under the GIL from whichever thread lets go last;
-    /// once the interpreter is finalizing the reference is leaked instead.
-    static void release_block(owner_block* base) noexcept {
-        auto* block = static_cast<python_owner_block*>(base);
-        PyObject* obj = block->object;
-        // Py_IsInitialized() first: PyGILState_Check() answers 1 once the
-        // interpreter is gone. CPython clears "initialized" as finalizing
-        // starts, so from then on the reference is leaked, never touched.
-        if (Py_IsInitialized() && PyGILState_Check()) {  // the common case: Python code on its own thread
-            recycle(block);
-            Py_DECREF(obj);
-            return;
-        }
-        if (!python_alive()) {  // taking the GIL now would hang or end this thread
-            delete block;
-            return;
-        }
-        gil_acquire gil;
-        recycle(block);
-        Py_DECREF(obj);
     }
 };
 
@@ -221,10 +221,15 @@ inline object array_over(const dtype& type, void* data, const tensor_layout& lay
     return result;
 }
 
-/// A capsule that holds `owner`'s reference: the base of arrays that share
-/// tensor memory. An empty owner (a scoped borrow) gives no base at all.
-inline object owner_capsule(owner_handle owner) {
+/// The base object of an array sharing memory that `owner` keeps alive: the
+/// Python object itself when the tensor borrowed from Python (no capsule, and
+/// numpy sees the arrays share a base), else a capsule holding the owner's
+/// reference. An empty owner (a scoped borrow) gives no base at all.
+inline object base_object_for(owner_handle owner) {
     if (!owner) return {};
+    if (owner.get()->release == &python_owner_block::release_block) {
+        return object::borrow(static_cast<python_owner_block*>(owner.get())->object);
+    }
     static constexpr const char* name = "npybridge.tensor_owner";
     owner_block* block = owner.detach();
     PyObject* capsule = PyCapsule_New(block, name, [](PyObject* self) {
@@ -727,8 +732,8 @@ object to_array(const Tensor& source, share_policy policy = share_policy::try_sh
     if (entry.form == numpy_form::none) {
         throw dtype_error(std::string(entry.name) + " has no numpy form (MegEngine gives it none either)");
     }
-    object capsule = detail::owner_capsule(adapter::owner(source));
-    object view = detail::array_over(type, adapter::data(source), layout, adapter::writable(source), capsule.get());
+    object base = detail::base_object_for(adapter::owner(source));
+    object view = detail::array_over(type, adapter::data(source), layout, adapter::writable(source), base.get());
     if (policy != share_policy::copy) return view;
     PyObject* copied = PyArray_NewCopy(reinterpret_cast<PyArrayObject*>(view.get()), NPY_CORDER);
     if (copied == nullptr) detail::throw_numpy_failure("npybridge: copying the tensor");

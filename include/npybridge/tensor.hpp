@@ -143,6 +143,8 @@ public:
     }
 
     explicit operator bool() const noexcept { return m_block != nullptr; }
+    /// The block (nullptr when empty), to recognise a kind of owner by its `release`.
+    owner_block* get() const noexcept { return m_block; }
     /// Handles sharing this one's block (0 when empty); a snapshot, for tests.
     std::size_t use_count() const noexcept { return m_block ? m_block->references.load(std::memory_order_relaxed) : 0; }
 

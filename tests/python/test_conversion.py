@@ -207,6 +207,38 @@ def test_bad_option_values_are_named():
         Tensor.from_numpy(a, layout="packed")
     with pytest.raises(nbx.ConversionError, match="policy must be"):
         Tensor.from_numpy(a).numpy(policy="borrow")
+    with pytest.raises(nbx.ConversionError, match="narrowing must be a str, got 1"):
+        Tensor.from_numpy(a, narrowing=1)
+
+
+def test_arguments_by_position_and_keyword_mean_the_same():
+    a = np.arange(3, dtype=np.int8)
+    by_position = Tensor.from_numpy(a, "int32", "try_borrow", "checked", None)
+    by_keyword = Tensor.from_numpy(layout=None, narrowing="checked", obj=a, dtype="int32", policy="try_borrow")
+    for t in (by_position, by_keyword):
+        assert t.dtype_name == "Int32" and not t.borrowed
+        np.testing.assert_array_equal(t.numpy(), [0, 1, 2])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda a: Tensor.from_numpy(), r"from_numpy\(\) missing required argument 'obj'"),
+    (lambda a: Tensor.from_numpy(dtype="int8"), r"from_numpy\(\) missing required argument 'obj'"),
+    (lambda a: Tensor.from_numpy(a, None, None, None, None, None), r"takes at most 5 arguments \(6 given\)"),
+    (lambda a: Tensor.from_numpy(a, polcy="copy"), r"unexpected keyword argument 'polcy'"),
+    (lambda a: Tensor.from_numpy(a, obj=a), r"multiple values for argument 'obj'"),
+    (lambda a: Tensor.from_numpy(a, "int8", dtype="int8"), r"multiple values for argument 'dtype'"),
+    (lambda a: Tensor.from_numpy(a).numpy("copy", "copy"), r"numpy\(\) takes at most 1 arguments \(2 given\)"),
+    (lambda a: Tensor.from_numpy(a).numpy(share="copy"), r"numpy\(\) got an unexpected keyword argument 'share'"),
+])
+def test_bad_arguments_are_type_errors_naming_the_argument(call, message, refcounts):
+    a = np.arange(3, dtype=np.float32)
+    with pytest.raises(TypeError, match=message):
+        call(a)
+
+    def fails():
+        with pytest.raises(TypeError):
+            call(a)
+    refcounts([a], fails, times=1000)
 
 
 # ---- quantized ------------------------------------------------------------------------------------
@@ -367,6 +399,20 @@ def test_a_shared_array_keeps_the_tensor_storage_alive():
     del t
     gc.collect()
     np.testing.assert_array_equal(b, np.arange(1000, dtype=np.int32))
+
+
+def test_a_borrowed_tensor_shares_back_with_the_original_array_as_base():
+    a = np.arange(6, dtype=np.float32)
+    t = Tensor.from_numpy(a)
+    b = t.numpy()
+    assert b.base is a and np.shares_memory(a, b)  # no capsule in between
+    del a, t
+    gc.collect()
+    b[0] = 7  # the memory is still alive (b keeps the array)
+    assert b[0] == 7
+    view = np.arange(12, dtype=np.float32)[::2]
+    shared = Tensor.from_numpy(view).numpy()
+    assert shared.base is view.base and shared.strides == view.strides  # numpy collapses to the owner
 
 
 def test_refcounts_are_stable_across_10000_conversions_each_way(refcounts):
