@@ -317,7 +317,8 @@ struct tensor_adapter<tensor> {
     static lowbit_layout packed_layout(const tensor& t) noexcept { return t.packing(); }
     static owner_handle owner(const tensor& t) { return t.owner(); }
     static tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner) {
-        return tensor::borrow(type, data, layout, writable, std::move(owner));
+        // to_tensor never borrows packed memory (numpy holds a byte per element).
+        return tensor::borrow(type, data, layout, writable, std::move(owner), lowbit_layout::compact);
     }
     static tensor make(const dtype& type, const tensor_layout& layout, lowbit_layout packing) {
         return tensor::empty(type, layout.shape.data(), layout.ndim, packing);
