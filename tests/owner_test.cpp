@@ -147,3 +147,11 @@ TEST_CASE("a borrowed tensor's Python reference is dropped once, on any thread",
         CHECK(Py_REFCNT(array.get()) == before);
     }
 }
+
+TEST_CASE("sharing a tensor whose dtype has no numpy form names the dtype and leaks nothing", "[owner][convert]") {
+    const std::size_t shape[] = {4};
+    nb::tensor bytes = nb::tensor::empty(nb::dtype(nb::dtype_enum::Byte), shape, 1);
+    CHECK_THROWS_AS(nb::to_array(bytes), nb::dtype_error);
+    CHECK_THROWS_WITH(nb::to_array(bytes), Catch::Matchers::Contains("Byte has no numpy form"));
+    CHECK(bytes.owner().use_count() == 1);  // the base made for the array was released again
+}

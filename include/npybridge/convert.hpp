@@ -230,10 +230,10 @@ inline object base_object_for(owner_handle owner) {
     if (owner.get()->release == &python_owner_block::release_block) {
         return object::borrow(static_cast<python_owner_block*>(owner.get())->object);
     }
-    static constexpr const char* name = "npybridge.tensor_owner";
     owner_block* block = owner.detach();
-    PyObject* capsule = PyCapsule_New(block, name, [](PyObject* self) {
-        owner_handle::adopt(static_cast<owner_block*>(PyCapsule_GetPointer(self, name)));  // dropped here
+    // No capsule name: nothing looks this capsule up, and a name costs a strcmp per release.
+    PyObject* capsule = PyCapsule_New(block, nullptr, [](PyObject* self) {
+        owner_handle::adopt(static_cast<owner_block*>(PyCapsule_GetPointer(self, nullptr)));  // dropped here
     });
     if (capsule == nullptr) {
         owner_handle::adopt(block);
@@ -693,6 +693,43 @@ to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& optio
     return detail::to_tensor_general<Tensor>(obj, options);
 }
 
+namespace detail {
+
+/// to_array of a packed tensor: unpacked into a new array (out of line, so
+/// sharing keeps a small frame).
+template <class Tensor>
+[[gnu::noinline]] object unpacked_array(const Tensor& source, const dtype& type, const tensor_layout& layout,
+                                        share_policy policy) {
+    using adapter = tensor_adapter<Tensor>;
+    const dtype_info& entry = type.info();
+    if (policy == share_policy::must_share) {
+        throw conversion_error("must_share: " + std::string(entry.name) + " is packed (" + std::to_string(entry.bits) +
+                               " bits per element); numpy needs one byte per element, so it can only be copied");
+    }
+    if (entry.id == dtype_enum::UintB4) {
+        throw dtype_error("UintB4 has no numpy form (MegEngine gives it none either)");
+    }
+    if (!layout.is_contiguous()) throw conversion_error(std::string(entry.name) + ": a packed tensor must be contiguous");
+    npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
+    for (std::size_t i = 0; i < layout.ndim; ++i) dims[i] = static_cast<npy_intp>(layout.shape[i]);
+    PyArray_Descr* user = !type.is_quantized() && user_dtype_descr_hook ? user_dtype_descr_hook(entry.id) : nullptr;
+    object descr = type.is_quantized() ? to_numpy(type)
+                   : user != nullptr   ? object::steal(reinterpret_cast<PyObject*>(user))  // intbN
+                                       : object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_INT8)));
+    PyObject* array = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr.release()),
+                                           static_cast<int>(layout.ndim), dims, nullptr, nullptr, 0, nullptr);
+    if (array == nullptr) throw_numpy_failure("npybridge: allocating the unpacked array");
+    object result = object::steal(array);
+    std::optional<gil_release> unlocked;
+    if (layout.count() >= release_gil_bytes) unlocked.emplace();
+    unpack(entry.id, adapter::data(source), {layout.count(), layout.innermost()},
+           PyArray_DATA(reinterpret_cast<PyArrayObject*>(array)), adapter::packed_layout(source));
+    unlocked.reset();
+    return result;
+}
+
+}  // namespace detail
+
 /// Tensor → numpy. Requires the GIL. A shared array keeps the tensor's
 /// storage alive through its base object; a packed tensor is unpacked into a
 /// new array (one byte per element, int8 or uint8, with metadata when
@@ -701,37 +738,9 @@ template <class Tensor>
 object to_array(const Tensor& source, share_policy policy = share_policy::try_share) {
     using adapter = tensor_adapter<Tensor>;
     const dtype type = adapter::dtype_of(source);
-    const dtype_info& entry = type.info();
     const tensor_layout layout = adapter::layout_of(source);
-    if (entry.is_packed) {
-        if (policy == share_policy::must_share) {
-            throw conversion_error("must_share: " + std::string(entry.name) + " is packed (" + std::to_string(entry.bits) +
-                                   " bits per element); numpy needs one byte per element, so it can only be copied");
-        }
-        if (entry.id == dtype_enum::UintB4) {
-            throw dtype_error("UintB4 has no numpy form (MegEngine gives it none either)");
-        }
-        if (!layout.is_contiguous()) throw conversion_error(std::string(entry.name) + ": a packed tensor must be contiguous");
-        npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
-        for (std::size_t i = 0; i < layout.ndim; ++i) dims[i] = static_cast<npy_intp>(layout.shape[i]);
-        PyArray_Descr* user = !type.is_quantized() && user_dtype_descr_hook ? user_dtype_descr_hook(entry.id) : nullptr;
-        object descr = type.is_quantized() ? to_numpy(type)
-                       : user != nullptr   ? object::steal(reinterpret_cast<PyObject*>(user))  // intbN
-                                           : object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_INT8)));
-        PyObject* array = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr.release()),
-                                               static_cast<int>(layout.ndim), dims, nullptr, nullptr, 0, nullptr);
-        if (array == nullptr) detail::throw_numpy_failure("npybridge: allocating the unpacked array");
-        object result = object::steal(array);
-        std::optional<gil_release> unlocked;
-        if (layout.count() >= release_gil_bytes) unlocked.emplace();
-        unpack(entry.id, adapter::data(source), {layout.count(), layout.innermost()},
-               PyArray_DATA(reinterpret_cast<PyArrayObject*>(array)), adapter::packed_layout(source));
-        unlocked.reset();
-        return result;
-    }
-    if (entry.form == numpy_form::none) {
-        throw dtype_error(std::string(entry.name) + " has no numpy form (MegEngine gives it none either)");
-    }
+    if (type.info().is_packed) return detail::unpacked_array(source, type, layout, policy);
+    // A dtype without a numpy form (Byte) fails in array_over's to_numpy, naming it.
     object base = detail::base_object_for(adapter::owner(source));
     object view = detail::array_over(type, adapter::data(source), layout, adapter::writable(source), base.get());
     if (policy != share_policy::copy) return view;

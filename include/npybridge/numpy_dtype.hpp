@@ -386,12 +386,12 @@ inline numpy_dtype_match from_numpy(PyObject* dtype_like, narrowing mode = narro
     return from_numpy(descr, mode);
 }
 
+namespace detail {
 
-/// The numpy dtype of an npybridge dtype (new reference): quantized dtypes get
-/// metadata {"mgb_dtype": {"name", "scale"[, "zero_point"]}} exactly as
-/// MegEngine writes it. Equal dtypes get the same object back (cached).
-inline object to_numpy(const dtype& type) {
-    const dtype_info& entry = type.info();
+/// to_numpy for quantized dtypes and user dtypes (out of line: the common
+/// case stays a table lookup and one call).
+[[gnu::noinline]] inline object to_numpy_slow(const dtype& type, std::size_t row) {
+    const dtype_info& entry = dtype_table[row];
     if (entry.form == numpy_form::none) {
         throw dtype_error(std::string(entry.name) + " has no numpy form (MegEngine gives it none either)");
     }
@@ -403,16 +403,15 @@ inline object to_numpy(const dtype& type) {
         }
         return object::steal(reinterpret_cast<PyObject*>(descr));
     }
-    const int type_num = numpy_type_num(entry.id);
-    if (!entry.is_quantized) return object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(type_num)));
+    const int type_num = numpy_type_nums[row];
 
-    auto& cache = detail::made_descrs();
+    auto& cache = made_descrs();
     const std::size_t hash = type.hash();
     if (auto* hit = cache.find(type, hash)) return object::borrow(reinterpret_cast<PyObject*>(hit->descr));
 
     object fields = object::steal(PyDict_New());
     object name = object::steal(PyUnicode_FromStringAndSize(entry.name.data(), static_cast<Py_ssize_t>(entry.name.size())));
-    if (!fields || !name || PyDict_SetItem(fields.get(), detail::key_object("name"), name.get()) != 0) {
+    if (!fields || !name || PyDict_SetItem(fields.get(), key_object("name"), name.get()) != 0) {
         throw error("to_numpy: out of memory building metadata for " + type.to_string());
     }
     std::visit(
@@ -422,22 +421,36 @@ inline object to_numpy(const dtype& type) {
                 object value = object::steal(std::is_floating_point_v<field_t>
                                                  ? PyFloat_FromDouble(static_cast<double>(field))
                                                  : PyLong_FromLongLong(static_cast<long long>(field)));
-                if (!value || PyDict_SetItem(fields.get(), detail::key_object(key), value.get()) != 0) {
+                if (!value || PyDict_SetItem(fields.get(), key_object(key), value.get()) != 0) {
                     throw error("to_numpy: out of memory building metadata for " + type.to_string());
                 }
             });
         },
         type.all_params());
     object metadata = object::steal(PyDict_New());
-    if (!metadata || PyDict_SetItem(metadata.get(), detail::key_object("mgb_dtype"), fields.get()) != 0) {
+    if (!metadata || PyDict_SetItem(metadata.get(), key_object("mgb_dtype"), fields.get()) != 0) {
         throw error("to_numpy: out of memory building metadata for " + type.to_string());
     }
     PyArray_Descr* descr = PyArray_DescrNewFromType(type_num);
     if (descr == nullptr) throw error("to_numpy: numpy could not make a dtype for " + type.to_string());
-    detail::set_metadata(descr, metadata.release());
+    set_metadata(descr, metadata.release());
     object result = object::steal(reinterpret_cast<PyObject*>(descr));
     cache.put(type, hash, descr, 0);
     return result;
+}
+
+}  // namespace detail
+
+/// The numpy dtype of an npybridge dtype (new reference): quantized dtypes get
+/// metadata {"mgb_dtype": {"name", "scale"[, "zero_point"]}} exactly as
+/// MegEngine writes it. Equal dtypes get the same object back (cached).
+inline object to_numpy(const dtype& type) {
+    const std::size_t row = table_index(type.id());
+    const dtype_info& entry = dtype_table[row];
+    if (entry.form == numpy_form::builtin && !entry.is_quantized) {  // the common case: numpy's own descr
+        return object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(detail::numpy_type_nums[row])));
+    }
+    return detail::to_numpy_slow(type, row);
 }
 
 }  // namespace npybridge
