@@ -145,6 +145,9 @@ TEST_CASE("a MegBrain-like tensor shares its memory with numpy", "[adapter][conv
     CHECK(copied.storage.use_count() == 2);  // the tensor and the array's capsule
     shared = nb::object();
     CHECK(copied.storage.use_count() == 1);
+    // Without take_owner in its adapter, to_array(std::move(t)) copies the owner as above.
+    nb::object moved = nb::to_array(std::move(copied));
+    CHECK(copied.storage.use_count() == 2);  // NOLINT: the adapter left the tensor as it was
     CHECK_THAT(test::message_of<nb::conversion_error>([&] {
                    host_tensor packed = nb::to_tensor<host_tensor>(
                                             test::eval("np.array([1, -1, 1], dtype=np.int8)").get(),

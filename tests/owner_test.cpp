@@ -155,3 +155,35 @@ TEST_CASE("sharing a tensor whose dtype has no numpy form names the dtype and le
     CHECK_THROWS_WITH(nb::to_array(bytes), Catch::Matchers::Contains("Byte has no numpy form"));
     CHECK(bytes.owner().use_count() == 1);  // the base made for the array was released again
 }
+
+TEST_CASE("to_array(std::move(t)) hands the tensor's owner to the array", "[owner][convert]") {
+    const std::size_t shape[] = {3};
+    SECTION("npybridge::tensor: the array takes the owner over, the tensor is left empty") {
+        nb::tensor t = nb::tensor::empty(nb::dtype(nb::dtype_enum::Int32), shape, 1);
+        auto* values = static_cast<std::int32_t*>(t.data());
+        values[0] = 1;
+        values[1] = 2;
+        values[2] = 3;
+        nb::object array = nb::to_array(std::move(t));
+        auto* shared = reinterpret_cast<PyArrayObject*>(array.get());
+        CHECK(PyArray_DATA(shared) == values);
+        CHECK(PyArray_BASE(shared) != nullptr);
+        CHECK(t.data() == nullptr);  // NOLINT: checking the moved-from state, on purpose
+        CHECK_FALSE(t.owner());
+        CHECK(t.ndim() == 0);
+        CHECK(static_cast<std::int32_t*>(PyArray_DATA(shared))[2] == 3);  // alive through the array alone
+    }
+    SECTION("a failure before the array exists leaves the tensor as it was") {
+        nb::tensor bytes = nb::tensor::empty(nb::dtype(nb::dtype_enum::Byte), shape, 1);
+        void* data = bytes.data();
+        CHECK_THROWS_AS(nb::to_array(std::move(bytes)), nb::dtype_error);
+        CHECK(bytes.data() == data);  // NOLINT: not moved from, the conversion failed first
+        CHECK(bytes.owner().use_count() == 1);
+    }
+    SECTION("copy and packed tensors are left alone") {
+        nb::tensor t = nb::tensor::empty(nb::dtype(nb::dtype_enum::Int32), shape, 1);
+        nb::object copy = nb::to_array(std::move(t), nb::share_policy::copy);
+        CHECK(t.owner().use_count() == 1);  // NOLINT
+        CHECK(PyArray_DATA(reinterpret_cast<PyArrayObject*>(copy.get())) != t.data());
+    }
+}

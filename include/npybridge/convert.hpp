@@ -14,6 +14,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -730,23 +731,64 @@ template <class Tensor>
 
 }  // namespace detail
 
+namespace detail {
+
+/// Whether tensor_adapter<Tensor> can move the owner out of a tensor (optional member take_owner).
+template <class Tensor, class = void>
+struct can_take_owner : std::false_type {};
+template <class Tensor>
+struct can_take_owner<Tensor, std::void_t<decltype(tensor_adapter<Tensor>::take_owner(std::declval<Tensor&>()))>>
+    : std::true_type {};
+
+/// to_array for both overloads. `consumed` (the rvalue overload) lets a shared
+/// array take over the tensor's owner instead of copying it: no atomic count
+/// update now, none when the array goes. It is taken only once the array
+/// exists, so a failure before that leaves the tensor as it was.
+template <class Tensor>
+object to_array(const Tensor& source, share_policy policy, Tensor* consumed) {
+    using adapter = tensor_adapter<Tensor>;
+    const dtype type = adapter::dtype_of(source);
+    const tensor_layout layout = adapter::layout_of(source);
+    if (type.info().is_packed) return unpacked_array(source, type, layout, policy);
+    // A dtype without a numpy form (Byte) fails in array_over's to_numpy, naming it.
+    object view = array_over(type, adapter::data(source), layout, adapter::writable(source), nullptr);
+    if (policy == share_policy::copy) {
+        PyObject* copied = PyArray_NewCopy(reinterpret_cast<PyArrayObject*>(view.get()), NPY_CORDER);
+        if (copied == nullptr) throw_numpy_failure("npybridge: copying the tensor");
+        return object::steal(copied);
+    }
+    owner_handle owner;
+    if constexpr (can_take_owner<Tensor>::value) {
+        owner = consumed != nullptr ? adapter::take_owner(*consumed) : adapter::owner(source);
+    } else {
+        owner = adapter::owner(source);
+    }
+    object base = base_object_for(std::move(owner));
+    if (base && PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(view.get()), base.release()) != 0) {
+        throw_numpy_failure("npybridge: could not attach the tensor's owner to the array");
+    }
+    return view;
+}
+
+}  // namespace detail
+
 /// Tensor → numpy. Requires the GIL. A shared array keeps the tensor's
 /// storage alive through its base object; a packed tensor is unpacked into a
 /// new array (one byte per element, int8 or uint8, with metadata when
 /// quantized).
 template <class Tensor>
 object to_array(const Tensor& source, share_policy policy = share_policy::try_share) {
-    using adapter = tensor_adapter<Tensor>;
-    const dtype type = adapter::dtype_of(source);
-    const tensor_layout layout = adapter::layout_of(source);
-    if (type.info().is_packed) return detail::unpacked_array(source, type, layout, policy);
-    // A dtype without a numpy form (Byte) fails in array_over's to_numpy, naming it.
-    object base = detail::base_object_for(adapter::owner(source));
-    object view = detail::array_over(type, adapter::data(source), layout, adapter::writable(source), base.get());
-    if (policy != share_policy::copy) return view;
-    PyObject* copied = PyArray_NewCopy(reinterpret_cast<PyArrayObject*>(view.get()), NPY_CORDER);
-    if (copied == nullptr) detail::throw_numpy_failure("npybridge: copying the tensor");
-    return object::steal(copied);
+    return detail::to_array<Tensor>(source, policy, nullptr);
+}
+
+/// The same for a tensor you are done with (`to_array(std::move(t))`): when
+/// the adapter has take_owner (npybridge::tensor's does), the shared array
+/// takes the tensor's owner over, and the tensor is left empty; otherwise
+/// this is the copy above. (If making the array's base object runs out of
+/// memory after that, the error comes with the tensor already released.)
+template <class Tensor, class = std::enable_if_t<!std::is_reference_v<Tensor> && !std::is_const_v<Tensor>>>
+object to_array(Tensor&& source, share_policy policy = share_policy::try_share) {
+    return detail::to_array<Tensor>(source, policy, &source);
 }
 
 /// Copies the array into an existing tensor whose shape and dtype must match

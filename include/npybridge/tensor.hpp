@@ -190,6 +190,7 @@ private:
 //   static bool writable(const T&);
 //   static lowbit_layout packed_layout(const T&);  // only asked for packed dtypes
 //   static owner_handle owner(const T&);       // keeps T's memory alive
+//   static owner_handle take_owner(T&);        // optional: moves it out for to_array(std::move(t))
 //   static T borrow(const dtype&, void* data, const tensor_layout&, bool writable, owner_handle);
 //   static T make(const dtype&, const tensor_layout& contiguous, lowbit_layout);  // fresh, writable
 //
@@ -236,6 +237,14 @@ public:
     bool borrowed() const noexcept { return m_borrowed; }
     lowbit_layout packing() const noexcept { return m_packing; }
     const owner_handle& owner() const noexcept { return m_owner; }
+    /// Moves the owner out and leaves this tensor empty (no data, 0-d): for
+    /// handing the memory to someone else, as to_array(std::move(t)) does.
+    owner_handle take_owner() noexcept {
+        m_data = nullptr;
+        m_layout.ndim = 0;
+        m_borrowed = false;
+        return std::move(m_owner);
+    }
 
     /// Bytes of the raw storage of a contiguous tensor (packed for low-bit dtypes).
     std::size_t storage_bytes() const { return storage_bytes_for(m_dtype, m_layout, m_packing); }
@@ -316,6 +325,7 @@ struct tensor_adapter<tensor> {
     static bool writable(const tensor& t) noexcept { return t.writable(); }
     static lowbit_layout packed_layout(const tensor& t) noexcept { return t.packing(); }
     static owner_handle owner(const tensor& t) { return t.owner(); }
+    static owner_handle take_owner(tensor& t) noexcept { return t.take_owner(); }
     static tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner) {
         // to_tensor never borrows packed memory (numpy holds a byte per element).
         return tensor::borrow(type, data, layout, writable, std::move(owner), lowbit_layout::compact);

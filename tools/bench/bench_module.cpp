@@ -39,12 +39,12 @@ PyObject* borrow_scoped(PyObject*, PyObject* array) {
     });
 }
 
-/// A fresh 1,000-element float32 tensor shared with numpy (the array owns C++ memory).
+/// A fresh 1,000-element float32 tensor handed to numpy (the array owns C++ memory).
 PyObject* share(PyObject*, PyObject*) {
     return nb::guarded([&] {
         const std::size_t shape[] = {1000};
-        const nb::tensor made = nb::tensor::empty(nb::dtype(nb::dtype_enum::Float32), shape, 1);
-        return nb::to_array(made).release();
+        nb::tensor made = nb::tensor::empty(nb::dtype(nb::dtype_enum::Float32), shape, 1);
+        return nb::to_array(std::move(made)).release();
     });
 }
 
