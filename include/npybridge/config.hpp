@@ -35,3 +35,19 @@
 #ifndef NPYBRIDGE_HUGE_PAGE_BYTES
 #define NPYBRIDGE_HUGE_PAGE_BYTES (std::size_t{4} << 20)
 #endif
+
+/// Attributes of every `namespace npybridge`. Hidden visibility by default,
+/// as pybind11 and nanobind do: each extension module keeps its own copy of
+/// npybridge's functions and state (owner free list, dtype caches, registered
+/// types and exception classes), so modules built with different npybridge
+/// versions or settings cannot mix their copies in one process (GCC otherwise
+/// merges such state process-wide, even for modules loaded RTLD_LOCAL). Build
+/// your extension with -fvisibility=hidden too: GCC warns when a type of
+/// yours with default visibility holds an npybridge type.
+#ifndef NPYBRIDGE_NAMESPACE_ATTRIBUTES
+#if defined(__GNUC__) || defined(__clang__)
+#define NPYBRIDGE_NAMESPACE_ATTRIBUTES __attribute__((visibility("hidden")))
+#else
+#define NPYBRIDGE_NAMESPACE_ATTRIBUTES
+#endif
+#endif

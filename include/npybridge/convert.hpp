@@ -1,6 +1,7 @@
 // npybridge/convert.hpp — ndarray ↔ tensor: borrow and share when memory can be shared, copy (and say why) when not.
 #pragma once
 
+#include <npybridge/config.hpp>
 #include <npybridge/errors.hpp>
 #include <npybridge/lowbit.hpp>
 #include <npybridge/numpy_dtype.hpp>
@@ -22,7 +23,7 @@
 #include <emmintrin.h>
 #endif
 
-namespace npybridge {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// numpy → tensor (SPEC.md §5).
 enum class borrow_policy : std::uint8_t {

@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace npybridge {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// MegDNN's DTypeEnum, with MegDNN's own values, so a MegBrain project can
 /// cast between the two enums.

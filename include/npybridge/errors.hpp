@@ -1,10 +1,12 @@
 // npybridge/errors.hpp — the C++ exception types npybridge throws.
 #pragma once
 
+#include <npybridge/config.hpp>
+
 #include <stdexcept>
 #include <string>
 
-namespace npybridge {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// Base of every error npybridge throws.
 class error : public std::runtime_error {

@@ -1,6 +1,7 @@
 // npybridge/lowbit.hpp — packing 1, 2 and 4-bit dtypes bit-exactly as MegBrain lays them out, and back.
 #pragma once
 
+#include <npybridge/config.hpp>
 #include <npybridge/detail/lowbit_kernels.hpp>
 #include <npybridge/dtype.hpp>
 #include <npybridge/errors.hpp>
@@ -11,7 +12,7 @@
 #include <memory>
 #include <string>
 
-namespace npybridge {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// How a packed tensor's bits are laid out (SPEC.md §3).
 enum class lowbit_layout : std::uint8_t {

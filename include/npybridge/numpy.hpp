@@ -43,7 +43,7 @@ inline int PyArray_RUNTIME_VERSION = 0;
 #endif
 }
 
-namespace npybridge {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 namespace detail {
 

@@ -1,6 +1,7 @@
 // npybridge/numpy_dtype.hpp — np.dtype ↔ npybridge dtype, quantized params carried in metadata["mgb_dtype"].
 #pragma once
 
+#include <npybridge/config.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/quantization.hpp>
@@ -11,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace npybridge {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// What happens to int64 / float64 input, which MegBrain has no dtype for
 /// (SPEC.md §2). checked: narrow to Int32 / Float32 and fail on a value that

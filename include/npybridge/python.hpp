@@ -1,6 +1,8 @@
 // npybridge/python.hpp — owning references, GIL guards and safe text of Python objects.
 #pragma once
 
+#include <npybridge/config.hpp>
+
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -8,7 +10,7 @@
 #include <string>
 #include <utility>
 
-namespace npybridge {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// An owning reference to a Python object: move-only, releases on destruction.
 /// Destroy it with the GIL held (or after giving it up with release()).

@@ -1,6 +1,7 @@
 // npybridge/python_errors.hpp — carrying Python errors through C++ and C++ exceptions back into Python.
 #pragma once
 
+#include <npybridge/config.hpp>
 #include <npybridge/errors.hpp>
 #include <npybridge/python.hpp>
 
@@ -19,7 +20,7 @@
 #define NPYBRIDGE_HAS_CXXABI 1
 #endif
 
-namespace npybridge {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// Readable C++ type name: demangled with the C++ ABI where the compiler has
 /// one, the raw name elsewhere.

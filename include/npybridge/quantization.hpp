@@ -1,6 +1,7 @@
 // npybridge/quantization.hpp — dtypes with their params (scale, zero_point): validation, equality, quantize / dequantize.
 #pragma once
 
+#include <npybridge/config.hpp>
 #include <npybridge/dtype.hpp>
 #include <npybridge/errors.hpp>
 #include <npybridge/reflect.hpp>
@@ -15,7 +16,7 @@
 #include <type_traits>
 #include <variant>
 
-namespace npybridge {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 namespace detail {
 

@@ -1,6 +1,8 @@
 // npybridge/reflect.hpp — the one place that spells Boost.PFR: walking a param struct's fields with their keys.
 #pragma once
 
+#include <npybridge/config.hpp>
+
 #include <boost/pfr/core.hpp>
 #include <boost/pfr/ops_fields.hpp>
 #include <boost/pfr/tuple_size.hpp>
@@ -10,7 +12,8 @@
 #include <type_traits>
 #include <utility>
 
-namespace npybridge::reflect {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace reflect {
 
 /// Number of fields of a param struct (reflected, not declared).
 template <class Param>
@@ -41,4 +44,5 @@ bool fields_equal(const Param& a, const Param& b) {
     return boost::pfr::eq_fields(a, b);
 }
 
-}  // namespace npybridge::reflect
+}  // namespace reflect
+}  // namespace npybridge

@@ -1,10 +1,12 @@
 // npybridge/scalar_types.hpp — 16-bit float storage types MegDNN has and C++17 lacks.
 #pragma once
 
+#include <npybridge/config.hpp>
+
 #include <cstdint>
 #include <cstring>
 
-namespace npybridge {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// IEEE 754 binary16, held as its bits. npybridge only moves these values; it
 /// never computes with them, so no arithmetic is provided.

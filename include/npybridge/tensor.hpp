@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #endif
 
-namespace npybridge {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// Shape and element strides of a tensor, up to NPYBRIDGE_MAX_NDIM dimensions.
 /// (The adapter of another tensor type fills one of these from its own.)

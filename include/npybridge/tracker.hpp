@@ -1,6 +1,7 @@
 // npybridge/tracker.hpp — tags C++ objects with where (in Python) they were created, to name that origin in later errors.
 #pragma once
 
+#include <npybridge/config.hpp>
 #include <npybridge/errors.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
@@ -11,7 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
-namespace npybridge {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// The Python stack of the caller as a tag for origin_tracker: a
 /// traceback.StackSummary (new reference), or nullptr with no error set when

@@ -1,6 +1,7 @@
 // npybridge/user_dtypes.hpp — NumPy user dtypes bfloat16 and intb1 / intb2 / intb4, registered once per interpreter.
 #pragma once
 
+#include <npybridge/config.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/python.hpp>
@@ -15,7 +16,7 @@
 #include <string>
 #include <type_traits>
 
-namespace npybridge {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// The four user dtypes as this interpreter has them (type numbers and scalar
 /// types), after register_user_dtypes().

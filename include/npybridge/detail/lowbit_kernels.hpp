@@ -15,7 +15,8 @@
 #endif
 #endif
 
-namespace npybridge::detail {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
 
 /// How one byte-per-element value becomes a b-bit code, for every coding in
 /// one form (SPEC.md §3): t = (uint8)(v + bias); the value is valid when
@@ -222,4 +223,5 @@ inline const lowbit_kernels& portable_lowbit_kernels() noexcept {
     return kernels;
 }
 
-}  // namespace npybridge::detail
+}  // namespace detail
+}  // namespace npybridge

@@ -1,13 +1,16 @@
 // npybridge/detail/numpy_compat.hpp — PyArray_Descr field access that compiles against NumPy 1.x and 2.x.
 #pragma once
 
+#include <npybridge/config.hpp>
+
 // Included by npybridge/numpy.hpp after <numpy/arrayobject.h>. NumPy 2 moved
 // elsize, alignment and the legacy-only fields (metadata, names, subarray)
 // behind the PyDataType_* accessors of npy_2_compat.h; NumPy 1.x headers have
 // neither the accessors nor the move. Everything in npybridge reads a descr
 // through these functions only.
 
-namespace npybridge::detail {
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
 
 #if NPY_ABI_VERSION >= 0x02000000
 inline npy_intp descr_elsize(const PyArray_Descr* descr) noexcept { return PyDataType_ELSIZE(descr); }
@@ -37,4 +40,5 @@ inline int descr_type_num(const PyArray_Descr* descr) noexcept { return descr->t
 inline char descr_kind(const PyArray_Descr* descr) noexcept { return descr->kind; }
 inline char descr_byteorder(const PyArray_Descr* descr) noexcept { return descr->byteorder; }
 
-}  // namespace npybridge::detail
+}  // namespace detail
+}  // namespace npybridge
