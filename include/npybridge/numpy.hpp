@@ -35,11 +35,12 @@ table of this binary (PY_ARRAY_UNIQUE_SYMBOL); after including npybridge, NumPy'
 #include <complex>
 #include <type_traits>
 
+// Per module, like the rest of npybridge (NumPy 2 declares them hidden already; NumPy 1 does not).
 extern "C" {
-inline void** PyArray_API = nullptr;  // the macro makes this NPYBRIDGE_NUMPY_API_SYMBOL
-inline void** PyUFunc_API = nullptr;  // ... and this NPYBRIDGE_NUMPY_API_SYMBOL_ufunc
+NPYBRIDGE_NAMESPACE_ATTRIBUTES inline void** PyArray_API = nullptr;  // the macro makes this NPYBRIDGE_NUMPY_API_SYMBOL
+NPYBRIDGE_NAMESPACE_ATTRIBUTES inline void** PyUFunc_API = nullptr;  // ... and this NPYBRIDGE_NUMPY_API_SYMBOL_ufunc
 #if NPY_ABI_VERSION >= 0x02000000
-inline int PyArray_RUNTIME_VERSION = 0;
+NPYBRIDGE_NAMESPACE_ATTRIBUTES inline int PyArray_RUNTIME_VERSION = 0;
 #endif
 }
 
