@@ -256,7 +256,7 @@ inline bool same_storage(const numpy_dtype_match& source, const dtype& target) {
 /// Why the array's memory cannot back a tensor of `target`; empty when it can.
 template <class Tensor>
 std::string why_not_borrow(PyArrayObject* array, const std::optional<numpy_dtype_match>& source, const dtype& target,
-                           const tensor_layout& layout, const to_tensor_options& options) {
+                           const tensor_layout& layout, bool whole_elements, const to_tensor_options& options) {
     using adapter = tensor_adapter<Tensor>;
     if (target.info().is_packed) {
         return "dtype: " + std::string(target.name()) + " is packed (" + std::to_string(target.info().bits) +
@@ -276,14 +276,9 @@ std::string why_not_borrow(PyArrayObject* array, const std::optional<numpy_dtype
         return "alignment: the data at " + std::to_string(reinterpret_cast<std::uintptr_t>(PyArray_DATA(array))) +
                " is not aligned for " + descr_text(PyArray_DESCR(array));
     }
-    const npy_intp itemsize = PyArray_ITEMSIZE(array);
-    const npy_intp element_mask = (itemsize & (itemsize - 1)) == 0 ? itemsize - 1 : 0;
-    for (int i = 0; i < PyArray_NDIM(array); ++i) {
-        const npy_intp stride = PyArray_STRIDE(array, i);
-        const bool partial = element_mask ? (stride & element_mask) != 0 : stride % itemsize != 0;
-        if (PyArray_DIM(array, i) > 1 && partial) {
-            return "strides: " + strides_text(array) + " bytes are not whole " + std::to_string(itemsize) + "-byte elements";
-        }
+    if (!whole_elements) {
+        return "strides: " + strides_text(array) + " bytes are not whole " + std::to_string(PyArray_ITEMSIZE(array)) +
+               "-byte elements";
     }
     if (!adapter::accepts_strides(layout)) {
         return "strides: " + strides_text(array) + " bytes cannot be described by this tensor type";
@@ -294,37 +289,43 @@ std::string why_not_borrow(PyArrayObject* array, const std::optional<numpy_dtype
     return {};
 }
 
-/// Element strides of the array for a tensor layout; size-1 dimensions get the
-/// contiguous stride (their stride never matters, SPEC.md §5).
-inline tensor_layout layout_of_array(PyArrayObject* array, bool has_scalar) {
-    tensor_layout layout;
+/// Fills `layout` with the array's shape and element strides; size-1
+/// dimensions get the contiguous stride (theirs never matters, SPEC.md §5), a
+/// 0-d array becomes shape (1,) for tensor types without 0-d. Returns false
+/// when a stride that matters is not a whole number of elements (that stride
+/// is then meaningless; why_not_borrow names it).
+inline bool layout_of_array(PyArrayObject* array, bool has_scalar, tensor_layout& layout) noexcept {
     const int ndim = PyArray_NDIM(array);
     if (ndim == 0 && !has_scalar) {
         layout.ndim = 1;
         layout.shape[0] = 1;
         layout.strides[0] = 1;
-        return layout;
+        return true;
     }
     layout.ndim = static_cast<std::size_t>(ndim);
     const npy_intp itemsize = PyArray_ITEMSIZE(array);
-    // Element strides; itemsizes are powers of two for every dtype npybridge
-    // borrows, so a shift replaces the (slow) division. Strides that are not
-    // whole elements are caught by why_not_borrow.
-    const bool power_of_two = itemsize > 0 && (itemsize & (itemsize - 1)) == 0;
+    // Itemsizes are powers of two for every dtype npybridge borrows: a mask
+    // and a shift replace the (slow) remainder and division.
+    const npy_intp mask = itemsize - 1;
+    const bool power_of_two = itemsize > 0 && (itemsize & mask) == 0;
     const int shift = power_of_two ? __builtin_ctzll(static_cast<unsigned long long>(itemsize)) : 0;
     const npy_intp* dims = PyArray_DIMS(array);
     const npy_intp* byte_strides = PyArray_STRIDES(array);
+    bool whole = true;
     std::ptrdiff_t contiguous = 1;
     for (int i = ndim; i-- > 0;) {
         const auto extent = static_cast<std::size_t>(dims[i]);
-        layout.shape[static_cast<std::size_t>(i)] = extent;
         const npy_intp stride = byte_strides[i];
-        layout.strides[static_cast<std::size_t>(i)] =
-            extent <= 1 || itemsize == 0 ? contiguous
-                                         : static_cast<std::ptrdiff_t>(power_of_two ? stride >> shift : stride / itemsize);
+        layout.shape[static_cast<std::size_t>(i)] = extent;
+        std::ptrdiff_t elements = contiguous;
+        if (extent > 1 && itemsize > 0) {
+            whole &= power_of_two ? (stride & mask) == 0 : stride % itemsize == 0;
+            elements = static_cast<std::ptrdiff_t>(power_of_two ? stride >> shift : stride / itemsize);
+        }
+        layout.strides[static_cast<std::size_t>(i)] = elements;
         contiguous *= static_cast<std::ptrdiff_t>(extent == 0 ? 1 : extent);
     }
-    return layout;
+    return whole;
 }
 
 /// A C-contiguous, aligned, native-order array with `type_num` values
@@ -561,15 +562,19 @@ inline object as_array(PyObject* obj) {
     return object::steal(array);
 }
 
+/// Most dimensions a Tensor takes from an array: its adapter's limit, capped by tensor_layout's.
 template <class Tensor>
-tensor_layout checked_layout(PyArrayObject* array) {
-    using adapter = tensor_adapter<Tensor>;
-    constexpr std::size_t limit = adapter::max_ndim < NPYBRIDGE_MAX_NDIM ? adapter::max_ndim : NPYBRIDGE_MAX_NDIM;
-    if (static_cast<std::size_t>(PyArray_NDIM(array)) > limit) {
+inline constexpr std::size_t ndim_limit =
+    tensor_adapter<Tensor>::max_ndim < NPYBRIDGE_MAX_NDIM ? tensor_adapter<Tensor>::max_ndim : NPYBRIDGE_MAX_NDIM;
+
+/// layout_of_array for a Tensor, throwing when the array has more dimensions than it holds.
+template <class Tensor>
+bool checked_layout(PyArrayObject* array, tensor_layout& layout) {
+    if (static_cast<std::size_t>(PyArray_NDIM(array)) > ndim_limit<Tensor>) {
         throw conversion_error(array_text(array) + " has " + std::to_string(PyArray_NDIM(array)) +
-                               " dimensions; the tensor type holds at most " + std::to_string(limit));
+                               " dimensions; the tensor type holds at most " + std::to_string(ndim_limit<Tensor>));
     }
-    return layout_of_array(array, adapter::has_scalar);
+    return layout_of_array(array, tensor_adapter<Tensor>::has_scalar, layout);
 }
 
 /// The common borrow, decided and described in one pass: an ndarray of a
@@ -581,7 +586,6 @@ tensor_layout checked_layout(PyArrayObject* array) {
 template <class Tensor>
 const dtype* quick_borrow(PyArrayObject* array, const to_tensor_options& options, tensor_layout& layout) {
     using adapter = tensor_adapter<Tensor>;
-    constexpr std::size_t limit = adapter::max_ndim < NPYBRIDGE_MAX_NDIM ? adapter::max_ndim : NPYBRIDGE_MAX_NDIM;
     PyArray_Descr* descr = PyArray_DESCR(array);
     const dtype* type;
     if (descr_metadata(descr) == nullptr) {
@@ -601,28 +605,8 @@ const dtype* quick_borrow(PyArrayObject* array, const to_tensor_options& options
     if ((flags & NPY_ARRAY_ALIGNED) == 0 || !PyArray_ISNOTSWAPPED(array)) return nullptr;
     if (options.require_writable && (flags & NPY_ARRAY_WRITEABLE) == 0) return nullptr;
     if (options.type && !(*options.type == *type)) return nullptr;
-    const int ndim = PyArray_NDIM(array);
-    if (static_cast<std::size_t>(ndim) > limit || (ndim == 0 && !adapter::has_scalar)) return nullptr;
-    const npy_intp itemsize = PyArray_ITEMSIZE(array);
-    const npy_intp mask = itemsize - 1;
-    if (itemsize <= 0 || (itemsize & mask) != 0) return nullptr;  // every borrowable itemsize is a power of two
-    const int shift = __builtin_ctzll(static_cast<unsigned long long>(itemsize));
-    const npy_intp* dims = PyArray_DIMS(array);
-    const npy_intp* byte_strides = PyArray_STRIDES(array);
-    layout.ndim = static_cast<std::size_t>(ndim);
-    std::ptrdiff_t contiguous = 1;  // the stride given to size-1 dimensions (theirs never matters)
-    for (int i = ndim; i-- > 0;) {
-        const auto extent = static_cast<std::size_t>(dims[i]);
-        const npy_intp stride = byte_strides[i];
-        layout.shape[static_cast<std::size_t>(i)] = extent;
-        if (extent > 1) {
-            if ((stride & mask) != 0) return nullptr;
-            layout.strides[static_cast<std::size_t>(i)] = static_cast<std::ptrdiff_t>(stride >> shift);
-        } else {
-            layout.strides[static_cast<std::size_t>(i)] = contiguous;
-        }
-        contiguous *= static_cast<std::ptrdiff_t>(extent == 0 ? 1 : extent);
-    }
+    if (static_cast<std::size_t>(PyArray_NDIM(array)) > ndim_limit<Tensor>) return nullptr;
+    if (!layout_of_array(array, adapter::has_scalar, layout)) return nullptr;
     return adapter::accepts_strides(layout) ? type : nullptr;
 }
 
@@ -637,7 +621,8 @@ template <class Tensor>
     using adapter = tensor_adapter<Tensor>;
     object owner = as_array(obj);
     auto* array = reinterpret_cast<PyArrayObject*>(owner.get());
-    const tensor_layout layout = checked_layout<Tensor>(array);
+    tensor_layout layout;
+    const bool whole_elements = checked_layout<Tensor>(array, layout);
 
     std::optional<numpy_dtype_match> source;
     try {
@@ -651,7 +636,7 @@ template <class Tensor>
 
     std::string reason = options.policy == borrow_policy::copy
                              ? std::string("copy requested")
-                             : why_not_borrow<Tensor>(array, source, target, layout, options);
+                             : why_not_borrow<Tensor>(array, source, target, layout, whole_elements, options);
     if (reason.empty()) {
         const bool writable = PyArray_ISWRITEABLE(array);
         return {std::in_place,
@@ -799,7 +784,8 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
     using adapter = tensor_adapter<Tensor>;
     object owner = detail::as_array(obj);
     auto* array = reinterpret_cast<PyArrayObject*>(owner.get());
-    const tensor_layout layout = detail::checked_layout<Tensor>(array);
+    tensor_layout layout;
+    detail::checked_layout<Tensor>(array, layout);  // copied, never borrowed: partial strides do not matter
     const dtype target = adapter::dtype_of(destination);
     const tensor_layout dest_layout = adapter::layout_of(destination);
     if (!adapter::writable(destination)) throw conversion_error("copy_into: the destination tensor is read-only");
