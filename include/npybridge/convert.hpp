@@ -101,21 +101,11 @@ struct python_owner_block : owner_block {
     static void release_block(owner_block* base) noexcept {
         auto* block = static_cast<python_owner_block*>(base);
         PyObject* obj = block->object;
-        // Py_IsInitialized() first: PyGILState_Check() answers 1 once the
-        // interpreter is gone. CPython clears "initialized" as finalizing
-        // starts, so from then on the reference is leaked, never touched.
-        if (Py_IsInitialized() && PyGILState_Check()) {  // the common case: Python code on its own thread
+        const bool released = under_gil([&]() noexcept {
             recycle(block);
             Py_DECREF(obj);
-            return;
-        }
-        if (!python_alive()) {  // taking the GIL now would hang or end this thread
-            delete block;
-            return;
-        }
-        gil_acquire gil;
-        recycle(block);
-        Py_DECREF(obj);
+        });
+        if (!released) delete block;
     }
 
 private:

@@ -43,16 +43,22 @@ inline bool python_alive() noexcept {
 #endif
 }
 
-/// Drops a reference from any thread: takes the GIL first, and does nothing
-/// once the interpreter is gone.
-inline void release_reference(PyObject* obj) noexcept {
-    if (obj == nullptr || !python_alive()) return;
-    if (PyGILState_Check()) {  // the common case: released by Python code on its own thread
-        Py_DECREF(obj);
-        return;
+/// Runs f() with the GIL held, from any thread: at once when this thread holds
+/// it, else after taking it. Returns false without running f once the
+/// interpreter is finalizing or gone (taking the GIL then would hang or end
+/// the thread). Py_IsInitialized() comes first because PyGILState_Check()
+/// answers 1 once the interpreter is gone; CPython clears "initialized" as
+/// finalizing starts.
+template <class F>
+bool under_gil(F&& f) noexcept {
+    if (Py_IsInitialized() && PyGILState_Check()) {  // the common case: Python code on its own thread
+        f();
+        return true;
     }
+    if (!python_alive()) return false;
     gil_acquire gil;
-    Py_DECREF(obj);
+    f();
+    return true;
 }
 
 /// The Python error that was pending when it was made (type, value,
@@ -103,11 +109,11 @@ private:
         ~state() {
             // Released on whichever thread drops the last copy.
             if (type == nullptr && value == nullptr && traceback == nullptr) return;
-            if (!python_alive()) return;
-            gil_acquire gil;
-            Py_XDECREF(type);
-            Py_XDECREF(value);
-            Py_XDECREF(traceback);
+            under_gil([&]() noexcept {
+                Py_XDECREF(type);
+                Py_XDECREF(value);
+                Py_XDECREF(traceback);
+            });
         }
     };
 

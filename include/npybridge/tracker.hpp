@@ -61,10 +61,10 @@ public:
     /// Releases every tag (taking the GIL if the caller does not hold it;
     /// nothing is touched once the interpreter is gone).
     ~origin_tracker() {
-        if (!python_alive()) return;
-        gil_acquire gil;
-        clear();
-        Py_CLEAR(m_current);
+        under_gil([&]() noexcept {
+            clear();
+            Py_CLEAR(m_current);
+        });
     }
 
     /// Starts tagging new keys with `tag`. A scope inside a scope of the same
@@ -121,7 +121,7 @@ public:
     }
 
     /// Drops every tag.
-    void clear() {
+    void clear() noexcept {
         auto tags = std::move(m_tags);
         m_tags.clear();
         for (auto& entry : tags) Py_DECREF(entry.second);
@@ -131,12 +131,7 @@ public:
 
 private:
     void leave() noexcept {
-        if (!python_alive()) {
-            m_current = nullptr;
-            return;
-        }
-        gil_acquire gil;
-        Py_CLEAR(m_current);
+        if (!under_gil([&]() noexcept { Py_CLEAR(m_current); })) m_current = nullptr;
     }
 
     std::unordered_map<Key, PyObject*, Hash> m_tags;
