@@ -142,7 +142,7 @@ TEST_CASE("a MegBrain-like tensor shares its memory with numpy", "[adapter][conv
     auto* array = reinterpret_cast<PyArrayObject*>(shared.get());
     CHECK(PyArray_DATA(array) == copied.ptr);
     CHECK(PyArray_NDIM(array) == 2);
-    CHECK(copied.storage.use_count() == 2);  // the tensor and the array's capsule
+    CHECK(copied.storage.use_count() == 2);  // the tensor and the array's owner object
     shared = nb::object();
     CHECK(copied.storage.use_count() == 1);
     // Without take_owner in its adapter, to_array(std::move(t)) copies the owner as above.

@@ -213,25 +213,96 @@ inline object array_over(const dtype& type, void* data, const tensor_layout& lay
     return result;
 }
 
+/// The Python object that keeps C++ memory shared with numpy alive: it holds
+/// one owner reference, dropped when numpy lets the array go. Cheaper than a
+/// PyCapsule: a static type (no name to compare, no heap-type reference per
+/// object) and objects recycled through a free list guarded by the GIL (made
+/// and freed only with the GIL held; no free list on a free-threaded CPython).
+/// Python sees `npybridge.owner`, which cannot be made from Python.
+class owner_object {
+public:
+    /// A new reference holding `owner` (not empty). Throws with `owner` left as it was.
+    static object wrap(owner_handle& owner) {
+        PyTypeObject* type = ready_type();
+        pool& objects = free_objects();
+        owner_object* self = objects.head;
+        if (self != nullptr) {
+            objects.head = self->m_next_free;
+            --objects.count;
+        } else {
+            self = static_cast<owner_object*>(::operator new(sizeof(owner_object)));
+        }
+        PyObject_Init(reinterpret_cast<PyObject*>(self), type);
+        self->m_block = owner.detach();
+        return object::steal(reinterpret_cast<PyObject*>(self));
+    }
+
+    /// The type, for tests and isinstance checks.
+    static PyTypeObject* ready_type() {
+        static PyTypeObject* const type = make_type();
+        return type;
+    }
+
+private:
+    PyObject_HEAD
+    owner_block* m_block;
+    owner_object* m_next_free;
+
+#if defined(Py_GIL_DISABLED)
+    static constexpr std::size_t pool_limit = 0;
+#else
+    static constexpr std::size_t pool_limit = 64;
+#endif
+    struct pool {
+        owner_object* head = nullptr;
+        std::size_t count = 0;
+    };
+    static pool& free_objects() noexcept {
+        static pool objects;  // constant-initialized: no guard on the hot path
+        return objects;
+    }
+
+    static void dealloc(PyObject* base) noexcept {
+        auto* self = reinterpret_cast<owner_object*>(base);
+        owner_block* block = self->m_block;
+        pool& objects = free_objects();
+        if (objects.count < pool_limit) {
+            self->m_next_free = objects.head;
+            objects.head = self;
+            ++objects.count;
+        } else {
+            ::operator delete(static_cast<void*>(self));
+        }
+        owner_handle::adopt(block);  // released here
+    }
+
+    static PyTypeObject* make_type() {
+        static PyTypeObject type{};
+        Py_SET_REFCNT(reinterpret_cast<PyObject*>(&type), 1);
+        type.tp_name = "npybridge.owner";
+        type.tp_doc = "Keeps the C++ memory of a numpy array that npybridge shared alive.";
+        type.tp_basicsize = sizeof(owner_object);
+        type.tp_dealloc = &dealloc;
+        type.tp_flags = Py_TPFLAGS_DEFAULT;
+#if defined(Py_TPFLAGS_DISALLOW_INSTANTIATION)
+        type.tp_flags |= Py_TPFLAGS_DISALLOW_INSTANTIATION;
+#endif
+        if (PyType_Ready(&type) != 0) throw python_error();
+        return &type;
+    }
+};
+
 /// The base object of an array sharing memory that `owner` keeps alive: the
-/// Python object itself when the tensor borrowed from Python (no capsule, and
-/// numpy sees the arrays share a base), else a capsule holding the owner's
-/// reference. An empty owner (a scoped borrow) gives no base at all.
+/// Python object itself when the tensor borrowed from Python (nothing in
+/// between, and numpy sees the arrays share a base), else an owner_object
+/// holding the owner's reference. An empty owner (a scoped borrow) gives no
+/// base at all.
 inline object base_object_for(owner_handle owner) {
     if (!owner) return {};
     if (owner.get()->release == &python_owner_block::release_block) {
         return object::borrow(static_cast<python_owner_block*>(owner.get())->object);
     }
-    owner_block* block = owner.detach();
-    // No capsule name: nothing looks this capsule up, and a name costs a strcmp per release.
-    PyObject* capsule = PyCapsule_New(block, nullptr, [](PyObject* self) {
-        owner_handle::adopt(static_cast<owner_block*>(PyCapsule_GetPointer(self, nullptr)));  // dropped here
-    });
-    if (capsule == nullptr) {
-        owner_handle::adopt(block);
-        throw_numpy_failure("npybridge: could not make the owner capsule");
-    }
-    return object::steal(capsule);
+    return owner_object::wrap(owner);
 }
 
 /// Same dtype up to byte order, or a quantized dtype over a plain array of its
@@ -279,6 +350,42 @@ std::string why_not_borrow(PyArrayObject* array, const std::optional<numpy_dtype
     return {};
 }
 
+namespace layout_detail {
+
+/// The strides loop of layout_of_array. Every dtype npybridge borrows has a
+/// power-of-two itemsize, so that instantiation masks and shifts; the other
+/// (divides; itemsize 0 gives contiguous strides) only serves arrays the
+/// general path rejects or copies, and stays out of line.
+template <bool PowerOfTwo>
+inline bool element_strides(const npy_intp* dims, const npy_intp* byte_strides, int ndim, npy_intp itemsize,
+                            tensor_layout& layout) noexcept {
+    const npy_intp mask = itemsize - 1;
+    const int shift = PowerOfTwo ? __builtin_ctzll(static_cast<unsigned long long>(itemsize)) : 0;
+    npy_intp misfit = 0;  // nonzero once a stride that matters is not whole elements
+    std::ptrdiff_t contiguous = 1;
+    for (int i = ndim; i-- > 0;) {
+        const auto extent = static_cast<std::size_t>(dims[i]);
+        const npy_intp stride = byte_strides[i];
+        const auto at = static_cast<std::size_t>(i);
+        layout.shape[at] = extent;
+        if (extent > 1 && (PowerOfTwo || itemsize > 0)) {
+            misfit |= PowerOfTwo ? stride & mask : stride % itemsize;
+            layout.strides[at] = static_cast<std::ptrdiff_t>(PowerOfTwo ? stride >> shift : stride / itemsize);
+        } else {
+            layout.strides[at] = contiguous;
+        }
+        contiguous *= static_cast<std::ptrdiff_t>(extent == 0 ? 1 : extent);
+    }
+    return misfit == 0;
+}
+
+[[gnu::noinline]] inline bool element_strides_any(const npy_intp* dims, const npy_intp* byte_strides, int ndim,
+                                                  npy_intp itemsize, tensor_layout& layout) noexcept {
+    return element_strides<false>(dims, byte_strides, ndim, itemsize, layout);
+}
+
+}  // namespace layout_detail
+
 /// Fills `layout` with the array's shape and element strides; size-1
 /// dimensions get the contiguous stride (theirs never matters, SPEC.md §5), a
 /// 0-d array becomes shape (1,) for tensor types without 0-d. Returns false
@@ -294,28 +401,10 @@ inline bool layout_of_array(PyArrayObject* array, bool has_scalar, tensor_layout
     }
     layout.ndim = static_cast<std::size_t>(ndim);
     const npy_intp itemsize = PyArray_ITEMSIZE(array);
-    // Itemsizes are powers of two for every dtype npybridge borrows: a mask
-    // and a shift replace the (slow) remainder and division.
-    const npy_intp mask = itemsize - 1;
-    const bool power_of_two = itemsize > 0 && (itemsize & mask) == 0;
-    const int shift = power_of_two ? __builtin_ctzll(static_cast<unsigned long long>(itemsize)) : 0;
-    const npy_intp* dims = PyArray_DIMS(array);
-    const npy_intp* byte_strides = PyArray_STRIDES(array);
-    bool whole = true;
-    std::ptrdiff_t contiguous = 1;
-    for (int i = ndim; i-- > 0;) {
-        const auto extent = static_cast<std::size_t>(dims[i]);
-        const npy_intp stride = byte_strides[i];
-        layout.shape[static_cast<std::size_t>(i)] = extent;
-        std::ptrdiff_t elements = contiguous;
-        if (extent > 1 && itemsize > 0) {
-            whole &= power_of_two ? (stride & mask) == 0 : stride % itemsize == 0;
-            elements = static_cast<std::ptrdiff_t>(power_of_two ? stride >> shift : stride / itemsize);
-        }
-        layout.strides[static_cast<std::size_t>(i)] = elements;
-        contiguous *= static_cast<std::ptrdiff_t>(extent == 0 ? 1 : extent);
+    if (itemsize > 0 && (itemsize & (itemsize - 1)) == 0) {
+        return layout_detail::element_strides<true>(PyArray_DIMS(array), PyArray_STRIDES(array), ndim, itemsize, layout);
     }
-    return whole;
+    return layout_detail::element_strides_any(PyArray_DIMS(array), PyArray_STRIDES(array), ndim, itemsize, layout);
 }
 
 /// A C-contiguous, aligned, native-order array with `type_num` values
@@ -574,7 +663,7 @@ bool checked_layout(PyArrayObject* array, tensor_layout& layout) {
 /// and returns the dtype (it lives in a table or the dtype cache: copy it at
 /// once), or nullptr to let the general path decide and give its reasons.
 template <class Tensor>
-const dtype* quick_borrow(PyArrayObject* array, const to_tensor_options& options, tensor_layout& layout) {
+[[gnu::always_inline]] inline const dtype* quick_borrow(PyArrayObject* array, const to_tensor_options& options, tensor_layout& layout) {
     using adapter = tensor_adapter<Tensor>;
     PyArray_Descr* descr = PyArray_DESCR(array);
     const dtype* type;

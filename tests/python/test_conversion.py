@@ -170,9 +170,9 @@ def test_every_plain_numpy_dtype_round_trips_without_copy(dtype):
     np.testing.assert_array_equal(back, a)
 
 
-@pytest.mark.parametrize("dtype", ["uint32", "uint64", "complex128", "U2", "O", [("a", "i4"), ("b", "f4")]])
+@pytest.mark.parametrize("dtype", ["uint32", "uint64", "complex128", "U2", "S3", "O", [("a", "i4"), ("b", "f4")]])
 def test_numpy_dtypes_without_a_tensor_dtype_are_named(dtype):
-    a = np.zeros(2, dtype=dtype)
+    a = np.zeros((2, 4), dtype=dtype)[:, ::2]  # strided: odd itemsizes (S3) reach the layout pass too
     with pytest.raises(nbx.DTypeError) as error:
         Tensor.from_numpy(a)
     assert str(a.dtype) in str(error.value) or "structured" in str(error.value)
@@ -399,6 +399,24 @@ def test_a_shared_array_keeps_the_tensor_storage_alive():
     del t
     gc.collect()
     np.testing.assert_array_equal(b, np.arange(1000, dtype=np.int32))
+
+
+def test_a_shared_array_of_cpp_memory_has_an_npybridge_owner_as_base():
+    t = Tensor.from_numpy(np.arange(1000, dtype=np.int32), policy="copy")
+    arrays = [t.numpy() for _ in range(200)]  # more than the owner objects kept for reuse
+    owner_type = type(arrays[0].base)
+    assert owner_type.__name__ == "owner" and owner_type.__module__ == "npybridge"
+    assert all(type(b.base) is owner_type for b in arrays)
+    assert len({id(b.base) for b in arrays}) == len(arrays)  # one owner per array
+    with pytest.raises(TypeError, match="cannot create 'npybridge.owner' instances"):
+        owner_type()
+    del t
+    for i, b in enumerate(arrays):  # each owner keeps the storage alive on its own
+        np.testing.assert_array_equal(b, np.arange(1000, dtype=np.int32))
+        arrays[i] = None
+    gc.collect()
+    again = Tensor.from_numpy(np.arange(4, dtype=np.int32), policy="copy").numpy()  # a recycled owner object
+    assert type(again.base) is owner_type and again.tolist() == [0, 1, 2, 3]
 
 
 def test_a_borrowed_tensor_shares_back_with_the_original_array_as_base():
