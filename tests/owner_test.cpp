@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -186,4 +187,27 @@ TEST_CASE("to_array(std::move(t)) hands the tensor's owner to the array", "[owne
         CHECK(t.owner().use_count() == 1);  // NOLINT
         CHECK(PyArray_DATA(reinterpret_cast<PyArrayObject*>(copy.get())) != t.data());
     }
+}
+
+TEST_CASE("arrays sharing a tensor each hold the storage through their own npybridge.owner", "[owner][convert]") {
+    const std::size_t shape[] = {16};
+    nb::tensor t = nb::tensor::empty(nb::dtype(nb::dtype_enum::Float32), shape, 1);
+    // More arrays than the owner objects kept for reuse (64): both the free
+    // list and plain deletes run, under ASan in the asan configuration.
+    std::vector<nb::object> arrays;
+    for (int round = 0; round < 2; ++round) {
+        for (int i = 0; i < 100; ++i) arrays.push_back(nb::to_array(t));
+        CHECK(t.owner().use_count() == 101);
+        PyObject* base = PyArray_BASE(reinterpret_cast<PyArrayObject*>(arrays.front().get()));
+        REQUIRE(base != nullptr);
+        CHECK(std::string(Py_TYPE(base)->tp_name) == "npybridge.owner");
+        CHECK(Py_REFCNT(base) == 1);  // the array's reference alone
+        CHECK(PyArray_BASE(reinterpret_cast<PyArrayObject*>(arrays.back().get())) != base);
+        arrays.clear();
+        CHECK(t.owner().use_count() == 1);
+    }
+    PyObject* made = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(nb::detail::owner_object::ready_type()));
+    CHECK(made == nullptr);  // Python cannot make one
+    CHECK(PyErr_ExceptionMatches(PyExc_TypeError));
+    PyErr_Clear();
 }

@@ -14,6 +14,17 @@ PyObject* noop_true(PyObject*, PyObject*) { Py_RETURN_TRUE; }
 PyObject* noop_false(PyObject*, PyObject*) { Py_RETURN_FALSE; }
 PyObject* noop_not_implemented(PyObject*, PyObject*) { Py_RETURN_NOTIMPLEMENTED; }
 
+/// The reference point: what any binding must do at least (is it a
+/// float32 C-contiguous ndarray? return its size), with no tensor and no owner.
+PyObject* bare_check(PyObject*, PyObject* object) {
+    auto* array = reinterpret_cast<PyArrayObject*>(object);
+    if (!PyArray_Check(object) || PyArray_TYPE(array) != NPY_FLOAT32 || !PyArray_IS_C_CONTIGUOUS(array)) {
+        PyErr_SetString(PyExc_TypeError, "expected a C-contiguous float32 array");
+        return nullptr;
+    }
+    return PyLong_FromSsize_t(PyArray_SIZE(array));
+}
+
 /// Borrow a float32 array (try_borrow) and return the element count.
 PyObject* borrow(PyObject*, PyObject* array) {
     return nb::guarded([&] {
@@ -62,6 +73,7 @@ PyMethodDef methods[] = {
     {"noop_true", noop_true, METH_O, nullptr},
     {"noop_false", noop_false, METH_O, nullptr},
     {"noop_not_implemented", noop_not_implemented, METH_O, nullptr},
+    {"bare_check", bare_check, METH_O, nullptr},
     {"share_existing", share_existing, METH_NOARGS, nullptr},
     {"borrow", borrow, METH_O, nullptr},
     {"must_borrow", must_borrow, METH_O, nullptr},

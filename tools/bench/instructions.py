@@ -21,8 +21,9 @@ import numpy as np
 import npybridge_bench as nbb
 a = np.arange(1000, dtype=np.float32)
 q = np.zeros(1000, dtype=np.dtype("int8", metadata={"mgb_dtype": {"name": "QuantizedS8", "scale": 0.5}}))
-call = {"noop": lambda: nbb.noop(a), "borrow": lambda: nbb.borrow(a), "borrow_scoped": lambda: nbb.borrow_scoped(a),
-        "borrow_quantized": lambda: nbb.borrow(q), "share_existing": nbb.share_existing, "share": nbb.share}[sys.argv[2]]
+call = {"noop": lambda: nbb.noop(a), "bare_check": lambda: nbb.bare_check(a), "borrow": lambda: nbb.borrow(a),
+        "borrow_scoped": lambda: nbb.borrow_scoped(a),
+        "borrow_quantized": lambda: nbb.borrow(q), "share_existing": lambda: nbb.share_existing(), "share": lambda: nbb.share()}[sys.argv[2]]
 call()  # first use: caches, free lists
 def loop(n):
     for _ in range(n):
@@ -30,7 +31,7 @@ def loop(n):
 loop(int(sys.argv[3]))
 """
 
-CALLS = ["noop", "borrow", "borrow_scoped", "borrow_quantized", "share_existing", "share"]
+CALLS = ["noop", "bare_check", "borrow", "borrow_scoped", "borrow_quantized", "share_existing", "share"]
 N = 20_000
 
 
@@ -39,7 +40,7 @@ def count(driver, module_dir, name, n):
         result = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}", sys.executable, driver, module_dir, name,
              str(n)],
-            capture_output=True, text=True, env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+            capture_output=True, text=True, env=dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONHASHSEED="0"))
         match = re.search(r"Collected : (\d+)", result.stderr) or re.search(r"refs:\s+([\d,]+)", result.stderr)
         if result.returncode != 0 or match is None:
             sys.exit(f"instructions.py: valgrind failed for {name}:\n{result.stderr[-2000:]}")

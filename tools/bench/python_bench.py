@@ -112,6 +112,7 @@ def main(bazel_bin):
     floors = {name: timed(f"nbb.{name}(a)") for name in ("noop", "noop_true", "noop_false", "noop_not_implemented")}
     calls = {
         "floor: METH_O doing nothing (best of 4 such functions)": min(floors.values()),
+        "bare check: ndarray, float32, C-contiguous? return the size (no tensor, no owner)": timed("nbb.bare_check(a)"),
         "np.asarray(a)": timed("np.asarray(a)"),
         "npybridge borrow (float32)": timed("nbb.borrow(a)"),
         "npybridge borrow, must_borrow": timed("nbb.must_borrow(a)"),
@@ -127,6 +128,7 @@ def main(bazel_bin):
         "nanobind share (allocates per call)": timed("nanob.share()"),
     }
     floor = calls["floor: METH_O doing nothing (best of 4 such functions)"]
+    bare = calls["bare check: ndarray, float32, C-contiguous? return the size (no tensor, no owner)"]
     print(f"## Python calls (1,000-element float32 array; ns per call, best of 7 runs x {ARRAY_COPIES} array copies)\n")
     print("Do-nothing functions: " + ", ".join(f"{name} {value:.0f} ns" for name, value in floors.items()) + "\n")
     print("| call | ns | / floor |")
@@ -136,6 +138,9 @@ def main(bazel_bin):
     ratios = [
         ("npybridge borrow / floor (target <= 2)", calls["npybridge borrow (float32)"] / floor),
         ("npybridge scoped borrow / floor", calls["npybridge borrow, scoped (no reference kept)"] / floor),
+        ("bare check / floor (the least a binding does; the issue measured 1.5)", bare / floor),
+        ("npybridge borrow / bare check", calls["npybridge borrow (float32)"] / bare),
+        ("npybridge scoped borrow / bare check", calls["npybridge borrow, scoped (no reference kept)"] / bare),
         ("npybridge quantized borrow / floor (target <= 2.5)", calls["npybridge borrow (QuantizedS8)"] / floor),
         ("npybridge share of an existing tensor / floor (target <= 5)",
          calls["npybridge share of an existing tensor"] / floor),
