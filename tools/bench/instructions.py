@@ -21,9 +21,9 @@ import numpy as np
 import npybridge_bench as nbb
 a = np.arange(1000, dtype=np.float32)
 q = np.zeros(1000, dtype=np.dtype("int8", metadata={"mgb_dtype": {"name": "QuantizedS8", "scale": 0.5}}))
-call = {"noop": lambda: nbb.noop(a), "bare_check": lambda: nbb.bare_check(a), "borrow": lambda: nbb.borrow(a),
-        "borrow_scoped": lambda: nbb.borrow_scoped(a),
-        "borrow_quantized": lambda: nbb.borrow(q), "share_existing": lambda: nbb.share_existing(), "share": lambda: nbb.share()}[sys.argv[2]]
+call = {"noop": lambda: nbb.noop(a), "bare_check": lambda: nbb.bare_check_0(a), "borrow": lambda: nbb.borrow_0(a),
+        "borrow_scoped": lambda: nbb.borrow_scoped_0(a),
+        "borrow_quantized": lambda: nbb.borrow_0(q), "share_existing": lambda: nbb.share_existing_0(), "share": lambda: nbb.share_0()}[sys.argv[2]]
 call()  # first use: caches, free lists
 def loop(n):
     for _ in range(n):
