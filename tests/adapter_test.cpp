@@ -169,6 +169,40 @@ TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was
         nb::copy_into(ints.get(), destination);
         CHECK(values[5] == 5);
     }
+    SECTION("same storage copies straight in: strided, byte-swapped, or plain codes into a quantized tensor") {
+        test::owned strided = test::eval("np.arange(12, dtype=np.int32).reshape(2, 6)[:, ::2]");
+        nb::copy_into(strided.get(), destination);
+        CHECK(values[0] == 0);
+        CHECK(values[2] == 4);
+        CHECK(values[5] == 10);
+        test::owned swapped = test::eval("np.arange(6, dtype='>i4').reshape(2, 3) * 256");
+        nb::copy_into(swapped.get(), destination);
+        CHECK(values[1] == 256);
+        CHECK(values[5] == 1280);
+        test::owned codes = test::eval("np.zeros((2, 2), dtype=np.int8)");
+        host_tensor quantized =
+            nb::to_tensor<host_tensor>(codes.get(), nb::to_tensor_options()
+                                                        .as(nb::dtype::quantized(nb::dtype_enum::QuantizedS8, 0.5))
+                                                        .with(nb::borrow_policy::copy))
+                .tensor;
+        test::owned plain = test::eval("np.array([[1, -2], [3, -128]], dtype=np.int8)");
+        nb::copy_into(plain.get(), quantized);
+        CHECK(static_cast<std::int8_t*>(quantized.ptr)[1] == -2);
+        CHECK(static_cast<std::int8_t*>(quantized.ptr)[3] == -128);
+    }
+    SECTION("a source sharing the destination's memory is read before it is overwritten") {
+        test::owned base = test::eval("np.arange(6, dtype=np.int32).reshape(2, 3)");
+        host_tensor borrowed = nb::to_tensor<host_tensor>(base.get()).tensor;
+        REQUIRE(PyArray_DATA(reinterpret_cast<PyArrayObject*>(base.get())) == borrowed.ptr);
+        test::owned reversed{PyObject_GetItem(base.get(), test::eval("(slice(None, None, -1), slice(None, None, -1))").get())};
+        REQUIRE(reversed);
+        nb::copy_into(reversed.get(), borrowed);
+        const auto* got = static_cast<const std::int32_t*>(borrowed.ptr);
+        CHECK(got[0] == 5);
+        CHECK(got[2] == 3);
+        CHECK(got[3] == 2);
+        CHECK(got[5] == 0);
+    }
     SECTION("checked narrowing failure: untouched") {
         test::owned big = test::eval("np.array([[1, 2, 3], [4, 5, 2**40]])");
         CHECK_THAT(test::message_of<nb::value_error>([&] { nb::copy_into(big.get(), destination); }),

@@ -880,12 +880,23 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
         throw dtype_error("copy_into: the array is " + source.type.to_string() + " (numpy " +
                           detail::descr_text(PyArray_DESCR(array)) + "), the tensor is " + target.to_string());
     }
+    if (!target.info().is_packed && !source.narrowed) {
+        // Same storage (up to byte order, or plain codes into a quantized
+        // tensor): numpy's copy checks no value, so nothing can fail once it
+        // writes. It copies straight in (memory shared with the array is
+        // handled by numpy, which then copies the source first).
+        object into = detail::array_over(target, adapter::data(destination), dest_layout, true, nullptr);
+        if (PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(into.get()), array) != 0) {
+            detail::throw_numpy_failure("copy_into");
+        }
+        return;
+    }
     to_tensor_options as_copy = options;
     as_copy.type = target;
     as_copy.policy = borrow_policy::copy;
     if (target.info().is_packed) as_copy.layout = adapter::packed_layout(destination);
-    // Convert into a fresh tensor first: every check and every cast happens
-    // there, so a failure cannot leave the destination half-written.
+    // Checked narrowing and packing can find a bad value halfway: convert into
+    // a fresh tensor first, so a failure cannot leave the destination half-written.
     tensor staged = to_tensor<tensor>(obj, as_copy).tensor;
     if (target.info().is_packed) {
         std::memcpy(adapter::data(destination), staged.data(), staged.storage_bytes());

@@ -16,6 +16,12 @@ PAIRS = {
          "reference-style vs npybridge's full parse"),
         ("make_quantized_numpy_dtype", "make_plain_numpy_dtype", "dtype -> np.dtype: quantized (cached) vs plain"),
     ],
+    "copy_bench": [
+        ("copy_into_float32", "numpy_copy_into_float32",
+         "copy_into, same dtype (straight in) / numpy copying into the same memory (target <= 1.3)"),
+        ("copy_into_int64_checked", "numpy_copy_into_float32",
+         "copy_into with checked int64 -> Int32 narrowing (via a temporary) / numpy's same-dtype copy"),
+    ],
     "lowbit_bench": [
         *[(f"memcpy_unpacked_bytes", f"{kind}/{dtype}", f"{kind} {dtype} throughput / memcpy throughput (target >= 0.7)")
           for kind in ("pack", "unpack") for dtype in ("IntB1", "IntB2", "IntB4", "QuantizedS4")],
