@@ -80,17 +80,64 @@ inline constexpr std::size_t release_gil_bytes = std::size_t{1} << 20;
 
 namespace detail {
 
-/// An owner block holding one Python reference. Blocks come from a free
-/// list guarded by the GIL (every block is made and recycled with the GIL
-/// held), so a borrow costs no malloc and no thread-local lookup. With a
-/// free-threaded CPython there is no GIL to guard it, and blocks use new/delete.
+/// Up to 64 recycled T (each with a `T* next_free` member, free while listed),
+/// guarded by the GIL: every push and pop happens with the GIL held, so no
+/// lock, no atomic and no thread-local lookup. With a free-threaded CPython
+/// there is no GIL to guard it, and the list keeps nothing.
+template <class T>
+class gil_free_list {
+public:
+    /// A recycled T, or nullptr when none is kept.
+    static T* pop() noexcept {
+        list& kept = instance();
+        T* item = kept.head;
+        if (item != nullptr) {
+            kept.head = item->next_free;
+            --kept.count;
+        }
+        return item;
+    }
+
+    /// Keeps `item` for reuse; false (and nothing kept) when the list is full.
+    static bool push(T* item) noexcept {
+        list& kept = instance();
+        if (kept.count >= limit) return false;
+        item->next_free = kept.head;
+        kept.head = item;
+        ++kept.count;
+        return true;
+    }
+
+private:
+#if defined(Py_GIL_DISABLED)
+    static constexpr std::size_t limit = 0;
+#else
+    static constexpr std::size_t limit = 64;
+#endif
+    struct list {
+        T* head = nullptr;
+        std::size_t count = 0;
+    };
+    static list& instance() noexcept {
+        static list kept;  // constant-initialized: no guard on the hot path
+        return kept;
+    }
+};
+
+/// An owner block holding one Python reference. Blocks are recycled through
+/// a gil_free_list, so a borrow costs no malloc.
 struct python_owner_block : owner_block {
     python_owner_block() noexcept : owner_block(&release_block) {}
     PyObject* object = nullptr;
     python_owner_block* next_free = nullptr;
 
     static owner_handle make(PyObject* obj) {
-        python_owner_block* block = take();
+        python_owner_block* block = gil_free_list<python_owner_block>::pop();
+        if (block == nullptr) {
+            block = new python_owner_block();
+        } else {
+            block->references.store(1, std::memory_order_relaxed);
+        }
         Py_INCREF(obj);
         block->object = obj;
         return owner_handle::adopt(block);
@@ -102,47 +149,10 @@ struct python_owner_block : owner_block {
         auto* block = static_cast<python_owner_block*>(base);
         PyObject* obj = block->object;
         const bool released = under_gil([&]() noexcept {
-            recycle(block);
+            if (!gil_free_list<python_owner_block>::push(block)) delete block;
             Py_DECREF(obj);
         });
         if (!released) delete block;
-    }
-
-private:
-#if defined(Py_GIL_DISABLED)
-    static constexpr std::size_t pool_limit = 0;
-#else
-    static constexpr std::size_t pool_limit = 64;
-#endif
-    struct pool {
-        python_owner_block* head = nullptr;
-        std::size_t count = 0;
-    };
-    static pool& free_blocks() noexcept {
-        static pool blocks;  // constant-initialized: no guard on the hot path
-        return blocks;
-    }
-
-    static python_owner_block* take() {
-        pool& blocks = free_blocks();
-        if (blocks.head == nullptr) return new python_owner_block();
-        python_owner_block* block = blocks.head;
-        blocks.head = block->next_free;
-        --blocks.count;
-        block->references.store(1, std::memory_order_relaxed);
-        return block;
-    }
-
-    /// GIL held.
-    static void recycle(python_owner_block* block) noexcept {
-        pool& blocks = free_blocks();
-        if (blocks.count >= pool_limit) {
-            delete block;
-            return;
-        }
-        block->next_free = blocks.head;
-        blocks.head = block;
-        ++blocks.count;
     }
 };
 
@@ -216,22 +226,16 @@ inline object array_over(const dtype& type, void* data, const tensor_layout& lay
 /// The Python object that keeps C++ memory shared with numpy alive: it holds
 /// one owner reference, dropped when numpy lets the array go. Cheaper than a
 /// PyCapsule: a static type (no name to compare, no heap-type reference per
-/// object) and objects recycled through a free list guarded by the GIL (made
-/// and freed only with the GIL held; no free list on a free-threaded CPython).
+/// object) and objects recycled through a gil_free_list (made and freed only
+/// with the GIL held).
 /// Python sees `npybridge.owner`, which cannot be made from Python.
 class owner_object {
 public:
     /// A new reference holding `owner` (not empty). Throws with `owner` left as it was.
     static object wrap(owner_handle& owner) {
         PyTypeObject* type = ready_type();
-        pool& objects = free_objects();
-        owner_object* self = objects.head;
-        if (self != nullptr) {
-            objects.head = self->m_next_free;
-            --objects.count;
-        } else {
-            self = static_cast<owner_object*>(::operator new(sizeof(owner_object)));
-        }
+        owner_object* self = gil_free_list<owner_object>::pop();
+        if (self == nullptr) self = static_cast<owner_object*>(::operator new(sizeof(owner_object)));
         PyObject_Init(reinterpret_cast<PyObject*>(self), type);
         self->m_block = owner.detach();
         return object::steal(reinterpret_cast<PyObject*>(self));
@@ -244,35 +248,15 @@ public:
     }
 
 private:
+    friend class gil_free_list<owner_object>;
     PyObject_HEAD
     owner_block* m_block;
-    owner_object* m_next_free;
-
-#if defined(Py_GIL_DISABLED)
-    static constexpr std::size_t pool_limit = 0;
-#else
-    static constexpr std::size_t pool_limit = 64;
-#endif
-    struct pool {
-        owner_object* head = nullptr;
-        std::size_t count = 0;
-    };
-    static pool& free_objects() noexcept {
-        static pool objects;  // constant-initialized: no guard on the hot path
-        return objects;
-    }
+    owner_object* next_free;
 
     static void dealloc(PyObject* base) noexcept {
         auto* self = reinterpret_cast<owner_object*>(base);
         owner_block* block = self->m_block;
-        pool& objects = free_objects();
-        if (objects.count < pool_limit) {
-            self->m_next_free = objects.head;
-            objects.head = self;
-            ++objects.count;
-        } else {
-            ::operator delete(static_cast<void*>(self));
-        }
+        if (!gil_free_list<owner_object>::push(self)) ::operator delete(static_cast<void*>(self));
         owner_handle::adopt(block);  // released here
     }
 
