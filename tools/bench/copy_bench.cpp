@@ -1,6 +1,7 @@
 // copy_into an existing tensor, 16 Mi elements, against numpy copying into the same memory.
 #include <npybridge/convert.hpp>
 
+#include "tests/support/python.hpp"
 #include "tools/bench/bench_main.hpp"
 
 namespace nb = npybridge;
@@ -9,15 +10,7 @@ namespace {
 
 constexpr std::size_t count = std::size_t{16} << 20;
 
-PyObject* make_array(const char* expression) {
-    PyObject* globals = PyDict_New();
-    PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
-    PyRun_String("import numpy as np", Py_file_input, globals, globals);
-    PyObject* result = PyRun_String(expression, Py_eval_input, globals, globals);
-    Py_DECREF(globals);
-    if (result == nullptr) PyErr_Print();
-    return result;
-}
+PyObject* make_array(const char* expression) { return test::eval(expression).release(); }
 
 PyObject* float32_source() {
     static PyObject* array = make_array("np.random.default_rng(0).standard_normal(16 << 20).astype(np.float32)");

@@ -1,6 +1,7 @@
 // Resolving numpy dtypes: quantized vs plain float32 vs the reference file's per-call string lookups.
 #include <npybridge/numpy_dtype.hpp>
 
+#include "tests/support/python.hpp"
 #include "tools/bench/bench_main.hpp"
 
 #include <cstring>
@@ -11,13 +12,7 @@ namespace nb = npybridge;
 namespace {
 
 PyArray_Descr* make_descr(const char* expression) {
-    PyObject* globals = PyDict_New();
-    PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
-    PyRun_String("import numpy as np", Py_file_input, globals, globals);
-    PyObject* result = PyRun_String(expression, Py_eval_input, globals, globals);
-    Py_DECREF(globals);
-    if (result == nullptr) PyErr_Print();
-    return reinterpret_cast<PyArray_Descr*>(result);
+    return reinterpret_cast<PyArray_Descr*>(test::eval(expression).release());
 }
 
 PyArray_Descr* quantized_descr() {
