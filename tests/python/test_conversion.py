@@ -423,7 +423,7 @@ def test_a_borrowed_tensor_shares_back_with_the_original_array_as_base():
     a = np.arange(6, dtype=np.float32)
     t = Tensor.from_numpy(a)
     b = t.numpy()
-    assert b.base is a and np.shares_memory(a, b)  # no capsule in between
+    assert b.base is a and np.shares_memory(a, b)  # no owner object in between
     del a, t
     gc.collect()
     b[0] = 7  # the memory is still alive (b keeps the array)
