@@ -5,6 +5,8 @@
 
 #include "tests/support/python.hpp"
 
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -209,6 +211,45 @@ TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was
                    Contains("at index (1, 2)"));
         CHECK(values[0] == 7);
         CHECK(values[1] == 0);
+    }
+    SECTION("narrowing checks every value before writing any, wraps on request, and takes care of shared memory") {
+        test::owned fits = test::eval("np.array([[1, -2, 3], [4, 5, -(2**31)]])");
+        nb::copy_into(fits.get(), destination);
+        CHECK(values[1] == -2);
+        CHECK(values[5] == INT32_MIN);
+        test::owned first_bad = test::eval("np.array([[2**31, 0, 0], [0, 0, 9]])");
+        CHECK_THAT(test::message_of<nb::value_error>([&] { nb::copy_into(first_bad.get(), destination); }),
+                   Contains("value 2147483648 at index (0, 0)"));
+        CHECK(values[1] == -2);  // untouched, though the bad value comes first
+        nb::copy_into(first_bad.get(), destination, nb::to_tensor_options().with(nb::narrowing::wrap));
+        CHECK(values[0] == INT32_MIN);
+        CHECK(values[5] == 9);
+        // An int64 view over the int32 tensor's own memory (and beyond): staged, so no value is read after it is overwritten.
+        test::owned memory = test::eval("np.zeros(8, dtype=np.int32)");
+        test::owned tail{PyObject_GetItem(memory.get(), test::eval("slice(4, 8)").get())};
+        host_tensor shared = nb::to_tensor<host_tensor>(tail.get()).tensor;
+        test::owned wide{PyObject_CallMethod(memory.get(), "view", "s", "int64")};
+        REQUIRE(wide);
+        test::owned set{PyObject_CallMethod(wide.get(), "__setitem__", "(OO)", test::eval("slice(None)").get(),
+                                            test::eval("[1, 2, 3, 4]").get())};
+        REQUIRE(set);
+        nb::copy_into(wide.get(), shared);
+        const auto* got = static_cast<const std::int32_t*>(shared.ptr);
+        CHECK((got[0] == 1 && got[1] == 2 && got[2] == 3 && got[3] == 4));
+    }
+    SECTION("float64 into Float32: a value that would become infinite is refused, infinities pass") {
+        test::owned zeros32 = test::eval("np.zeros(3, dtype=np.float32)");
+        host_tensor floats = nb::to_tensor<host_tensor>(zeros32.get(), nb::to_tensor_options().with(nb::borrow_policy::copy)).tensor;
+        auto* f = static_cast<float*>(floats.ptr);
+        test::owned good = test::eval("np.array([1.5, -np.inf, np.nan])");
+        nb::copy_into(good.get(), floats);
+        CHECK(f[0] == 1.5f);
+        CHECK(std::isinf(f[1]));
+        CHECK(std::isnan(f[2]));
+        test::owned too_big = test::eval("np.array([2.0, 3.0, 1e39])");
+        CHECK_THAT(test::message_of<nb::value_error>([&] { nb::copy_into(too_big.get(), floats); }),
+                   Contains("at index (2,)"));
+        CHECK(f[0] == 1.5f);
     }
     SECTION("shape and dtype mismatches are named") {
         test::owned wrong_shape = test::eval("np.zeros((3, 2), dtype=np.int32)");

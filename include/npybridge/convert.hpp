@@ -289,6 +289,20 @@ inline object base_object_for(owner_handle owner) {
     return owner_object::wrap(owner);
 }
 
+/// Whether the bytes the array's elements occupy (any strides) meet
+/// [begin, begin + bytes).
+inline bool array_overlaps(PyArrayObject* array, const void* begin, std::size_t bytes) noexcept {
+    if (bytes == 0 || PyArray_SIZE(array) == 0) return false;
+    auto low = reinterpret_cast<std::intptr_t>(PyArray_DATA(array));
+    std::intptr_t high = low + static_cast<std::intptr_t>(PyArray_ITEMSIZE(array));
+    for (int i = 0; i < PyArray_NDIM(array); ++i) {
+        const std::intptr_t reach = static_cast<std::intptr_t>(PyArray_DIM(array, i) - 1) * PyArray_STRIDE(array, i);
+        (reach < 0 ? low : high) += reach;
+    }
+    const auto first = reinterpret_cast<std::intptr_t>(begin);
+    return low < first + static_cast<std::intptr_t>(bytes) && first < high;
+}
+
 /// Same dtype up to byte order, or a quantized dtype over a plain array of its
 /// base type (the array's integers are the codes, as in MegEngine).
 inline bool same_storage(const numpy_dtype_match& source, const dtype& target) {
@@ -406,73 +420,125 @@ inline object contiguous_as(PyArrayObject* array, int type_num, NPY_CASTING cast
     return object::steal(result);
 }
 
-template <class Source, class Target>
-std::size_t narrow_block(const Source* in, Target* out, std::size_t n, bool check) noexcept {
+/// Whether `value` survives the cast to Target: int64 -> int32 without
+/// wrapping, float64 -> float32 without a finite value becoming infinite
+/// (|x| >= FLT_MAX + half an ulp; NaN and infinities pass).
+template <class Target, class Source>
+bool fits(Source value) noexcept {
+    if constexpr (std::is_integral_v<Source>) {
+        return static_cast<Source>(static_cast<Target>(value)) == value;
+    } else {
+        const Source magnitude = std::fabs(value);
+        return !(magnitude >= Source(3.4028235677973366e38) && magnitude < Source(HUGE_VAL));
+    }
+}
+
+/// The portable narrowing loop. Write: narrow into `out` (check: stop at the
+/// first value that does not fit and return its index); !Write: only look
+/// for that value. Returns n when every value fits (or nothing is checked).
+template <bool Write, class Source, class Target>
+std::size_t narrow_portable(const Source* in, Target* out, std::size_t n, bool check) noexcept {
     constexpr std::size_t block = 4096;
     for (std::size_t start = 0; start < n; start += block) {
         const std::size_t end = std::min(n, start + block);
         bool bad = false;
         for (std::size_t i = start; i < end; ++i) {
             const Source value = in[i];
-            const Target narrowed = static_cast<Target>(value);
-            out[i] = narrowed;
-            if constexpr (std::is_integral_v<Source>) {
-                bad |= static_cast<Source>(narrowed) != value;
-            } else {
-                bad |= std::isinf(narrowed) & !std::isinf(value);
-            }
+            if constexpr (Write) out[i] = static_cast<Target>(value);
+            bad |= !fits<Target>(value);
         }
-        if (bad && check) {
-            for (std::size_t i = start; i < end; ++i) {
-                const Target narrowed = static_cast<Target>(in[i]);
-                if constexpr (std::is_integral_v<Source>) {
-                    if (static_cast<Source>(narrowed) != in[i]) return i;
-                } else {
-                    if (std::isinf(narrowed) && !std::isinf(in[i])) return i;
-                }
-            }
+        if (!bad || !check) continue;
+        for (std::size_t i = start; i < end; ++i) {
+            if (!fits<Target>(in[i])) return i;
         }
     }
     return n;
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-/// float64 -> float32 with SSE2 (x86-64 baseline), 4 values a step. A finite
-/// value overflows float32 exactly when |x| >= FLT_MAX + half an ulp.
-inline std::size_t narrow_doubles_sse2(const double* in, float* out, std::size_t n, bool check) noexcept {
+/// The same with SSE2 (the x86-64 baseline), 4 values a step; the tail of
+/// each block and the search for the bad index use the portable loop.
+/// int64 fits int32 exactly when (x + 2^31) >> 32 == 0 (unsigned).
+template <bool Write>
+std::size_t narrow_sse2(const std::int64_t* in, std::int32_t* out, std::size_t n, bool check) noexcept {
+    const __m128i bias = _mm_set1_epi64x(0x80000000LL);
+    constexpr std::size_t block = 4096;
+    for (std::size_t start = 0; start < n; start += block) {
+        const std::size_t end = std::min(n, start + block);
+        __m128i high = _mm_setzero_si128();
+        std::size_t i = start;
+        for (; i + 4 <= end; i += 4) {
+            const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 2));
+            if constexpr (Write) {
+                // The low halves: dwords 0 and 2 of each, side by side.
+                const __m128i low = _mm_unpacklo_epi64(_mm_shuffle_epi32(a, _MM_SHUFFLE(3, 1, 2, 0)),
+                                                       _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0)));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), low);
+            }
+            high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(a, bias), 32));
+            high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(b, bias), 32));
+        }
+        bool bad = _mm_movemask_epi8(_mm_cmpeq_epi32(high, _mm_setzero_si128())) != 0xFFFF;
+        if (i < end) bad |= narrow_portable<Write>(in + i, out + (Write ? i : 0), end - i, true) != end - i;
+        if (bad && check) return start + narrow_portable<false>(in + start, out, end - start, true);
+    }
+    return n;
+}
+
+/// float64 -> float32: a finite value overflows exactly when |x| >= FLT_MAX + half an ulp.
+template <bool Write>
+std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check) noexcept {
     const __m128d threshold = _mm_set1_pd(3.4028235677973366e38);
     const __m128d infinity = _mm_set1_pd(HUGE_VAL);
     const __m128d sign = _mm_set1_pd(-0.0);
     constexpr std::size_t block = 4096;
     for (std::size_t start = 0; start < n; start += block) {
         const std::size_t end = std::min(n, start + block);
-        __m128d bad = _mm_setzero_pd();
+        __m128d overflow = _mm_setzero_pd();
         std::size_t i = start;
         for (; i + 4 <= end; i += 4) {
             const __m128d a = _mm_loadu_pd(in + i), b = _mm_loadu_pd(in + i + 2);
-            _mm_storeu_ps(out + i, _mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
+            if constexpr (Write) _mm_storeu_ps(out + i, _mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
             const __m128d abs_a = _mm_andnot_pd(sign, a), abs_b = _mm_andnot_pd(sign, b);
-            bad = _mm_or_pd(bad, _mm_and_pd(_mm_cmpge_pd(abs_a, threshold), _mm_cmplt_pd(abs_a, infinity)));
-            bad = _mm_or_pd(bad, _mm_and_pd(_mm_cmpge_pd(abs_b, threshold), _mm_cmplt_pd(abs_b, infinity)));
+            overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(abs_a, threshold), _mm_cmplt_pd(abs_a, infinity)));
+            overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(abs_b, threshold), _mm_cmplt_pd(abs_b, infinity)));
         }
-        bool any = _mm_movemask_pd(bad) != 0;
-        for (; i < end; ++i) {
-            out[i] = static_cast<float>(in[i]);
-            any |= std::isinf(out[i]) && !std::isinf(in[i]);
-        }
-        if (any && check) {
-            for (std::size_t j = start; j < end; ++j) {
-                if (std::isinf(static_cast<float>(in[j])) && !std::isinf(in[j])) return j;
-            }
-        }
+        bool bad = _mm_movemask_pd(overflow) != 0;
+        if (i < end) bad |= narrow_portable<Write>(in + i, out + (Write ? i : 0), end - i, true) != end - i;
+        if (bad && check) return start + narrow_portable<false>(in + start, out, end - start, true);
     }
     return n;
 }
 #endif
 
+/// int64 -> int32 or float64 -> float32 into `out`; with check, stops at the
+/// first value that does not fit and returns its index (n: all fit).
+template <class Source, class Target>
+std::size_t narrow_values(const Source* in, Target* out, std::size_t n, bool check) noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    return narrow_sse2<true>(in, out, n, check);
+#else
+    return narrow_portable<true>(in, out, n, check);
+#endif
+}
+
+/// Index of the first value that does not fit Target, n when all do. Reads only.
+template <class Source, class Target>
+std::size_t first_unfit(const Source* in, std::size_t n) noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    return narrow_sse2<false>(in, static_cast<Target*>(nullptr), n, true);
+#else
+    return narrow_portable<false>(in, static_cast<Target*>(nullptr), n, true);
+#endif
+}
+
 /// int64 -> Int32 / float64 -> Float32 into `out` (contiguous). checked: the
 /// first value that does not fit is an error naming index and value.
-inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing mode, const tensor_layout& layout) {
+/// check_first: every value is checked before the first is written, so a bad
+/// value leaves `out` untouched (for copy_into; costs a second read).
+inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing mode, const tensor_layout& layout,
+                        bool check_first = false) {
     const bool to_int = target.id() == dtype_enum::Int32;
     object source = contiguous_as(array, to_int ? NPY_INT64 : NPY_FLOAT64, NPY_SAFE_CASTING, "narrowing");
     auto* src = reinterpret_cast<PyArrayObject*>(source.get());
@@ -481,15 +547,17 @@ inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, na
     {
         std::optional<gil_release> unlocked;
         if (n * 8 >= release_gil_bytes) unlocked.emplace();
-        bad = to_int ? narrow_block(static_cast<const std::int64_t*>(PyArray_DATA(src)), static_cast<std::int32_t*>(out), n,
-                                    mode == narrowing::checked)
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-                     : narrow_doubles_sse2(static_cast<const double*>(PyArray_DATA(src)), static_cast<float*>(out), n,
-                                           mode == narrowing::checked);
-#else
-                     : narrow_block(static_cast<const double*>(PyArray_DATA(src)), static_cast<float*>(out), n,
-                                    mode == narrowing::checked);
-#endif
+        if (check_first && mode == narrowing::checked) {
+            bad = to_int ? first_unfit<std::int64_t, std::int32_t>(static_cast<const std::int64_t*>(PyArray_DATA(src)), n)
+                         : first_unfit<double, float>(static_cast<const double*>(PyArray_DATA(src)), n);
+            if (bad == n) mode = narrowing::wrap;  // all fit: write without checking again
+        }
+        if (bad == n) {
+            const bool check = mode == narrowing::checked;
+            bad = to_int ? narrow_values(static_cast<const std::int64_t*>(PyArray_DATA(src)), static_cast<std::int32_t*>(out),
+                                         n, check)
+                         : narrow_values(static_cast<const double*>(PyArray_DATA(src)), static_cast<float*>(out), n, check);
+        }
     }
     if (bad != n) {
         const std::string value = to_int ? std::to_string(static_cast<const std::int64_t*>(PyArray_DATA(src))[bad])
@@ -875,12 +943,19 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
         }
         return;
     }
+    if (!target.info().is_packed && dest_layout.is_contiguous() &&
+        !detail::array_overlaps(array, adapter::data(destination), dest_layout.count() * target.info().element_size)) {
+        // Narrowing: every value is checked before the first is written.
+        detail::narrow_into(array, target, adapter::data(destination), options.narrow, layout, /*check_first=*/true);
+        return;
+    }
     to_tensor_options as_copy = options;
     as_copy.type = target;
     as_copy.policy = borrow_policy::copy;
     if (target.info().is_packed) as_copy.layout = adapter::packed_layout(destination);
-    // Checked narrowing and packing can find a bad value halfway: convert into
-    // a fresh tensor first, so a failure cannot leave the destination half-written.
+    // Packing can find a bad value halfway (and narrowing into strided or
+    // overlapping memory is left to the general path): convert into a fresh
+    // tensor first, so a failure cannot leave the destination half-written.
     tensor staged = to_tensor<tensor>(obj, as_copy).tensor;
     if (target.info().is_packed) {
         std::memcpy(adapter::data(destination), staged.data(), staged.storage_bytes());

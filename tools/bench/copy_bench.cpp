@@ -1,69 +1,90 @@
-// copy_into an existing tensor, 16 Mi elements, against numpy copying into the same memory.
+// copy_into an existing tensor (256 Ki and 16 Mi elements) against numpy copying into the same memory.
 #include <npybridge/convert.hpp>
 
 #include "tests/support/python.hpp"
 #include "tools/bench/bench_main.hpp"
 
+#include <map>
+#include <string>
+#include <utility>
+
 namespace nb = npybridge;
 
 namespace {
 
-constexpr std::size_t count = std::size_t{16} << 20;
+/// One source array and one destination tensor per (what, size), made once.
+struct fixture {
+    nb::object source;
+    nb::tensor destination;
+};
 
-PyObject* make_array(const char* expression) { return test::eval(expression).release(); }
-
-PyObject* float32_source() {
-    static PyObject* array = make_array("np.random.default_rng(0).standard_normal(16 << 20).astype(np.float32)");
-    return array;
-}
-
-PyObject* int64_source() {
-    static PyObject* array = make_array("np.arange(16 << 20, dtype=np.int64)");
-    return array;
-}
-
-nb::tensor& destination(nb::dtype_enum id) {
-    static nb::tensor float32 = nb::tensor::empty(nb::dtype(nb::dtype_enum::Float32), &count, 1);
-    static nb::tensor int32 = nb::tensor::empty(nb::dtype(nb::dtype_enum::Int32), &count, 1);
-    return id == nb::dtype_enum::Float32 ? float32 : int32;
+fixture& fixture_for(const std::string& what, std::size_t count) {
+    static std::map<std::pair<std::string, std::size_t>, fixture> made;
+    auto found = made.find({what, count});
+    if (found != made.end()) return found->second;
+    const std::string n = std::to_string(count);
+    const bool narrowing = what == "int64";
+    fixture f{nb::object::steal(test::eval(narrowing ? "np.arange(" + n + ", dtype=np.int64)"
+                                                     : "np.random.default_rng(0).standard_normal(" + n + ").astype(np.float32)")
+                                    .release()),
+              nb::tensor::empty(nb::dtype(narrowing ? nb::dtype_enum::Int32 : nb::dtype_enum::Float32), &count, 1)};
+    return made.emplace(std::make_pair(what, count), std::move(f)).first->second;
 }
 
 /// The baseline: numpy's own copy into the tensor's memory (what np.copyto does).
 void numpy_copy_into_float32(benchmark::State& state) {
-    nb::tensor& into = destination(nb::dtype_enum::Float32);
-    nb::object view = nb::to_array(into);
-    PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(view.get()), reinterpret_cast<PyArrayObject*>(float32_source()));  // warm
+    fixture& f = fixture_for("float32", static_cast<std::size_t>(state.range(0)));
+    nb::object view = nb::to_array(f.destination);
+    auto* into = reinterpret_cast<PyArrayObject*>(view.get());
+    auto* from = reinterpret_cast<PyArrayObject*>(f.source.get());
+    PyArray_CopyInto(into, from);  // warm: pages touched
     for (auto _ : state) {
-        if (PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(view.get()), reinterpret_cast<PyArrayObject*>(float32_source())) != 0) {
-            state.SkipWithError("PyArray_CopyInto failed");
-        }
-        benchmark::DoNotOptimize(into.data());
+        if (PyArray_CopyInto(into, from) != 0) state.SkipWithError("PyArray_CopyInto failed");
+        benchmark::DoNotOptimize(f.destination.data());
     }
 }
-BENCHMARK(numpy_copy_into_float32)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+/// The narrowing baseline: numpy casting int64 into the int32 tensor's memory, checking nothing
+/// (what np.copyto(dst, src, casting='unsafe') does).
+void numpy_cast_int64_into_int32(benchmark::State& state) {
+    fixture& f = fixture_for("int64", static_cast<std::size_t>(state.range(0)));
+    nb::object view = nb::to_array(f.destination);
+    auto* into = reinterpret_cast<PyArrayObject*>(view.get());
+    auto* from = reinterpret_cast<PyArrayObject*>(f.source.get());
+    PyArray_CopyInto(into, from);  // warm: pages touched
+    for (auto _ : state) {
+        if (PyArray_CopyInto(into, from) != 0) state.SkipWithError("PyArray_CopyInto failed");
+        benchmark::DoNotOptimize(f.destination.data());
+    }
+}
 
 /// Same dtype: copied straight in (nothing can fail halfway).
 void copy_into_float32(benchmark::State& state) {
-    nb::tensor& into = destination(nb::dtype_enum::Float32);
-    nb::copy_into(float32_source(), into);  // warm: source made, pages touched
+    fixture& f = fixture_for("float32", static_cast<std::size_t>(state.range(0)));
+    nb::copy_into(f.source.get(), f.destination);  // warm
     for (auto _ : state) {
-        nb::copy_into(float32_source(), into);
-        benchmark::DoNotOptimize(into.data());
+        nb::copy_into(f.source.get(), f.destination);
+        benchmark::DoNotOptimize(f.destination.data());
     }
 }
-BENCHMARK(copy_into_float32)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-/// int64 -> Int32 with checked narrowing: converted into a temporary first, so
-/// an out-of-range value leaves the destination as it was.
+/// int64 -> Int32 with checked narrowing: every value is checked before the
+/// first is written, so an out-of-range value leaves the destination as it was.
 void copy_into_int64_checked(benchmark::State& state) {
-    nb::tensor& into = destination(nb::dtype_enum::Int32);
-    nb::copy_into(int64_source(), into);  // warm: source made, pages touched
+    fixture& f = fixture_for("int64", static_cast<std::size_t>(state.range(0)));
+    nb::copy_into(f.source.get(), f.destination);  // warm
     for (auto _ : state) {
-        nb::copy_into(int64_source(), into);
-        benchmark::DoNotOptimize(into.data());
+        nb::copy_into(f.source.get(), f.destination);
+        benchmark::DoNotOptimize(f.destination.data());
     }
 }
-BENCHMARK(copy_into_int64_checked)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void sizes(benchmark::internal::Benchmark* b) { b->Arg(256 << 10)->Arg(16 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime(); }
+
+BENCHMARK(numpy_copy_into_float32)->Apply(sizes);
+BENCHMARK(numpy_cast_int64_into_int32)->Apply(sizes);
+BENCHMARK(copy_into_float32)->Apply(sizes);
+BENCHMARK(copy_into_int64_checked)->Apply(sizes);
 
 }  // namespace
 

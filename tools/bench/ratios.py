@@ -17,10 +17,13 @@ PAIRS = {
         ("make_quantized_numpy_dtype", "make_plain_numpy_dtype", "dtype -> np.dtype: quantized (cached) vs plain"),
     ],
     "copy_bench": [
-        ("copy_into_float32", "numpy_copy_into_float32",
-         "copy_into, same dtype (straight in) / numpy copying into the same memory (target <= 1.3)"),
-        ("copy_into_int64_checked", "numpy_copy_into_float32",
-         "copy_into with checked int64 -> Int32 narrowing (via a temporary) / numpy's same-dtype copy"),
+        *[(f"copy_into_float32/{n}", f"numpy_copy_into_float32/{n}",
+           f"copy_into, same dtype (straight in) / numpy copying into the same memory, {label}")
+          for n, label in ((262144, "256 Ki"), (16777216, "16 Mi"))],
+        *[(f"copy_into_int64_checked/{n}", f"numpy_cast_int64_into_int32/{n}",
+           f"copy_into, checked int64 -> Int32 (every value checked before any is written) / numpy's unchecked "
+           f"cast into the same memory, {label}")
+          for n, label in ((262144, "256 Ki"), (16777216, "16 Mi"))],
     ],
     "lowbit_bench": [
         *[(f"memcpy_unpacked_bytes", f"{kind}/{dtype}", f"{kind} {dtype} throughput / memcpy throughput (target >= 0.7)")

@@ -1,0 +1,94 @@
+// The narrowing kernels of convert.hpp (int64 -> int32, float64 -> float32): SIMD and portable loops
+// against a plain per-value reference, around block and vector boundaries.
+#include <catch2/catch.hpp>
+
+#include <npybridge/convert.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace nb = npybridge;
+
+namespace {
+
+template <class Source, class Target>
+std::size_t reference_first_unfit(const std::vector<Source>& in) {
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        if constexpr (std::is_integral_v<Source>) {
+            if (in[i] < std::numeric_limits<Target>::min() || in[i] > std::numeric_limits<Target>::max()) return i;
+        } else {
+            if (std::isinf(static_cast<float>(in[i])) && !std::isinf(in[i])) return i;
+        }
+    }
+    return in.size();
+}
+
+/// Values that fit, with the edge values mixed in.
+template <class Source>
+std::vector<Source> fitting_values(std::size_t n, std::mt19937_64& random) {
+    std::vector<Source> values(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        if constexpr (std::is_integral_v<Source>) {
+            const Source edges[] = {INT32_MIN, INT32_MAX, -1, 0, 1};
+            values[i] = i % 7 == 0 ? edges[random() % 5] : static_cast<Source>(static_cast<std::int32_t>(random()));
+        } else {
+            const Source edges[] = {3.4028234663852886e38, -3.4028234663852886e38, HUGE_VAL, -HUGE_VAL, std::nan(""), 0.0, -0.0};
+            values[i] = i % 7 == 0 ? edges[random() % 7] : std::ldexp(static_cast<Source>(random() % 1000) - 500, int(random() % 200) - 100);
+        }
+    }
+    return values;
+}
+
+template <class Source>
+Source unfit_value(std::mt19937_64& random) {
+    if constexpr (std::is_integral_v<Source>) {
+        const Source values[] = {Source{INT32_MAX} + 1, Source{INT32_MIN} - 1, INT64_MAX, INT64_MIN, Source{1} << 40};
+        return values[random() % 5];
+    } else {
+        const Source values[] = {3.4028235677973366e38, -3.4028235677973366e38, 1e39, -1e300, 1.7976931348623157e308};
+        return values[random() % 5];
+    }
+}
+
+template <class Source, class Target>
+void check_kernels() {
+    std::mt19937_64 random(7);
+    for (const std::size_t n : {0, 1, 3, 4, 5, 8, 4095, 4096, 4097, 4099, 9000}) {
+        for (int trial = 0; trial < 4; ++trial) {
+            std::vector<Source> in = fitting_values<Source>(n, random);
+            if (trial > 0 && n > 0) {  // one or two values that do not fit, anywhere (also in block tails)
+                in[random() % n] = unfit_value<Source>(random);
+                if (trial == 3) in[random() % n] = unfit_value<Source>(random);
+            }
+            const std::size_t expected = reference_first_unfit<Source, Target>(in);
+            CAPTURE(n, trial, expected);
+            CHECK(nb::detail::first_unfit<Source, Target>(in.data(), n) == expected);
+            std::vector<Target> out(n, Target{42});
+            CHECK(nb::detail::narrow_values(in.data(), out.data(), n, false) == n);  // wrap: all written
+            for (std::size_t i = 0; i < n; ++i) {
+                const Target want = static_cast<Target>(in[i]);
+                if constexpr (std::is_integral_v<Source>) {
+                    REQUIRE(out[i] == want);
+                } else {
+                    REQUIRE((out[i] == want || (std::isnan(out[i]) && std::isnan(want))));
+                }
+            }
+            CHECK(nb::detail::narrow_values(in.data(), out.data(), n, true) == expected);
+            CHECK(nb::detail::narrow_portable<true>(in.data(), out.data(), n, true) == expected);
+            CHECK(nb::detail::narrow_portable<false>(in.data(), static_cast<Target*>(nullptr), n, true) == expected);
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("int64 -> int32 narrowing finds the first value that does not fit and writes the rest exactly", "[narrowing]") {
+    check_kernels<std::int64_t, std::int32_t>();
+}
+
+TEST_CASE("float64 -> float32 narrowing refuses finite values that would become infinite, and only those", "[narrowing]") {
+    check_kernels<double, float>();
+}
