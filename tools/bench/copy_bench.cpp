@@ -31,9 +31,10 @@ fixture& fixture_for(const std::string& what, std::size_t count) {
     return made.emplace(std::make_pair(what, count), std::move(f)).first->second;
 }
 
-/// The baseline: numpy's own copy into the tensor's memory (what np.copyto does).
-void numpy_copy_into_float32(benchmark::State& state) {
-    fixture& f = fixture_for("float32", static_cast<std::size_t>(state.range(0)));
+/// The baselines: numpy copying the source into the tensor's memory, checking
+/// nothing (what np.copyto(dst, src, casting='unsafe') does).
+void numpy_into(benchmark::State& state, const std::string& what) {
+    fixture& f = fixture_for(what, static_cast<std::size_t>(state.range(0)));
     nb::object view = nb::to_array(f.destination);
     auto* into = reinterpret_cast<PyArrayObject*>(view.get());
     auto* from = reinterpret_cast<PyArrayObject*>(f.source.get());
@@ -44,34 +45,11 @@ void numpy_copy_into_float32(benchmark::State& state) {
     }
 }
 
-/// The narrowing baseline: numpy casting int64 into the int32 tensor's memory, checking nothing
-/// (what np.copyto(dst, src, casting='unsafe') does).
-void numpy_cast_int64_into_int32(benchmark::State& state) {
-    fixture& f = fixture_for("int64", static_cast<std::size_t>(state.range(0)));
-    nb::object view = nb::to_array(f.destination);
-    auto* into = reinterpret_cast<PyArrayObject*>(view.get());
-    auto* from = reinterpret_cast<PyArrayObject*>(f.source.get());
-    PyArray_CopyInto(into, from);  // warm: pages touched
-    for (auto _ : state) {
-        if (PyArray_CopyInto(into, from) != 0) state.SkipWithError("PyArray_CopyInto failed");
-        benchmark::DoNotOptimize(f.destination.data());
-    }
-}
-
-/// Same dtype: copied straight in (nothing can fail halfway).
-void copy_into_float32(benchmark::State& state) {
-    fixture& f = fixture_for("float32", static_cast<std::size_t>(state.range(0)));
-    nb::copy_into(f.source.get(), f.destination);  // warm
-    for (auto _ : state) {
-        nb::copy_into(f.source.get(), f.destination);
-        benchmark::DoNotOptimize(f.destination.data());
-    }
-}
-
-/// int64 -> Int32 with checked narrowing: every value is checked before the
-/// first is written, so an out-of-range value leaves the destination as it was.
-void copy_into_int64_checked(benchmark::State& state) {
-    fixture& f = fixture_for("int64", static_cast<std::size_t>(state.range(0)));
+/// npybridge::copy_into: float32 copies straight in (nothing can fail
+/// halfway); int64 -> Int32 is checked narrowing, every value checked before
+/// the first is written, so an out-of-range value leaves the tensor as it was.
+void npybridge_into(benchmark::State& state, const std::string& what) {
+    fixture& f = fixture_for(what, static_cast<std::size_t>(state.range(0)));
     nb::copy_into(f.source.get(), f.destination);  // warm
     for (auto _ : state) {
         nb::copy_into(f.source.get(), f.destination);
@@ -81,10 +59,10 @@ void copy_into_int64_checked(benchmark::State& state) {
 
 void sizes(benchmark::internal::Benchmark* b) { b->Arg(256 << 10)->Arg(16 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime(); }
 
-BENCHMARK(numpy_copy_into_float32)->Apply(sizes);
-BENCHMARK(numpy_cast_int64_into_int32)->Apply(sizes);
-BENCHMARK(copy_into_float32)->Apply(sizes);
-BENCHMARK(copy_into_int64_checked)->Apply(sizes);
+BENCHMARK_CAPTURE(numpy_into, float32, std::string("float32"))->Name("numpy_copy_into_float32")->Apply(sizes);
+BENCHMARK_CAPTURE(numpy_into, int64, std::string("int64"))->Name("numpy_cast_int64_into_int32")->Apply(sizes);
+BENCHMARK_CAPTURE(npybridge_into, float32, std::string("float32"))->Name("copy_into_float32")->Apply(sizes);
+BENCHMARK_CAPTURE(npybridge_into, int64, std::string("int64"))->Name("copy_into_int64_checked")->Apply(sizes);
 
 }  // namespace
 
