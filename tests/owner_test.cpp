@@ -154,7 +154,12 @@ TEST_CASE("sharing a tensor whose dtype has no numpy form names the dtype and le
     nb::tensor bytes = nb::tensor::empty(nb::dtype(nb::dtype_enum::Byte), shape, 1);
     CHECK_THROWS_AS(nb::to_array(bytes), nb::dtype_error);
     CHECK_THROWS_WITH(nb::to_array(bytes), Catch::Matchers::Contains("Byte has no numpy form"));
-    CHECK(bytes.owner().use_count() == 1);  // the base made for the array was released again
+    CHECK(bytes.owner().use_count() == 1);  // no owner reference left behind by the failed conversion
+    // A packed dtype without a numpy form cannot even be unpacked into an array.
+    nb::tensor uintb4 = nb::tensor::empty(nb::dtype(nb::dtype_enum::UintB4), shape, 1);
+    CHECK_THROWS_AS(nb::to_array(uintb4), nb::dtype_error);
+    CHECK_THROWS_WITH(nb::to_array(uintb4, nb::share_policy::copy), Catch::Matchers::Contains("UintB4 has no numpy form"));
+    CHECK(uintb4.owner().use_count() == 1);
 }
 
 TEST_CASE("to_array(std::move(t)) hands the tensor's owner to the array", "[owner][convert]") {

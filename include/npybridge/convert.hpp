@@ -200,7 +200,7 @@ inline std::string strides_text(PyArrayObject* array) {
 }
 
 /// A plain ndarray over `data` with the numpy form of `type` (new reference).
-inline object array_over(const dtype& type, void* data, const tensor_layout& layout, bool writable, PyObject* base) {
+inline object array_over(const dtype& type, void* data, const tensor_layout& layout, bool writable) {
     object descr = to_numpy(type);
     const npy_intp itemsize = descr_elsize(reinterpret_cast<PyArray_Descr*>(descr.get()));
     npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
@@ -213,14 +213,7 @@ inline object array_over(const dtype& type, void* data, const tensor_layout& lay
                                            static_cast<int>(layout.ndim), dims, strides, data,
                                            writable ? NPY_ARRAY_WRITEABLE : 0, nullptr);
     if (array == nullptr) throw_numpy_failure("npybridge: numpy could not describe the tensor's memory");
-    object result = object::steal(array);
-    if (base != nullptr) {
-        Py_INCREF(base);
-        if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(array), base) != 0) {
-            throw_numpy_failure("npybridge: could not attach the tensor's owner to the array");
-        }
-    }
-    return result;
+    return object::steal(array);
 }
 
 /// The Python object that keeps C++ memory shared with numpy alive: it holds
@@ -664,7 +657,7 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
                                 : float_to_float                          ? NPY_UNSAFE_CASTING
                                                                           : NPY_SAME_KIND_CASTING;
     const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
-    object view = array_over(target, out, contiguous, true, nullptr);
+    object view = array_over(target, out, contiguous, true);
     auto* destination = reinterpret_cast<PyArrayObject*>(view.get());
     if (!PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), casting)) {
         throw dtype_error("cannot cast numpy " + descr_text(PyArray_DESCR(array)) + " to " + target.to_string() +
@@ -741,9 +734,6 @@ template <class Tensor>
     return adapter::accepts_strides(layout) ? type : nullptr;
 }
 
-}  // namespace detail
-
-namespace detail {
 
 /// Everything but the common borrow: array-likes, dtype changes, copies with
 /// their reasons. Out of line, so the common borrow's frame stays small.
@@ -824,8 +814,8 @@ template <class Tensor>
         throw conversion_error("must_share: " + std::string(entry.name) + " is packed (" + std::to_string(entry.bits) +
                                " bits per element); numpy needs one byte per element, so it can only be copied");
     }
-    if (entry.id == dtype_enum::UintB4) {
-        throw dtype_error("UintB4 has no numpy form (MegEngine gives it none either)");
+    if (entry.form == numpy_form::none) {
+        throw dtype_error(std::string(entry.name) + " has no numpy form (MegEngine gives it none either)");
     }
     if (!layout.is_contiguous()) throw conversion_error(std::string(entry.name) + ": a packed tensor must be contiguous");
     npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
@@ -846,9 +836,6 @@ template <class Tensor>
     return result;
 }
 
-}  // namespace detail
-
-namespace detail {
 
 /// Whether tensor_adapter<Tensor> can move the owner out of a tensor (optional member take_owner).
 template <class Tensor, class = void>
@@ -868,7 +855,7 @@ object to_array(const Tensor& source, share_policy policy, Tensor* consumed) {
     const tensor_layout layout = adapter::layout_of(source);
     if (type.info().is_packed) return unpacked_array(source, type, layout, policy);
     // A dtype without a numpy form (Byte) fails in array_over's to_numpy, naming it.
-    object view = array_over(type, adapter::data(source), layout, adapter::writable(source), nullptr);
+    object view = array_over(type, adapter::data(source), layout, adapter::writable(source));
     if (policy == share_policy::copy) {
         PyObject* copied = PyArray_NewCopy(reinterpret_cast<PyArrayObject*>(view.get()), NPY_CORDER);
         if (copied == nullptr) throw_numpy_failure("npybridge: copying the tensor");
@@ -937,7 +924,7 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
         // tensor): numpy's copy checks no value, so nothing can fail once it
         // writes. It copies straight in (memory shared with the array is
         // handled by numpy, which then copies the source first).
-        object into = detail::array_over(target, adapter::data(destination), dest_layout, true, nullptr);
+        object into = detail::array_over(target, adapter::data(destination), dest_layout, true);
         if (PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(into.get()), array) != 0) {
             detail::throw_numpy_failure("copy_into");
         }
@@ -962,7 +949,7 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
         return;
     }
     object from = to_array(staged, share_policy::try_share);
-    object into = detail::array_over(target, adapter::data(destination), dest_layout, true, nullptr);
+    object into = detail::array_over(target, adapter::data(destination), dest_layout, true);
     if (PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(into.get()), reinterpret_cast<PyArrayObject*>(from.get())) != 0) {
         detail::throw_numpy_failure("copy_into");
     }
