@@ -192,6 +192,22 @@ TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was
         CHECK(static_cast<std::int8_t*>(quantized.ptr)[1] == -2);
         CHECK(static_cast<std::int8_t*>(quantized.ptr)[3] == -128);
     }
+    SECTION("strided sources into a strided (transposed) destination, every pairing of layouts") {
+        test::owned memory = test::eval("np.zeros((7, 5), dtype=np.int32)");
+        test::owned transposed{PyObject_GetAttrString(memory.get(), "T")};
+        host_tensor strided = nb::to_tensor<host_tensor>(transposed.get()).tensor;
+        REQUIRE((strided.stride[0] == 1 && strided.stride[1] == 5));
+        for (const char* source : {"np.arange(35, dtype=np.int32).reshape(5, 7)",
+                                   "np.arange(35, dtype=np.int32).reshape(7, 5).T[::-1, ::-1]",
+                                   "np.arange(35, dtype='>i4').reshape(7, 5).T[:, ::-1]"}) {
+            test::owned values_array = test::eval(source);
+            nb::copy_into(values_array.get(), strided);
+            test::owned equal = test::eval("lambda m, s: bool((m.T == s).all())");
+            test::owned result{PyObject_CallFunctionObjArgs(equal.get(), memory.get(), values_array.get(), nullptr)};
+            CAPTURE(source);
+            CHECK(result.get() == Py_True);
+        }
+    }
     SECTION("a source sharing the destination's memory is read before it is overwritten") {
         test::owned base = test::eval("np.arange(6, dtype=np.int32).reshape(2, 3)");
         host_tensor borrowed = nb::to_tensor<host_tensor>(base.get()).tensor;

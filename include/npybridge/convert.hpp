@@ -2,6 +2,8 @@
 #pragma once
 
 #include <npybridge/config.hpp>
+#include <npybridge/detail/narrowing_kernels.hpp>
+#include <npybridge/detail/strided_copy.hpp>
 #include <npybridge/errors.hpp>
 #include <npybridge/lowbit.hpp>
 #include <npybridge/numpy_dtype.hpp>
@@ -18,10 +20,6 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <emmintrin.h>
-#endif
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
@@ -296,6 +294,22 @@ inline bool array_overlaps(PyArrayObject* array, const void* begin, std::size_t 
     return low < first + static_cast<std::intptr_t>(bytes) && first < high;
 }
 
+/// The bytes a layout's elements occupy (any strides; data is element 0).
+struct byte_span {
+    const void* begin;
+    std::size_t bytes;
+};
+inline byte_span span_of(const void* data, const tensor_layout& layout, std::size_t itemsize) noexcept {
+    if (layout.count() == 0) return {data, 0};
+    std::ptrdiff_t low = 0, high = static_cast<std::ptrdiff_t>(itemsize);
+    for (std::size_t i = 0; i < layout.ndim; ++i) {
+        const std::ptrdiff_t reach = static_cast<std::ptrdiff_t>(layout.shape[i] - 1) * layout.strides[i] *
+                                     static_cast<std::ptrdiff_t>(itemsize);
+        (reach < 0 ? low : high) += reach;
+    }
+    return {static_cast<const unsigned char*>(data) + low, static_cast<std::size_t>(high - low)};
+}
+
 /// Same dtype up to byte order, or a quantized dtype over a plain array of its
 /// base type (the array's integers are the codes, as in MegEngine).
 inline bool same_storage(const numpy_dtype_match& source, const dtype& target) {
@@ -303,6 +317,84 @@ inline bool same_storage(const numpy_dtype_match& source, const dtype& target) {
     if (source.type == target) return true;
     return target.is_quantized() && !source.type.is_quantized() && !target.info().is_packed &&
            numpy_type_num(source.type.id()) == numpy_type_num(target.id());
+}
+
+/// The bytes to reverse per element of a non-native array (each half of a
+/// complex number), 0 for native order.
+inline std::size_t swap_unit_of(PyArrayObject* array) noexcept {
+    if (PyArray_ISNOTSWAPPED(array)) return 0;
+    const auto size = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
+    return descr_kind(PyArray_DESCR(array)) == 'c' ? size / 2 : size;
+}
+
+/// A copy plan from the array (its byte strides) into memory of `into`'s
+/// element strides with `out_size`-byte elements; a 0-d array is one element.
+/// False when the copier cannot take it (more dimensions than it holds).
+inline bool copy_plan_of(PyArrayObject* array, const tensor_layout& into, std::size_t out_size, copy_plan& plan) noexcept {
+    const auto ndim = static_cast<std::size_t>(PyArray_NDIM(array));
+    if (ndim > copy_max_ndim || (ndim != 0 && ndim != into.ndim)) return false;
+    plan.ndim = ndim;
+    for (std::size_t i = 0; i < ndim; ++i) {
+        plan.shape[i] = static_cast<std::size_t>(PyArray_DIM(array, static_cast<int>(i)));
+        plan.src[i] = PyArray_STRIDE(array, static_cast<int>(i));
+        plan.dst[i] = into.strides[i] * static_cast<std::ptrdiff_t>(out_size);
+    }
+    return true;
+}
+
+/// The same into fresh C-ordered memory of `out_size`-byte elements.
+inline bool copy_plan_c_order(PyArrayObject* array, std::size_t out_size, copy_plan& plan) noexcept {
+    const auto ndim = static_cast<std::size_t>(PyArray_NDIM(array));
+    if (ndim > copy_max_ndim) return false;
+    plan.ndim = ndim;
+    auto stride = static_cast<std::ptrdiff_t>(out_size);
+    for (std::size_t i = ndim; i-- > 0;) {
+        plan.shape[i] = static_cast<std::size_t>(PyArray_DIM(array, static_cast<int>(i)));
+        plan.src[i] = PyArray_STRIDE(array, static_cast<int>(i));
+        plan.dst[i] = stride;
+        stride *= static_cast<std::ptrdiff_t>(std::max<std::size_t>(plan.shape[i], 1));
+    }
+    return true;
+}
+
+/// Runs `copy` without the GIL when it moves at least release_gil_bytes.
+template <class Copy>
+auto without_gil_if_large(std::size_t bytes, Copy&& copy) {
+    std::optional<gil_release> unlocked;
+    if (bytes >= release_gil_bytes) unlocked.emplace();
+    return copy();
+}
+
+/// The array's values in a new C-ordered array of its dtype (native byte
+/// order), copied by the tiled copier; the array itself when it already is one.
+inline object contiguous_copy(PyArrayObject* array, const std::string& purpose) {
+    if (PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array)) {
+        return object::borrow(reinterpret_cast<PyObject*>(array));
+    }
+    PyArray_Descr* descr = PyArray_DESCR(array);
+    Py_INCREF(descr);
+    if (!PyArray_ISNOTSWAPPED(array)) {
+        PyArray_Descr* native = PyArray_DescrNewByteorder(descr, NPY_NATIVE);
+        Py_DECREF(descr);
+        if (native == nullptr) throw_numpy_failure(purpose);
+        descr = native;
+    }
+    PyObject* made = PyArray_NewFromDescr(&PyArray_Type, descr, PyArray_NDIM(array), PyArray_DIMS(array), nullptr, nullptr, 0,
+                                          nullptr);
+    if (made == nullptr) throw_numpy_failure(purpose);
+    object result = object::steal(made);
+    auto* out = reinterpret_cast<PyArrayObject*>(made);
+    copy_plan plan;
+    if (PyArray_SIZE(array) == 0) return result;
+    if (!copy_plan_c_order(array, static_cast<std::size_t>(PyArray_ITEMSIZE(array)), plan)) {
+        if (PyArray_CopyInto(out, array) != 0) throw_numpy_failure(purpose);
+        return result;
+    }
+    const auto itemsize = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
+    without_gil_if_large(plan.count() * itemsize, [&] {
+        copy_strided(plan, PyArray_DATA(array), PyArray_DATA(out), itemsize, swap_unit_of(array));
+    });
+    return result;
 }
 
 /// Why the array's memory cannot back a tensor of `target`; empty when it can.
@@ -413,119 +505,6 @@ inline object contiguous_as(PyArrayObject* array, int type_num, NPY_CASTING cast
     return object::steal(result);
 }
 
-/// Whether `value` survives the cast to Target: int64 -> int32 without
-/// wrapping, float64 -> float32 without a finite value becoming infinite
-/// (|x| >= FLT_MAX + half an ulp; NaN and infinities pass).
-template <class Target, class Source>
-bool fits(Source value) noexcept {
-    if constexpr (std::is_integral_v<Source>) {
-        return static_cast<Source>(static_cast<Target>(value)) == value;
-    } else {
-        const Source magnitude = std::fabs(value);
-        return !(magnitude >= Source(3.4028235677973366e38) && magnitude < Source(HUGE_VAL));
-    }
-}
-
-/// The portable narrowing loop. Write: narrow into `out` (check: stop at the
-/// first value that does not fit and return its index); !Write: only look
-/// for that value. Returns n when every value fits (or nothing is checked).
-template <bool Write, class Source, class Target>
-std::size_t narrow_portable(const Source* in, Target* out, std::size_t n, bool check) noexcept {
-    constexpr std::size_t block = 4096;
-    for (std::size_t start = 0; start < n; start += block) {
-        const std::size_t end = std::min(n, start + block);
-        bool bad = false;
-        for (std::size_t i = start; i < end; ++i) {
-            const Source value = in[i];
-            if constexpr (Write) out[i] = static_cast<Target>(value);
-            bad |= !fits<Target>(value);
-        }
-        if (!bad || !check) continue;
-        for (std::size_t i = start; i < end; ++i) {
-            if (!fits<Target>(in[i])) return i;
-        }
-    }
-    return n;
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-/// The same with SSE2 (the x86-64 baseline), 4 values a step; the tail of
-/// each block and the search for the bad index use the portable loop.
-/// int64 fits int32 exactly when (x + 2^31) >> 32 == 0 (unsigned).
-template <bool Write>
-std::size_t narrow_sse2(const std::int64_t* in, std::int32_t* out, std::size_t n, bool check) noexcept {
-    const __m128i bias = _mm_set1_epi64x(0x80000000LL);
-    constexpr std::size_t block = 4096;
-    for (std::size_t start = 0; start < n; start += block) {
-        const std::size_t end = std::min(n, start + block);
-        __m128i high = _mm_setzero_si128();
-        std::size_t i = start;
-        for (; i + 4 <= end; i += 4) {
-            const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
-            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 2));
-            if constexpr (Write) {
-                // The low halves: dwords 0 and 2 of each, side by side.
-                const __m128i low = _mm_unpacklo_epi64(_mm_shuffle_epi32(a, _MM_SHUFFLE(3, 1, 2, 0)),
-                                                       _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0)));
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), low);
-            }
-            high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(a, bias), 32));
-            high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(b, bias), 32));
-        }
-        bool bad = _mm_movemask_epi8(_mm_cmpeq_epi32(high, _mm_setzero_si128())) != 0xFFFF;
-        if (i < end) bad |= narrow_portable<Write>(in + i, out + (Write ? i : 0), end - i, true) != end - i;
-        if (bad && check) return start + narrow_portable<false>(in + start, out, end - start, true);
-    }
-    return n;
-}
-
-/// float64 -> float32: a finite value overflows exactly when |x| >= FLT_MAX + half an ulp.
-template <bool Write>
-std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check) noexcept {
-    const __m128d threshold = _mm_set1_pd(3.4028235677973366e38);
-    const __m128d infinity = _mm_set1_pd(HUGE_VAL);
-    const __m128d sign = _mm_set1_pd(-0.0);
-    constexpr std::size_t block = 4096;
-    for (std::size_t start = 0; start < n; start += block) {
-        const std::size_t end = std::min(n, start + block);
-        __m128d overflow = _mm_setzero_pd();
-        std::size_t i = start;
-        for (; i + 4 <= end; i += 4) {
-            const __m128d a = _mm_loadu_pd(in + i), b = _mm_loadu_pd(in + i + 2);
-            if constexpr (Write) _mm_storeu_ps(out + i, _mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
-            const __m128d abs_a = _mm_andnot_pd(sign, a), abs_b = _mm_andnot_pd(sign, b);
-            overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(abs_a, threshold), _mm_cmplt_pd(abs_a, infinity)));
-            overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(abs_b, threshold), _mm_cmplt_pd(abs_b, infinity)));
-        }
-        bool bad = _mm_movemask_pd(overflow) != 0;
-        if (i < end) bad |= narrow_portable<Write>(in + i, out + (Write ? i : 0), end - i, true) != end - i;
-        if (bad && check) return start + narrow_portable<false>(in + start, out, end - start, true);
-    }
-    return n;
-}
-#endif
-
-/// int64 -> int32 or float64 -> float32 into `out`; with check, stops at the
-/// first value that does not fit and returns its index (n: all fit).
-template <class Source, class Target>
-std::size_t narrow_values(const Source* in, Target* out, std::size_t n, bool check) noexcept {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    return narrow_sse2<true>(in, out, n, check);
-#else
-    return narrow_portable<true>(in, out, n, check);
-#endif
-}
-
-/// Index of the first value that does not fit Target, n when all do. Reads only.
-template <class Source, class Target>
-std::size_t first_unfit(const Source* in, std::size_t n) noexcept {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    return narrow_sse2<false>(in, static_cast<Target*>(nullptr), n, true);
-#else
-    return narrow_portable<false>(in, static_cast<Target*>(nullptr), n, true);
-#endif
-}
-
 /// int64 -> Int32 / float64 -> Float32 into `out` (contiguous). checked: the
 /// first value that does not fit is an error naming index and value.
 /// check_first: every value is checked before the first is written, so a bad
@@ -533,28 +512,52 @@ std::size_t first_unfit(const Source* in, std::size_t n) noexcept {
 inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing mode, const tensor_layout& layout,
                         bool check_first = false) {
     const bool to_int = target.id() == dtype_enum::Int32;
-    object source = contiguous_as(array, to_int ? NPY_INT64 : NPY_FLOAT64, NPY_SAFE_CASTING, "narrowing");
-    auto* src = reinterpret_cast<PyArrayObject*>(source.get());
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(src));
-    std::size_t bad = n;
-    {
-        std::optional<gil_release> unlocked;
-        if (n * 8 >= release_gil_bytes) unlocked.emplace();
-        if (check_first && mode == narrowing::checked) {
-            bad = to_int ? first_unfit<std::int64_t, std::int32_t>(static_cast<const std::int64_t*>(PyArray_DATA(src)), n)
-                         : first_unfit<double, float>(static_cast<const double*>(PyArray_DATA(src)), n);
-            if (bad == n) mode = narrowing::wrap;  // all fit: write without checking again
-        }
-        if (bad == n) {
-            const bool check = mode == narrowing::checked;
-            bad = to_int ? narrow_values(static_cast<const std::int64_t*>(PyArray_DATA(src)), static_cast<std::int32_t*>(out),
-                                         n, check)
-                         : narrow_values(static_cast<const double*>(PyArray_DATA(src)), static_cast<float*>(out), n, check);
-        }
+    const int type_num = descr_type_num(PyArray_DESCR(array));
+    const bool wide_source = PyArray_ITEMSIZE(array) == 8 &&
+                             (to_int ? type_num == NPY_LONG || type_num == NPY_LONGLONG : type_num == NPY_DOUBLE);
+    // int64 / float64 of any strides and byte order are gathered and narrowed
+    // in one pass (checking while gathering); anything else numpy first makes
+    // one of those.
+    object converted;
+    if (!wide_source) converted = contiguous_as(array, to_int ? NPY_INT64 : NPY_FLOAT64, NPY_SAFE_CASTING, "narrowing");
+    auto* src = wide_source ? array : reinterpret_cast<PyArrayObject*>(converted.get());
+    copy_plan plan;
+    if (!copy_plan_c_order(src, 4, plan)) {  // more dimensions than a plan holds: numpy flattens first
+        converted = contiguous_as(src, to_int ? NPY_INT64 : NPY_FLOAT64, NPY_SAFE_CASTING, "narrowing");
+        src = reinterpret_cast<PyArrayObject*>(converted.get());
+        plan.ndim = 1;
+        plan.shape[0] = static_cast<std::size_t>(PyArray_SIZE(src));
+        plan.src[0] = 8;
+        plan.dst[0] = 4;
     }
+    const bool swap = !PyArray_ISNOTSWAPPED(src);
+    const void* data = PyArray_DATA(src);
+    const std::size_t n = plan.count();
+    const std::size_t bad = without_gil_if_large(n * 8, [&]() -> std::size_t {
+        auto first_bad = [&] {
+            return to_int ? first_unfit_strided<std::int64_t, std::int32_t>(plan, data, swap)
+                          : first_unfit_strided<double, float>(plan, data, swap);
+        };
+        if (check_first && mode == narrowing::checked) {
+            const std::size_t found = first_bad();
+            if (found != n) return found;
+        }
+        const bool all_fit = to_int ? narrow_strided<std::int64_t, std::int32_t>(plan, data, out, swap)
+                                    : narrow_strided<double, float>(plan, data, out, swap);
+        return all_fit || mode != narrowing::checked ? n : first_bad();
+    });
     if (bad != n) {
-        const std::string value = to_int ? std::to_string(static_cast<const std::int64_t*>(PyArray_DATA(src))[bad])
-                                         : number_text(static_cast<const double*>(PyArray_DATA(src))[bad]);
+        std::ptrdiff_t offset = 0;
+        std::size_t rest = bad;
+        for (std::size_t k = plan.ndim; k-- > 0;) {
+            offset += static_cast<std::ptrdiff_t>(rest % plan.shape[k]) * plan.src[k];
+            rest /= plan.shape[k];
+        }
+        const auto* at = static_cast<const unsigned char*>(data) + offset;
+        const std::string value =
+            to_int ? std::to_string(swap ? narrow_op<std::int64_t, std::int32_t, true>::load(at)
+                                         : narrow_op<std::int64_t, std::int32_t, false>::load(at))
+                   : number_text(swap ? narrow_op<double, float, true>::load(at) : narrow_op<double, float, false>::load(at));
         throw value_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
                           ": value " + value + " at index " + index_text(bad, layout) + " does not fit " +
                           std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
@@ -570,17 +573,15 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
     if (user_dtype_lookup_hook != nullptr) {
         const std::optional<dtype_enum> user = user_dtype_lookup_hook(descr_type_num(PyArray_DESCR(array)));
         if (user && info(*user).is_packed) {  // an intbN array holds its odd values as int8 bytes
-            PyObject* contiguous = PyArray_FromArray(array, nullptr, NPY_ARRAY_CARRAY_RO);
-            if (contiguous == nullptr) throw_numpy_failure(std::string(type.name));
-            return object::steal(contiguous);
+            return contiguous_copy(array, std::string(type.name));
         }
     }
     const char kind = descr_kind(PyArray_DESCR(array));
     if (kind != 'i' && kind != 'u' && kind != 'b') {
         throw dtype_error(std::string(type.name) + " takes integer values, got numpy " + descr_text(PyArray_DESCR(array)));
     }
-    if (descr_type_num(PyArray_DESCR(array)) == byte_type ||
-        (PyArray_ITEMSIZE(array) == 1 && (kind == 'i') == type.is_signed && kind != 'b')) {
+    if (descr_type_num(PyArray_DESCR(array)) == byte_type) return contiguous_copy(array, std::string(type.name));
+    if (PyArray_ITEMSIZE(array) == 1 && (kind == 'i') == type.is_signed && kind != 'b') {
         return contiguous_as(array, byte_type, NPY_SAFE_CASTING, std::string(type.name));
     }
     object wide = contiguous_as(array, NPY_INT64, NPY_UNSAFE_CASTING, std::string(type.name));
@@ -649,6 +650,19 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
         throw dtype_error("requantizing is not supported: the array is " + source->type.to_string() + ", the tensor wants " +
                           target.to_string());
     }
+    const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
+    if (source && same_storage(*source, target) &&
+        static_cast<std::size_t>(PyArray_ITEMSIZE(array)) == target.info().element_size) {
+        // The same values in another layout or byte order: the tiled copier.
+        copy_plan plan;
+        const std::size_t itemsize = target.info().element_size;
+        if (copy_plan_of(array, contiguous, itemsize, plan)) {
+            without_gil_if_large(plan.count() * itemsize, [&] {
+                copy_strided(plan, PyArray_DATA(array), out, itemsize, swap_unit_of(array));
+            });
+            return;
+        }
+    }
     // float -> BFloat16 is a float-to-float cast (numpy cannot know that of a user dtype).
     const bool float_to_float = target.info().category == dtype_category::floating &&
                                 descr_kind(PyArray_DESCR(array)) == 'f';
@@ -656,7 +670,6 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
                                 : options.narrow == narrowing::wrap       ? NPY_UNSAFE_CASTING
                                 : float_to_float                          ? NPY_UNSAFE_CASTING
                                                                           : NPY_SAME_KIND_CASTING;
-    const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
     object view = array_over(target, out, contiguous, true);
     auto* destination = reinterpret_cast<PyArrayObject*>(view.get());
     if (!PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), casting)) {
@@ -857,9 +870,13 @@ object to_array(const Tensor& source, share_policy policy, Tensor* consumed) {
     // A dtype without a numpy form (Byte) fails in array_over's to_numpy, naming it.
     object view = array_over(type, adapter::data(source), layout, adapter::writable(source));
     if (policy == share_policy::copy) {
-        PyObject* copied = PyArray_NewCopy(reinterpret_cast<PyArrayObject*>(view.get()), NPY_CORDER);
-        if (copied == nullptr) throw_numpy_failure("npybridge: copying the tensor");
-        return object::steal(copied);
+        auto* from = reinterpret_cast<PyArrayObject*>(view.get());
+        if (layout.is_contiguous()) {
+            PyObject* copied = PyArray_NewCopy(from, NPY_CORDER);
+            if (copied == nullptr) throw_numpy_failure("npybridge: copying the tensor");
+            return object::steal(copied);
+        }
+        return contiguous_copy(from, "npybridge: copying the tensor");  // strided: the tiled copier
     }
     owner_handle owner;
     if constexpr (can_take_owner<Tensor>::value) {
@@ -924,6 +941,18 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
         // tensor): numpy's copy checks no value, so nothing can fail once it
         // writes. It copies straight in (memory shared with the array is
         // handled by numpy, which then copies the source first).
+        const std::size_t itemsize = target.info().element_size;
+        detail::copy_plan plan;
+        const detail::byte_span span = detail::span_of(adapter::data(destination), dest_layout, itemsize);
+        if (static_cast<std::size_t>(PyArray_ITEMSIZE(array)) == itemsize &&
+            !detail::array_overlaps(array, span.begin, span.bytes) &&
+            detail::copy_plan_of(array, dest_layout, itemsize, plan)) {
+            detail::without_gil_if_large(plan.count() * itemsize, [&] {
+                detail::copy_strided(plan, PyArray_DATA(array), adapter::data(destination), itemsize,
+                                     detail::swap_unit_of(array));
+            });
+            return;
+        }
         object into = detail::array_over(target, adapter::data(destination), dest_layout, true);
         if (PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(into.get()), array) != 0) {
             detail::throw_numpy_failure("copy_into");

@@ -24,6 +24,16 @@ PAIRS = {
            f"copy_into, checked int64 -> Int32 (every value checked before any is written) / numpy's unchecked "
            f"cast into the same memory, {label}")
           for n, label in ((262144, "256 Ki"), (16777216, "16 Mi"))],
+        ("npybridge_copy_float32_T", "numpy_ascontiguous_float32_T",
+         "4096 x 4096 float32 .T into a new tensor / np.ascontiguousarray (target <= 0.4)"),
+        ("npybridge_copy_float32_T", "contiguous_copy_float32",
+         "the same / a contiguous copy of the same bytes into a new tensor (target <= 3)"),
+        ("npybridge_copy_int16_perm", "numpy_ascontiguous_int16_perm",
+         "(64, 512, 512) int16 transpose(2, 0, 1) / np.ascontiguousarray (target <= 0.4)"),
+        ("npybridge_copy_int16_perm", "contiguous_copy_int16",
+         "the same / a contiguous copy of the same bytes (target <= 3)"),
+        ("npybridge_checked_narrowing_float64_T", "numpy_ascontiguous_astype_float64_T",
+         "4096 x 4096 float64 .T, checked narrowing to Float32 / ascontiguousarray(x.T).astype(float32) (target <= 0.5)"),
     ],
     "lowbit_bench": [
         *[(f"memcpy_unpacked_bytes", f"{kind}/{dtype}", f"{kind} {dtype} throughput / memcpy throughput (target >= 0.7)")

@@ -1,0 +1,134 @@
+// npybridge/detail/narrowing_kernels.hpp — int64 -> int32 and float64 -> float32 with a per-value fit check: portable and SSE2.
+#pragma once
+
+#include <npybridge/config.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define NPYBRIDGE_SSE2 1
+#include <emmintrin.h>
+#endif
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+/// Whether `value` survives the cast to Target: int64 -> int32 without
+/// wrapping, float64 -> float32 without a finite value becoming infinite
+/// (|x| >= FLT_MAX + half an ulp; NaN and infinities pass).
+template <class Target, class Source>
+bool fits(Source value) noexcept {
+    if constexpr (std::is_integral_v<Source>) {
+        return static_cast<Source>(static_cast<Target>(value)) == value;
+    } else {
+        const Source magnitude = std::fabs(value);
+        return !(magnitude >= Source(3.4028235677973366e38) && magnitude < Source(HUGE_VAL));
+    }
+}
+
+/// The portable narrowing loop. Write: narrow into `out` (check: stop at the
+/// first value that does not fit and return its index); !Write: only look
+/// for that value. Returns n when every value fits (or nothing is checked).
+template <bool Write, class Source, class Target>
+std::size_t narrow_portable(const Source* in, Target* out, std::size_t n, bool check) noexcept {
+    constexpr std::size_t block = 4096;
+    for (std::size_t start = 0; start < n; start += block) {
+        const std::size_t end = std::min(n, start + block);
+        bool bad = false;
+        for (std::size_t i = start; i < end; ++i) {
+            const Source value = in[i];
+            if constexpr (Write) out[i] = static_cast<Target>(value);
+            bad |= !fits<Target>(value);
+        }
+        if (!bad || !check) continue;
+        for (std::size_t i = start; i < end; ++i) {
+            if (!fits<Target>(in[i])) return i;
+        }
+    }
+    return n;
+}
+
+#if defined(NPYBRIDGE_SSE2)
+/// The same with SSE2 (the x86-64 baseline), 4 values a step; the tail of
+/// each block and the search for the bad index use the portable loop.
+/// int64 fits int32 exactly when (x + 2^31) >> 32 == 0 (unsigned).
+template <bool Write>
+std::size_t narrow_sse2(const std::int64_t* in, std::int32_t* out, std::size_t n, bool check) noexcept {
+    const __m128i bias = _mm_set1_epi64x(0x80000000LL);
+    constexpr std::size_t block = 4096;
+    for (std::size_t start = 0; start < n; start += block) {
+        const std::size_t end = std::min(n, start + block);
+        __m128i high = _mm_setzero_si128();
+        std::size_t i = start;
+        for (; i + 4 <= end; i += 4) {
+            const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 2));
+            if constexpr (Write) {
+                // The low halves: dwords 0 and 2 of each, side by side.
+                const __m128i low = _mm_unpacklo_epi64(_mm_shuffle_epi32(a, _MM_SHUFFLE(3, 1, 2, 0)),
+                                                       _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0)));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), low);
+            }
+            high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(a, bias), 32));
+            high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(b, bias), 32));
+        }
+        bool bad = _mm_movemask_epi8(_mm_cmpeq_epi32(high, _mm_setzero_si128())) != 0xFFFF;
+        if (i < end) bad |= narrow_portable<Write>(in + i, out + (Write ? i : 0), end - i, true) != end - i;
+        if (bad && check) return start + narrow_portable<false>(in + start, out, end - start, true);
+    }
+    return n;
+}
+
+/// float64 -> float32: a finite value overflows exactly when |x| >= FLT_MAX + half an ulp.
+template <bool Write>
+std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check) noexcept {
+    const __m128d threshold = _mm_set1_pd(3.4028235677973366e38);
+    const __m128d infinity = _mm_set1_pd(HUGE_VAL);
+    const __m128d sign = _mm_set1_pd(-0.0);
+    constexpr std::size_t block = 4096;
+    for (std::size_t start = 0; start < n; start += block) {
+        const std::size_t end = std::min(n, start + block);
+        __m128d overflow = _mm_setzero_pd();
+        std::size_t i = start;
+        for (; i + 4 <= end; i += 4) {
+            const __m128d a = _mm_loadu_pd(in + i), b = _mm_loadu_pd(in + i + 2);
+            if constexpr (Write) _mm_storeu_ps(out + i, _mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
+            const __m128d abs_a = _mm_andnot_pd(sign, a), abs_b = _mm_andnot_pd(sign, b);
+            overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(abs_a, threshold), _mm_cmplt_pd(abs_a, infinity)));
+            overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(abs_b, threshold), _mm_cmplt_pd(abs_b, infinity)));
+        }
+        bool bad = _mm_movemask_pd(overflow) != 0;
+        if (i < end) bad |= narrow_portable<Write>(in + i, out + (Write ? i : 0), end - i, true) != end - i;
+        if (bad && check) return start + narrow_portable<false>(in + start, out, end - start, true);
+    }
+    return n;
+}
+#endif
+
+/// int64 -> int32 or float64 -> float32 into `out`; with check, stops at the
+/// first value that does not fit and returns its index (n: all fit).
+template <class Source, class Target>
+std::size_t narrow_values(const Source* in, Target* out, std::size_t n, bool check) noexcept {
+#if defined(NPYBRIDGE_SSE2)
+    return narrow_sse2<true>(in, out, n, check);
+#else
+    return narrow_portable<true>(in, out, n, check);
+#endif
+}
+
+/// Index of the first value that does not fit Target, n when all do. Reads only.
+template <class Source, class Target>
+std::size_t first_unfit(const Source* in, std::size_t n) noexcept {
+#if defined(NPYBRIDGE_SSE2)
+    return narrow_sse2<false>(in, static_cast<Target*>(nullptr), n, true);
+#else
+    return narrow_portable<false>(in, static_cast<Target*>(nullptr), n, true);
+#endif
+}
+
+}  // namespace detail
+}  // namespace npybridge

@@ -1,0 +1,542 @@
+// npybridge/detail/strided_copy.hpp — copies between two strided layouts of one shape, tiled so that transposes run near memory speed.
+#pragma once
+
+#include <npybridge/config.hpp>
+#include <npybridge/detail/narrowing_kernels.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+#if defined(NPYBRIDGE_SSE2)
+#include <xmmintrin.h>
+#endif
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+// Why tiles: copying a transposed view element by element in the destination's
+// order reads each source element from a new cache line (NumPy's copy does
+// this). The copier finds the two dimensions that matter, the one the
+// destination walks contiguously and the one the source does, and copies
+// square tiles of those two that fit in L1 (both sides then move whole cache
+// lines), with SIMD 4x4 / 8x8 / 2x2 transposes inside a tile for 4-, 2- and
+// 8-byte elements. See docs/copies.md.
+
+/// Most dimensions a copy plan holds (NumPy's own limit is higher; npybridge's
+/// tensors hold at most NPYBRIDGE_MAX_NDIM).
+inline constexpr std::size_t copy_max_ndim = NPYBRIDGE_MAX_NDIM + 1;
+
+/// One copy: a shape with the byte strides of source and destination.
+struct copy_plan {
+    std::size_t ndim = 0;
+    std::size_t shape[copy_max_ndim];
+    std::ptrdiff_t src[copy_max_ndim];
+    std::ptrdiff_t dst[copy_max_ndim];
+
+    std::size_t count() const noexcept {
+        std::size_t n = 1;
+        for (std::size_t i = 0; i < ndim; ++i) n *= shape[i];
+        return n;
+    }
+
+    /// Drops size-1 dimensions and merges neighbours that are one run in both
+    /// layouts. Returns false when there is nothing to copy (a zero extent).
+    bool simplify() noexcept {
+        std::size_t out = 0;
+        for (std::size_t i = 0; i < ndim; ++i) {
+            if (shape[i] == 0) return false;
+            if (shape[i] == 1) continue;
+            if (out > 0 && src[out - 1] == src[i] * static_cast<std::ptrdiff_t>(shape[i]) &&
+                dst[out - 1] == dst[i] * static_cast<std::ptrdiff_t>(shape[i])) {
+                shape[out - 1] *= shape[i];
+                src[out - 1] = src[i];
+                dst[out - 1] = dst[i];
+                continue;
+            }
+            shape[out] = shape[i];
+            src[out] = src[i];
+            dst[out] = dst[i];
+            ++out;
+        }
+        ndim = out;
+        return true;
+    }
+};
+
+// ---------------------------------------------------------------- element ops
+// An op turns one source element into one destination element and says
+// whether the value fits (narrowing); In / Out are the element sizes.
+
+template <std::size_t Size>
+struct copy_op {
+    static constexpr std::size_t in = Size, out = Size;
+    static constexpr bool checks = false, swapped = false;
+    static bool apply(const unsigned char* s, unsigned char* d) noexcept {
+        std::memcpy(d, s, Size);
+        return true;
+    }
+};
+
+template <class Word>
+inline Word byte_swapped(Word w) noexcept {
+    if constexpr (sizeof(Word) == 2) return static_cast<Word>(__builtin_bswap16(w));
+    if constexpr (sizeof(Word) == 4) return static_cast<Word>(__builtin_bswap32(w));
+    if constexpr (sizeof(Word) == 8) return static_cast<Word>(__builtin_bswap64(w));
+}
+
+template <std::size_t Unit>
+using swap_word = std::conditional_t<Unit == 2, std::uint16_t, std::conditional_t<Unit == 4, std::uint32_t, std::uint64_t>>;
+
+/// Reverses the bytes of each Unit-byte part of a Size-byte element (complex
+/// numbers swap each half).
+template <std::size_t Size, std::size_t Unit>
+struct swap_op {
+    static_assert(Size % Unit == 0 && (Unit == 2 || Unit == 4 || Unit == 8), "npybridge: swap units are 2, 4 or 8 bytes");
+    static constexpr std::size_t in = Size, out = Size;
+    static constexpr bool checks = false, swapped = true;
+    static bool apply(const unsigned char* s, unsigned char* d) noexcept {
+        for (std::size_t k = 0; k < Size; k += Unit) {
+            swap_word<Unit> w;
+            std::memcpy(&w, s + k, Unit);
+            w = byte_swapped(w);
+            std::memcpy(d + k, &w, Unit);
+        }
+        return true;
+    }
+};
+
+/// int64 -> int32 / float64 -> float32, optionally from the other byte order.
+template <class Source, class Target, bool Swap>
+struct narrow_op {
+    using source = Source;
+    using target = Target;
+    static constexpr std::size_t in = sizeof(Source), out = sizeof(Target);
+    static constexpr bool checks = true, swapped = Swap;
+    static Source load(const unsigned char* s) noexcept {
+        Source value;
+        if constexpr (Swap) {
+            std::uint64_t w;
+            std::memcpy(&w, s, 8);
+            w = byte_swapped(w);
+            std::memcpy(&value, &w, 8);
+        } else {
+            std::memcpy(&value, s, sizeof(Source));
+        }
+        return value;
+    }
+    static bool apply(const unsigned char* s, unsigned char* d) noexcept {
+        const Source value = load(s);
+        const auto narrowed = static_cast<Target>(value);
+        std::memcpy(d, &narrowed, sizeof(Target));
+        return fits<Target>(value);
+    }
+};
+
+template <class T>
+inline bool aligned(const void* p) noexcept {
+    return reinterpret_cast<std::uintptr_t>(p) % alignof(T) == 0;
+}
+
+// ------------------------------------------------------------ SIMD tiles
+// Each handles a block of the 2-D copy: i runs along the source's unit-stride
+// dimension, j along the destination's; src(i, j) = src + i*In + j*sj,
+// dst(i, j) = dst + i*di + j*Out. They return how far they got in i and j
+// (multiples of their block edge); the scalar loop does the rest.
+
+template <class Op>
+struct simd_tile {
+    static constexpr std::size_t edge = 0;  // none
+    static bool run(const unsigned char*, std::ptrdiff_t, unsigned char*, std::ptrdiff_t, std::size_t, std::size_t) noexcept {
+        return true;
+    }
+};
+
+#if defined(NPYBRIDGE_SSE2)
+template <>
+struct simd_tile<copy_op<4>> {
+    static constexpr std::size_t edge = 4;
+    static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
+                    std::size_t nj) noexcept {
+        for (std::size_t j = 0; j + 4 <= nj; j += 4) {
+            const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
+            unsigned char* d = dst + j * 4;
+            for (std::size_t i = 0; i + 4 <= ni; i += 4) {
+                __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(s + i * 4));
+                __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(s + sj + i * 4));
+                __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 2 * sj + i * 4));
+                __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 3 * sj + i * 4));
+                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+                unsigned char* row = d + static_cast<std::ptrdiff_t>(i) * di;
+                _mm_storeu_ps(reinterpret_cast<float*>(row), r0);
+                _mm_storeu_ps(reinterpret_cast<float*>(row + di), r1);
+                _mm_storeu_ps(reinterpret_cast<float*>(row + 2 * di), r2);
+                _mm_storeu_ps(reinterpret_cast<float*>(row + 3 * di), r3);
+            }
+        }
+        return true;
+    }
+};
+
+template <>
+struct simd_tile<copy_op<2>> {
+    static constexpr std::size_t edge = 8;
+    static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
+                    std::size_t nj) noexcept {
+        for (std::size_t j = 0; j + 8 <= nj; j += 8) {
+            const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
+            unsigned char* d = dst + j * 2;
+            for (std::size_t i = 0; i + 8 <= ni; i += 8) {
+                __m128i a[8];
+                for (int k = 0; k < 8; ++k) a[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k * sj + i * 2));
+                // Three rounds of interleaving: 16-bit, 32-bit and 64-bit pairs.
+                __m128i t[8], u[8];
+                for (int k = 0; k < 4; ++k) {
+                    t[2 * k] = _mm_unpacklo_epi16(a[2 * k], a[2 * k + 1]);
+                    t[2 * k + 1] = _mm_unpackhi_epi16(a[2 * k], a[2 * k + 1]);
+                }
+                for (int k = 0; k < 2; ++k) {
+                    u[4 * k + 0] = _mm_unpacklo_epi32(t[4 * k + 0], t[4 * k + 2]);
+                    u[4 * k + 1] = _mm_unpackhi_epi32(t[4 * k + 0], t[4 * k + 2]);
+                    u[4 * k + 2] = _mm_unpacklo_epi32(t[4 * k + 1], t[4 * k + 3]);
+                    u[4 * k + 3] = _mm_unpackhi_epi32(t[4 * k + 1], t[4 * k + 3]);
+                }
+                unsigned char* row = d + static_cast<std::ptrdiff_t>(i) * di;
+                for (int k = 0; k < 4; ++k) {
+                    _mm_storeu_si128(reinterpret_cast<__m128i*>(row + (2 * k) * di), _mm_unpacklo_epi64(u[k], u[k + 4]));
+                    _mm_storeu_si128(reinterpret_cast<__m128i*>(row + (2 * k + 1) * di), _mm_unpackhi_epi64(u[k], u[k + 4]));
+                }
+            }
+        }
+        return true;
+    }
+};
+
+template <>
+struct simd_tile<copy_op<8>> {
+    static constexpr std::size_t edge = 2;
+    static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
+                    std::size_t nj) noexcept {
+        for (std::size_t j = 0; j + 2 <= nj; j += 2) {
+            const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
+            unsigned char* d = dst + j * 8;
+            for (std::size_t i = 0; i + 2 <= ni; i += 2) {
+                const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i * 8));
+                const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + sj + i * 8));
+                unsigned char* row = d + static_cast<std::ptrdiff_t>(i) * di;
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(row), _mm_unpacklo_epi64(a, b));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(row + di), _mm_unpackhi_epi64(a, b));
+            }
+        }
+        return true;
+    }
+};
+
+/// float64 -> float32 while transposing: 4 doubles of each of 4 columns become
+/// 4 floats, transposed like copy_op<4>; overflow is looked for on the way.
+template <>
+struct simd_tile<narrow_op<double, float, false>> {
+    static constexpr std::size_t edge = 4;
+    static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
+                    std::size_t nj) noexcept {
+        const __m128d threshold = _mm_set1_pd(3.4028235677973366e38), infinity = _mm_set1_pd(HUGE_VAL),
+                      sign = _mm_set1_pd(-0.0);
+        __m128d overflow = _mm_setzero_pd();
+        for (std::size_t j = 0; j + 4 <= nj; j += 4) {
+            const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
+            unsigned char* d = dst + j * 4;
+            for (std::size_t i = 0; i + 4 <= ni; i += 4) {
+                __m128 r[4];
+                for (int k = 0; k < 4; ++k) {
+                    const double* p = reinterpret_cast<const double*>(s + k * sj + i * 8);
+                    const __m128d lo = _mm_loadu_pd(p), hi = _mm_loadu_pd(p + 2);
+                    r[k] = _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));
+                    const __m128d alo = _mm_andnot_pd(sign, lo), ahi = _mm_andnot_pd(sign, hi);
+                    overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(alo, threshold), _mm_cmplt_pd(alo, infinity)));
+                    overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(ahi, threshold), _mm_cmplt_pd(ahi, infinity)));
+                }
+                _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
+                unsigned char* row = d + static_cast<std::ptrdiff_t>(i) * di;
+                for (int k = 0; k < 4; ++k) _mm_storeu_ps(reinterpret_cast<float*>(row + k * di), r[k]);
+            }
+        }
+        return _mm_movemask_pd(overflow) == 0;
+    }
+};
+
+/// int64 -> int32 while transposing: the low dwords of 4 values per column,
+/// transposed as floats (bit patterns only); a value fits when (x + 2^31) >> 32 == 0.
+template <>
+struct simd_tile<narrow_op<std::int64_t, std::int32_t, false>> {
+    static constexpr std::size_t edge = 4;
+    static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
+                    std::size_t nj) noexcept {
+        const __m128i bias = _mm_set1_epi64x(0x80000000LL);
+        __m128i high = _mm_setzero_si128();
+        for (std::size_t j = 0; j + 4 <= nj; j += 4) {
+            const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
+            unsigned char* d = dst + j * 4;
+            for (std::size_t i = 0; i + 4 <= ni; i += 4) {
+                __m128 r[4];
+                for (int k = 0; k < 4; ++k) {
+                    const unsigned char* p = s + k * sj + i * 8;
+                    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+                    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
+                    r[k] = _mm_castsi128_ps(_mm_unpacklo_epi64(_mm_shuffle_epi32(a, _MM_SHUFFLE(3, 1, 2, 0)),
+                                                               _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0))));
+                    high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(a, bias), 32));
+                    high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(b, bias), 32));
+                }
+                _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
+                unsigned char* row = d + static_cast<std::ptrdiff_t>(i) * di;
+                for (int k = 0; k < 4; ++k) _mm_storeu_ps(reinterpret_cast<float*>(row + k * di), r[k]);
+            }
+        }
+        return _mm_movemask_epi8(_mm_cmpeq_epi32(high, _mm_setzero_si128())) == 0xFFFF;
+    }
+};
+#endif
+
+// ------------------------------------------------------------ the copier
+
+/// Tile edge in elements: a tile row of the wider side is 128 bytes (two cache
+/// lines), so a tile of both sides is at most 2 * 128 rows of 128 bytes in L1.
+template <class Op>
+inline constexpr std::size_t tile_edge = std::max<std::size_t>(4, 128 / std::max(Op::in, Op::out));
+
+/// One 2-D block: i along the source's contiguous dimension, j along the
+/// destination's. Scalar loop for what the SIMD tile leaves (edges, strides
+/// that are not one element).
+template <class Op>
+bool copy_block(const unsigned char* src, std::ptrdiff_t si, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di,
+                std::ptrdiff_t dj, std::size_t ni, std::size_t nj) noexcept {
+    bool ok = true;
+    std::size_t done_i = 0, done_j = 0;
+    if constexpr (simd_tile<Op>::edge != 0) {
+        if (si == static_cast<std::ptrdiff_t>(Op::in) && dj == static_cast<std::ptrdiff_t>(Op::out)) {
+            constexpr std::size_t e = simd_tile<Op>::edge;
+            ok = simd_tile<Op>::run(src, sj, dst, di, ni, nj);
+            done_i = ni / e * e;
+            done_j = nj / e * e;
+        }
+    }
+    // What the SIMD tile did not cover: the j columns past done_j (all i),
+    // and the i rows past done_i for the first done_j columns.
+    for (std::size_t j = 0; j < nj; ++j) {
+        const std::size_t from = j < done_j ? done_i : 0;
+        const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
+        unsigned char* d = dst + static_cast<std::ptrdiff_t>(j) * dj;
+        for (std::size_t i = from; i < ni; ++i) {
+            ok &= Op::apply(s + static_cast<std::ptrdiff_t>(i) * si, d + static_cast<std::ptrdiff_t>(i) * di);
+        }
+    }
+    return ok;
+}
+
+/// A run along one dimension with both strides given.
+template <class Op>
+bool copy_run(const unsigned char* src, std::ptrdiff_t ss, unsigned char* dst, std::ptrdiff_t ds, std::size_t n) noexcept {
+    if constexpr (std::is_same_v<Op, copy_op<Op::in>>) {
+        if (ss == static_cast<std::ptrdiff_t>(Op::in) && ds == static_cast<std::ptrdiff_t>(Op::out)) {
+            std::memcpy(dst, src, n * Op::in);
+            return true;
+        }
+    }
+    if constexpr (Op::checks && !Op::swapped) {
+        if (ss == static_cast<std::ptrdiff_t>(Op::in) && ds == static_cast<std::ptrdiff_t>(Op::out) &&
+            aligned<typename Op::source>(src) && aligned<typename Op::target>(dst)) {
+            using Source = typename Op::source;
+            using Target = typename Op::target;
+            const auto* in = reinterpret_cast<const Source*>(src);
+            auto* out = reinterpret_cast<Target*>(dst);
+            const std::size_t bad = narrow_values(in, out, n, true);  // stops at the first bad value
+            if (bad == n) return true;
+            narrow_values(in + bad, out + bad, n - bad, false);  // the rest, written all the same
+            return false;
+        }
+    }
+    bool ok = true;
+    for (std::size_t i = 0; i < n; ++i) {
+        ok &= Op::apply(src + static_cast<std::ptrdiff_t>(i) * ss, dst + static_cast<std::ptrdiff_t>(i) * ds);
+    }
+    return ok;
+}
+
+/// Copies `plan` (strides in bytes) from src to dst with Op. Returns whether
+/// every value fit (always true for plain copies). The destination must not
+/// overlap the source.
+template <class Op>
+bool copy_strided_with(copy_plan plan, const void* source, void* destination) noexcept {
+    const auto* src = static_cast<const unsigned char*>(source);
+    auto* dst = static_cast<unsigned char*>(destination);
+    if (!plan.simplify()) return true;
+    if (plan.ndim == 0) return Op::apply(src, dst);
+    // d: the destination's fastest dimension; s: the source's.
+    std::size_t d = 0, s = 0;
+    for (std::size_t k = 1; k < plan.ndim; ++k) {
+        if (std::abs(plan.dst[k]) < std::abs(plan.dst[d])) d = k;
+        if (std::abs(plan.src[k]) < std::abs(plan.src[s])) s = k;
+    }
+    const bool tiled = s != d && std::abs(plan.src[s]) < std::abs(plan.src[d]);
+    // The other dimensions, walked with an odometer in index order.
+    std::size_t outer[copy_max_ndim], index[copy_max_ndim] = {};
+    std::size_t n_outer = 0;
+    for (std::size_t k = 0; k < plan.ndim; ++k) {
+        if (k != d && (!tiled || k != s)) outer[n_outer++] = k;
+    }
+    bool ok = true;
+    const unsigned char* s_base = src;
+    unsigned char* d_base = dst;
+    for (;;) {
+        if (tiled) {
+            constexpr std::size_t edge = tile_edge<Op>;
+            const std::size_t ni = plan.shape[s], nj = plan.shape[d];
+            for (std::size_t i0 = 0; i0 < ni; i0 += edge) {
+                for (std::size_t j0 = 0; j0 < nj; j0 += edge) {
+                    ok &= copy_block<Op>(s_base + static_cast<std::ptrdiff_t>(i0) * plan.src[s] +
+                                             static_cast<std::ptrdiff_t>(j0) * plan.src[d],
+                                         plan.src[s], plan.src[d],
+                                         d_base + static_cast<std::ptrdiff_t>(i0) * plan.dst[s] +
+                                             static_cast<std::ptrdiff_t>(j0) * plan.dst[d],
+                                         plan.dst[s], plan.dst[d], std::min(edge, ni - i0), std::min(edge, nj - j0));
+                }
+            }
+        } else {
+            ok &= copy_run<Op>(s_base, plan.src[d], d_base, plan.dst[d], plan.shape[d]);
+        }
+        std::size_t k = n_outer;
+        for (; k-- > 0;) {
+            const std::size_t dim = outer[k];
+            s_base += plan.src[dim];
+            d_base += plan.dst[dim];
+            if (++index[k] < plan.shape[dim]) break;
+            s_base -= plan.src[dim] * static_cast<std::ptrdiff_t>(plan.shape[dim]);
+            d_base -= plan.dst[dim] * static_cast<std::ptrdiff_t>(plan.shape[dim]);
+            index[k] = 0;
+        }
+        if (k == static_cast<std::size_t>(-1)) break;
+    }
+    return ok;
+}
+
+/// Plain copy of `itemsize`-byte elements; swap_unit 0 keeps the bytes, 2 / 4
+/// / 8 reverses each part of that size (the source is in the other byte order).
+inline void copy_strided(const copy_plan& plan, const void* src, void* dst, std::size_t itemsize,
+                         std::size_t swap_unit = 0) noexcept {
+    switch (swap_unit == 0 ? itemsize : itemsize * 100 + swap_unit) {
+        case 1: copy_strided_with<copy_op<1>>(plan, src, dst); return;
+        case 2: copy_strided_with<copy_op<2>>(plan, src, dst); return;
+        case 4: copy_strided_with<copy_op<4>>(plan, src, dst); return;
+        case 8: copy_strided_with<copy_op<8>>(plan, src, dst); return;
+        case 16: copy_strided_with<copy_op<16>>(plan, src, dst); return;
+        case 202: copy_strided_with<swap_op<2, 2>>(plan, src, dst); return;
+        case 404: copy_strided_with<swap_op<4, 4>>(plan, src, dst); return;
+        case 804: copy_strided_with<swap_op<8, 4>>(plan, src, dst); return;
+        case 808: copy_strided_with<swap_op<8, 8>>(plan, src, dst); return;
+        case 1608: copy_strided_with<swap_op<16, 8>>(plan, src, dst); return;
+        default: break;
+    }
+    // Other sizes (strings, records): one memcpy per element, in tiles all the same.
+    copy_plan bytes = plan;  // the element's bytes as an innermost dimension of both
+    if (bytes.ndim + 1 > copy_max_ndim || swap_unit != 0) {
+        // No room for the byte dimension (or an odd swap): element by element in index order.
+        std::size_t index[copy_max_ndim] = {};
+        const auto* s = static_cast<const unsigned char*>(src);
+        auto* d = static_cast<unsigned char*>(dst);
+        if (plan.count() == 0) return;
+        for (;;) {
+            std::ptrdiff_t so = 0, doff = 0;
+            for (std::size_t k = 0; k < plan.ndim; ++k) {
+                so += static_cast<std::ptrdiff_t>(index[k]) * plan.src[k];
+                doff += static_cast<std::ptrdiff_t>(index[k]) * plan.dst[k];
+            }
+            std::memcpy(d + doff, s + so, itemsize);
+            if (swap_unit != 0) {
+                for (std::size_t a = 0; a < itemsize; a += swap_unit) std::reverse(d + doff + a, d + doff + a + swap_unit);
+            }
+            std::size_t k = plan.ndim;
+            for (; k-- > 0;) {
+                if (++index[k] < plan.shape[k]) break;
+                index[k] = 0;
+            }
+            if (k == static_cast<std::size_t>(-1)) return;
+        }
+    }
+    bytes.shape[bytes.ndim] = itemsize;
+    bytes.src[bytes.ndim] = 1;
+    bytes.dst[bytes.ndim] = 1;
+    ++bytes.ndim;
+    copy_strided_with<copy_op<1>>(bytes, src, dst);
+}
+
+/// int64 -> int32 / float64 -> float32 (swap: the source is in the other
+/// byte order). Writes every value; returns whether all fit.
+template <class Source, class Target>
+bool narrow_strided(const copy_plan& plan, const void* src, void* dst, bool swap) noexcept {
+    return swap ? copy_strided_with<narrow_op<Source, Target, true>>(plan, src, dst)
+                : copy_strided_with<narrow_op<Source, Target, false>>(plan, src, dst);
+}
+
+/// Index (flat, C order of plan's shape) of the first value that does not fit
+/// Target, or plan.count() when all do. Reads in memory order first (a pass
+/// that only says whether some value is bad), then in index order only then.
+template <class Source, class Target>
+std::size_t first_unfit_strided(const copy_plan& plan, const void* source, bool swap) noexcept {
+    const auto* src = static_cast<const unsigned char*>(source);
+    const std::size_t n = plan.count();
+    if (n == 0) return 0;
+    auto fits_at = [&](const unsigned char* p) {
+        return swap ? fits<Target>(narrow_op<Source, Target, true>::load(p)) : fits<Target>(narrow_op<Source, Target, false>::load(p));
+    };
+    // Memory order: the dimensions sorted by |stride|, smallest innermost.
+    copy_plan sorted = plan;
+    for (std::size_t a = 0; a < sorted.ndim; ++a) {
+        for (std::size_t b = a + 1; b < sorted.ndim; ++b) {
+            if (std::abs(sorted.src[b]) > std::abs(sorted.src[a])) {
+                std::swap(sorted.src[a], sorted.src[b]);
+                std::swap(sorted.shape[a], sorted.shape[b]);
+            }
+        }
+    }
+    bool all_fit = true;
+    {
+        std::size_t index[copy_max_ndim] = {};
+        const unsigned char* base = src;
+        const std::size_t inner = sorted.ndim == 0 ? 1 : sorted.shape[sorted.ndim - 1];
+        const std::ptrdiff_t step = sorted.ndim == 0 ? 0 : sorted.src[sorted.ndim - 1];
+        for (;;) {
+            if (!swap && step == static_cast<std::ptrdiff_t>(sizeof(Source)) && aligned<Source>(base)) {
+                all_fit &= first_unfit<Source, Target>(reinterpret_cast<const Source*>(base), inner) == inner;
+            } else {
+                for (std::size_t i = 0; i < inner; ++i) all_fit &= fits_at(base + static_cast<std::ptrdiff_t>(i) * step);
+            }
+            if (!all_fit || sorted.ndim <= 1) break;
+            std::size_t k = sorted.ndim - 1;
+            for (; k-- > 0;) {
+                base += sorted.src[k];
+                if (++index[k] < sorted.shape[k]) break;
+                base -= sorted.src[k] * static_cast<std::ptrdiff_t>(sorted.shape[k]);
+                index[k] = 0;
+            }
+            if (k == static_cast<std::size_t>(-1)) break;
+        }
+    }
+    if (all_fit) return n;
+    std::size_t index[copy_max_ndim] = {};
+    for (std::size_t flat = 0; flat < n; ++flat) {
+        std::ptrdiff_t offset = 0;
+        for (std::size_t k = 0; k < plan.ndim; ++k) offset += static_cast<std::ptrdiff_t>(index[k]) * plan.src[k];
+        if (!fits_at(src + offset)) return flat;
+        for (std::size_t k = plan.ndim; k-- > 0;) {
+            if (++index[k] < plan.shape[k]) break;
+            index[k] = 0;
+        }
+    }
+    return n;
+}
+
+}  // namespace detail
+}  // namespace npybridge
