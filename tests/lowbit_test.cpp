@@ -197,7 +197,7 @@ TEST_CASE("an invalid value is named by index and value and leaves the destinati
     const std::vector<std::uint8_t> before = destination;
     CAPTURE(nb::name_of(id), bad, index);
     const std::string message = test::message_of<nb::value_error>(
-        [&] { nb::pack(id, in.data(), {values.size(), row_length}, destination.data(), layout); });
+        [&, id = id] { nb::pack(id, in.data(), {values.size(), row_length}, destination.data(), layout); });
     CHECK_THAT(message, Contains(std::string(nb::name_of(id)) + ": value " + std::to_string(bad) + " at index " +
                                  std::to_string(index)) &&
                             Contains(valid));

@@ -139,7 +139,7 @@ TEST_CASE("each kind of bad metadata is its own clear error", "[quantized][numpy
         {mgb("uint8", "'name': 'Quantized4Asymm', 'scale': 1.0, 'zero_point': 16"), "Quantized4Asymm: zero_point 16 is outside [0, 15]"},
     }));
     CAPTURE(expression);
-    CHECK_THAT(test::message_of<nb::metadata_error>([&] { resolve(expression); }), Contains(expected));
+    CHECK_THAT(test::message_of<nb::metadata_error>([&, expression = expression] { resolve(expression); }), Contains(expected));
 }
 
 TEST_CASE("numpy dtypes without a MegBrain dtype are rejected by name", "[numpy][errors]") {

@@ -240,7 +240,7 @@ public:
 
 private:
     friend class gil_free_list<owner_object>;
-    PyObject_HEAD
+    [[maybe_unused]] PyObject_HEAD  // read by Python through the object's address
     owner_block* m_block;
     owner_object* next_free;
 

@@ -16,3 +16,4 @@
 #include <npybridge/tensor.hpp>
 #include <npybridge/tracker.hpp>
 #include <npybridge/user_dtypes.hpp>
+#include <npybridge/version.hpp>

@@ -211,7 +211,7 @@ private:
 
     template <class F, std::size_t... I>
     static void visit_row(dtype_enum id, F&& f, std::index_sequence<I...>) {
-        ((dtype_table[I].id == id ? (f(typename detail::row_t<I>::param_type{}), true) : false) || ...);
+        static_cast<void>(((dtype_table[I].id == id ? (f(typename detail::row_t<I>::param_type{}), true) : false) || ...));
     }
 
     dtype_enum m_id;

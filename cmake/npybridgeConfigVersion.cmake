@@ -1,0 +1,22 @@
+# The version check of find_package(npybridge X.Y): the version is read from the
+# installed version.hpp (its one home); any 0.x release matches only its own
+# minor version, later releases any of the same major version.
+get_filename_component(_npybridge_version_header "${CMAKE_CURRENT_LIST_DIR}/../../../include/npybridge/version.hpp" ABSOLUTE)
+file(STRINGS "${_npybridge_version_header}" _npybridge_version_line REGEX "#define NPYBRIDGE_VERSION \"")
+string(REGEX REPLACE ".*\"([0-9.]+)\".*" "\\1" PACKAGE_VERSION "${_npybridge_version_line}")
+set(PACKAGE_VERSION_COMPATIBLE FALSE)
+if(NOT PACKAGE_FIND_VERSION)
+    set(PACKAGE_VERSION_COMPATIBLE TRUE)
+elseif(PACKAGE_VERSION VERSION_GREATER_EQUAL PACKAGE_FIND_VERSION)
+    string(REGEX MATCH "^[0-9]+\\.[0-9]+" _npybridge_have_minor "${PACKAGE_VERSION}")
+    if(PACKAGE_FIND_VERSION_MAJOR EQUAL 0)
+        if("${_npybridge_have_minor}" STREQUAL "${PACKAGE_FIND_VERSION_MAJOR}.${PACKAGE_FIND_VERSION_MINOR}")
+            set(PACKAGE_VERSION_COMPATIBLE TRUE)
+        endif()
+    elseif(PACKAGE_VERSION MATCHES "^${PACKAGE_FIND_VERSION_MAJOR}\\.")
+        set(PACKAGE_VERSION_COMPATIBLE TRUE)
+    endif()
+endif()
+if(PACKAGE_FIND_VERSION AND PACKAGE_VERSION VERSION_EQUAL PACKAGE_FIND_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+endif()

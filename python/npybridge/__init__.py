@@ -1,0 +1,125 @@
+"""npybridge: header-only C++17 conversions between NumPy arrays and MegBrain-style tensors.
+
+This package carries the headers and tells build systems where they are:
+get_include(), get_cmake_dir(), get_pkgconfig_dir(), and `python -m npybridge --includes`.
+"""
+import os
+import pathlib
+import re
+import sysconfig
+
+_HERE = pathlib.Path(__file__).resolve().parent
+
+
+def _version():
+    text = (_HERE / "include" / "npybridge" / "version.hpp").read_text()
+    return re.search(r'#define NPYBRIDGE_VERSION "([^"]+)"', text).group(1)
+
+
+__version__ = _version()
+
+# The folders a compiler searches without being told: an -I for them would
+# reorder the system headers (GCC's #include_next), so they are left out.
+_DEFAULT_INCLUDE_DIRS = ("/usr/include", "/usr/local/include")
+_MIN_BOOST = 108100  # Boost 1.81: the first with Boost.PFR's for_each_field as npybridge uses it
+
+
+class MissingDependency(RuntimeError):
+    """A header npybridge needs is not on this machine; the message names what to install."""
+
+
+def get_include():
+    """The folder to put on the include path: it holds npybridge/npybridge.hpp."""
+    return str(_HERE / "include")
+
+
+def get_cmake_dir():
+    """The folder holding npybridgeConfig.cmake (pass it as -Dnpybridge_DIR=...)."""
+    return str(_HERE / "share" / "cmake" / "npybridge")
+
+
+def get_python_include():
+    """CPython's headers for this interpreter."""
+    include = sysconfig.get_paths()["include"]
+    if not (pathlib.Path(include) / "Python.h").exists():
+        raise MissingDependency(f"npybridge: Python.h is not in {include}: install this Python's development headers "
+                                f"(Debian: python3-dev for /usr/bin/python3)")
+    return include
+
+
+def get_numpy_include():
+    """NumPy's C headers for this interpreter's NumPy."""
+    try:
+        import numpy
+    except ImportError as error:
+        raise MissingDependency(f"npybridge: NumPy is not importable here ({error}): pip install numpy") from None
+    return numpy.get_include()
+
+
+def get_boost_include():
+    """The folder holding boost/pfr.hpp (Boost >= 1.81); BOOST_ROOT or BOOST_INCLUDEDIR win."""
+    candidates = []
+    for variable in ("BOOST_INCLUDEDIR", "BOOST_ROOT"):
+        if os.environ.get(variable):
+            root = pathlib.Path(os.environ[variable])
+            candidates += [root, root / "include"]
+    candidates += [pathlib.Path(p) for p in os.environ.get("CPATH", "").split(os.pathsep) if p]
+    candidates += [pathlib.Path(p) for p in _DEFAULT_INCLUDE_DIRS]
+    too_old = []
+    for folder in candidates:
+        version_header = folder / "boost" / "version.hpp"
+        if not version_header.exists():
+            continue
+        match = re.search(r"#define BOOST_VERSION (\d+)", version_header.read_text())
+        if match and int(match.group(1)) >= _MIN_BOOST and (folder / "boost" / "pfr.hpp").exists():
+            return str(folder)
+        too_old.append(f"{folder} ({match.group(1) if match else 'unknown version'})")
+    found = f"; found only {', '.join(too_old)}" if too_old else ""
+    raise MissingDependency("npybridge: Boost >= 1.81 with Boost.PFR (boost/pfr.hpp) was not found" + found +
+                            ": install libboost1.81-dev (Debian 12) or set BOOST_ROOT")
+
+
+def include_dirs():
+    """Every folder a compiler needs, in order: npybridge, NumPy (before CPython: Debian links an older NumPy's
+    headers inside CPython's folder), CPython, Boost. Folders the compiler searches anyway are left out."""
+    folders = [get_include(), get_numpy_include(), get_python_include(), get_boost_include()]
+    unique = []
+    for folder in folders:
+        if folder not in unique and folder not in _DEFAULT_INCLUDE_DIRS:
+            unique.append(folder)
+    return unique
+
+
+def includes():
+    """The -I flags, as `python -m npybridge --includes` prints them."""
+    return " ".join("-I" + folder for folder in include_dirs())
+
+
+def cflags():
+    """The compiler flags a module using npybridge needs: the includes, and hidden visibility (npybridge's own
+    namespace is hidden; a type of yours that holds one of its types should be too)."""
+    return includes() + " -fvisibility=hidden"
+
+
+def get_pkgconfig_dir():
+    """A folder holding npybridge.pc for this interpreter (written on first use: the flags name this
+    interpreter's CPython and NumPy headers, which a file made when the package was built cannot know)."""
+    content = (f"prefix={_HERE}\n"
+               f"includedir=${{prefix}}/include\n\n"
+               f"Name: npybridge\n"
+               f"Description: Header-only C++17 conversions between NumPy arrays and MegBrain-style tensors\n"
+               f"Version: {__version__}\n"
+               f"Cflags: {cflags()}\n")
+    folders = [_HERE / "share" / "pkgconfig",
+               pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache")) / "npybridge" /
+               "pkgconfig" / re.sub(r"[^A-Za-z0-9]+", "_", str(_HERE))]
+    for folder in folders:
+        path = folder / "npybridge.pc"
+        try:
+            if not path.exists() or path.read_text() != content:
+                folder.mkdir(parents=True, exist_ok=True)
+                path.write_text(content)
+            return str(folder)
+        except OSError:
+            continue
+    raise MissingDependency(f"npybridge: could not write npybridge.pc to any of {[str(f) for f in folders]}")

@@ -1,0 +1,37 @@
+"""python -m npybridge --includes | --cflags | --cmakedir | --pkgconfigdir | --version"""
+import argparse
+import sys
+
+import npybridge
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m npybridge", description=npybridge.__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--includes", action="store_true",
+                       help="-I flags for npybridge, NumPy, CPython and Boost (folders the compiler searches anyway "
+                            "are left out)")
+    group.add_argument("--cflags", action="store_true", help="--includes plus -fvisibility=hidden")
+    group.add_argument("--cmakedir", action="store_true", help="the folder of npybridgeConfig.cmake")
+    group.add_argument("--pkgconfigdir", action="store_true", help="a folder holding npybridge.pc for this Python")
+    group.add_argument("--version", action="store_true", help="npybridge's version")
+    args = parser.parse_args(argv)
+    try:
+        if args.includes:
+            print(npybridge.includes())
+        elif args.cflags:
+            print(npybridge.cflags())
+        elif args.cmakedir:
+            print(npybridge.get_cmake_dir())
+        elif args.pkgconfigdir:
+            print(npybridge.get_pkgconfig_dir())
+        else:
+            print(npybridge.__version__)
+    except npybridge.MissingDependency as error:
+        print(error, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
