@@ -337,7 +337,15 @@ PyType_Slot tensor_slots[] = {
     {0, nullptr},
 };
 
-PyType_Spec tensor_spec = {"npybridge_example.Tensor", sizeof(tensor_object), 0, Py_TPFLAGS_DEFAULT, tensor_slots};
+// Tensors come from from_numpy / from_storage only, scopes from OriginTracker.scope:
+// Python cannot make either with empty internals.
+#if defined(Py_TPFLAGS_DISALLOW_INSTANTIATION)
+constexpr unsigned long made_in_cpp_only = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION;
+#else
+#error "npybridge_example needs Python 3.10 or later (Py_TPFLAGS_DISALLOW_INSTANTIATION)"
+#endif
+
+PyType_Spec tensor_spec = {"npybridge_example.Tensor", sizeof(tensor_object), 0, made_in_cpp_only, tensor_slots};
 
 // ---- errors through C++ (npybridge/python_errors.hpp) ------------------------------
 
@@ -532,7 +540,7 @@ PyType_Slot scope_slots[] = {
     {0, nullptr},
 };
 
-PyType_Spec scope_spec = {"npybridge_example.TrackerScope", sizeof(scope_object), 0, Py_TPFLAGS_DEFAULT, scope_slots};
+PyType_Spec scope_spec = {"npybridge_example.TrackerScope", sizeof(scope_object), 0, made_in_cpp_only, scope_slots};
 
 // ---- module functions -----------------------------------------------------------
 

@@ -142,3 +142,11 @@ def test_forgetting_and_exceptions_inside_scopes_keep_counts_balanced():
     gc.collect()
     assert sys.getrefcount(tag) == before
     del tracker
+
+
+@pytest.mark.parametrize("name", ["Tensor", "TrackerScope"])
+def test_types_made_in_cpp_cannot_be_made_from_python(name):
+    # Their internals come only from from_numpy / from_storage and OriginTracker.scope:
+    # an empty one used to report address 0 (Tensor) or crash on __enter__ (TrackerScope).
+    with pytest.raises(TypeError, match=f"cannot create 'npybridge_example.{name}' instances"):
+        getattr(nbx, name)()

@@ -156,27 +156,35 @@ struct simd_tile {
 };
 
 #if defined(NPYBRIDGE_SSE2)
+/// Calls block(source, destination row) for each whole Edge x Edge block of
+/// an ni x nj tile; `source` points at element (i, j) of the block's first
+/// column, `row` at the destination of element (i, j).
+template <std::size_t Edge, std::size_t In, std::size_t Out, class Block>
+inline void for_each_block(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
+                           std::size_t nj, Block&& block) noexcept {
+    for (std::size_t j = 0; j + Edge <= nj; j += Edge) {
+        const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
+        unsigned char* d = dst + j * Out;
+        for (std::size_t i = 0; i + Edge <= ni; i += Edge) block(s + i * In, d + static_cast<std::ptrdiff_t>(i) * di);
+    }
+}
+
 template <>
 struct simd_tile<copy_op<4>> {
     static constexpr std::size_t edge = 4;
     static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
                     std::size_t nj) noexcept {
-        for (std::size_t j = 0; j + 4 <= nj; j += 4) {
-            const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
-            unsigned char* d = dst + j * 4;
-            for (std::size_t i = 0; i + 4 <= ni; i += 4) {
-                __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(s + i * 4));
-                __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(s + sj + i * 4));
-                __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 2 * sj + i * 4));
-                __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 3 * sj + i * 4));
-                _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-                unsigned char* row = d + static_cast<std::ptrdiff_t>(i) * di;
-                _mm_storeu_ps(reinterpret_cast<float*>(row), r0);
-                _mm_storeu_ps(reinterpret_cast<float*>(row + di), r1);
-                _mm_storeu_ps(reinterpret_cast<float*>(row + 2 * di), r2);
-                _mm_storeu_ps(reinterpret_cast<float*>(row + 3 * di), r3);
-            }
-        }
+        for_each_block<4, 4, 4>(src, sj, dst, di, ni, nj, [sj, di](const unsigned char* s, unsigned char* row) {
+            __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(s));
+            __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(s + sj));
+            __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 2 * sj));
+            __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 3 * sj));
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            _mm_storeu_ps(reinterpret_cast<float*>(row), r0);
+            _mm_storeu_ps(reinterpret_cast<float*>(row + di), r1);
+            _mm_storeu_ps(reinterpret_cast<float*>(row + 2 * di), r2);
+            _mm_storeu_ps(reinterpret_cast<float*>(row + 3 * di), r3);
+        });
         return true;
     }
 };
@@ -186,31 +194,25 @@ struct simd_tile<copy_op<2>> {
     static constexpr std::size_t edge = 8;
     static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
                     std::size_t nj) noexcept {
-        for (std::size_t j = 0; j + 8 <= nj; j += 8) {
-            const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
-            unsigned char* d = dst + j * 2;
-            for (std::size_t i = 0; i + 8 <= ni; i += 8) {
-                __m128i a[8];
-                for (int k = 0; k < 8; ++k) a[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k * sj + i * 2));
-                // Three rounds of interleaving: 16-bit, 32-bit and 64-bit pairs.
-                __m128i t[8], u[8];
-                for (int k = 0; k < 4; ++k) {
-                    t[2 * k] = _mm_unpacklo_epi16(a[2 * k], a[2 * k + 1]);
-                    t[2 * k + 1] = _mm_unpackhi_epi16(a[2 * k], a[2 * k + 1]);
-                }
-                for (int k = 0; k < 2; ++k) {
-                    u[4 * k + 0] = _mm_unpacklo_epi32(t[4 * k + 0], t[4 * k + 2]);
-                    u[4 * k + 1] = _mm_unpackhi_epi32(t[4 * k + 0], t[4 * k + 2]);
-                    u[4 * k + 2] = _mm_unpacklo_epi32(t[4 * k + 1], t[4 * k + 3]);
-                    u[4 * k + 3] = _mm_unpackhi_epi32(t[4 * k + 1], t[4 * k + 3]);
-                }
-                unsigned char* row = d + static_cast<std::ptrdiff_t>(i) * di;
-                for (int k = 0; k < 4; ++k) {
-                    _mm_storeu_si128(reinterpret_cast<__m128i*>(row + (2 * k) * di), _mm_unpacklo_epi64(u[k], u[k + 4]));
-                    _mm_storeu_si128(reinterpret_cast<__m128i*>(row + (2 * k + 1) * di), _mm_unpackhi_epi64(u[k], u[k + 4]));
-                }
+        for_each_block<8, 2, 2>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
+            __m128i a[8], t[8], u[8];
+            for (int k = 0; k < 8; ++k) a[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k * sj));
+            // Three rounds of interleaving: 16-bit, 32-bit and 64-bit pairs.
+            for (int k = 0; k < 4; ++k) {
+                t[2 * k] = _mm_unpacklo_epi16(a[2 * k], a[2 * k + 1]);
+                t[2 * k + 1] = _mm_unpackhi_epi16(a[2 * k], a[2 * k + 1]);
             }
-        }
+            for (int k = 0; k < 2; ++k) {
+                u[4 * k + 0] = _mm_unpacklo_epi32(t[4 * k + 0], t[4 * k + 2]);
+                u[4 * k + 1] = _mm_unpackhi_epi32(t[4 * k + 0], t[4 * k + 2]);
+                u[4 * k + 2] = _mm_unpacklo_epi32(t[4 * k + 1], t[4 * k + 3]);
+                u[4 * k + 3] = _mm_unpackhi_epi32(t[4 * k + 1], t[4 * k + 3]);
+            }
+            for (int k = 0; k < 4; ++k) {
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(row + (2 * k) * di), _mm_unpacklo_epi64(u[k], u[k + 4]));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(row + (2 * k + 1) * di), _mm_unpackhi_epi64(u[k], u[k + 4]));
+            }
+        });
         return true;
     }
 };
@@ -220,17 +222,12 @@ struct simd_tile<copy_op<8>> {
     static constexpr std::size_t edge = 2;
     static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
                     std::size_t nj) noexcept {
-        for (std::size_t j = 0; j + 2 <= nj; j += 2) {
-            const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
-            unsigned char* d = dst + j * 8;
-            for (std::size_t i = 0; i + 2 <= ni; i += 2) {
-                const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i * 8));
-                const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + sj + i * 8));
-                unsigned char* row = d + static_cast<std::ptrdiff_t>(i) * di;
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(row), _mm_unpacklo_epi64(a, b));
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(row + di), _mm_unpackhi_epi64(a, b));
-            }
-        }
+        for_each_block<2, 8, 8>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
+            const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + sj));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(row), _mm_unpacklo_epi64(a, b));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(row + di), _mm_unpackhi_epi64(a, b));
+        });
         return true;
     }
 };
@@ -245,24 +242,19 @@ struct simd_tile<narrow_op<double, float, false>> {
         const __m128d threshold = _mm_set1_pd(3.4028235677973366e38), infinity = _mm_set1_pd(HUGE_VAL),
                       sign = _mm_set1_pd(-0.0);
         __m128d overflow = _mm_setzero_pd();
-        for (std::size_t j = 0; j + 4 <= nj; j += 4) {
-            const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
-            unsigned char* d = dst + j * 4;
-            for (std::size_t i = 0; i + 4 <= ni; i += 4) {
-                __m128 r[4];
-                for (int k = 0; k < 4; ++k) {
-                    const double* p = reinterpret_cast<const double*>(s + k * sj + i * 8);
-                    const __m128d lo = _mm_loadu_pd(p), hi = _mm_loadu_pd(p + 2);
-                    r[k] = _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));
-                    const __m128d alo = _mm_andnot_pd(sign, lo), ahi = _mm_andnot_pd(sign, hi);
-                    overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(alo, threshold), _mm_cmplt_pd(alo, infinity)));
-                    overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(ahi, threshold), _mm_cmplt_pd(ahi, infinity)));
-                }
-                _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
-                unsigned char* row = d + static_cast<std::ptrdiff_t>(i) * di;
-                for (int k = 0; k < 4; ++k) _mm_storeu_ps(reinterpret_cast<float*>(row + k * di), r[k]);
+        for_each_block<4, 8, 4>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
+            __m128 r[4];
+            for (int k = 0; k < 4; ++k) {
+                const double* p = reinterpret_cast<const double*>(s + k * sj);
+                const __m128d lo = _mm_loadu_pd(p), hi = _mm_loadu_pd(p + 2);
+                r[k] = _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));
+                const __m128d alo = _mm_andnot_pd(sign, lo), ahi = _mm_andnot_pd(sign, hi);
+                overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(alo, threshold), _mm_cmplt_pd(alo, infinity)));
+                overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(ahi, threshold), _mm_cmplt_pd(ahi, infinity)));
             }
-        }
+            _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
+            for (int k = 0; k < 4; ++k) _mm_storeu_ps(reinterpret_cast<float*>(row + k * di), r[k]);
+        });
         return _mm_movemask_pd(overflow) == 0;
     }
 };
@@ -276,25 +268,20 @@ struct simd_tile<narrow_op<std::int64_t, std::int32_t, false>> {
                     std::size_t nj) noexcept {
         const __m128i bias = _mm_set1_epi64x(0x80000000LL);
         __m128i high = _mm_setzero_si128();
-        for (std::size_t j = 0; j + 4 <= nj; j += 4) {
-            const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
-            unsigned char* d = dst + j * 4;
-            for (std::size_t i = 0; i + 4 <= ni; i += 4) {
-                __m128 r[4];
-                for (int k = 0; k < 4; ++k) {
-                    const unsigned char* p = s + k * sj + i * 8;
-                    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-                    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
-                    r[k] = _mm_castsi128_ps(_mm_unpacklo_epi64(_mm_shuffle_epi32(a, _MM_SHUFFLE(3, 1, 2, 0)),
-                                                               _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0))));
-                    high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(a, bias), 32));
-                    high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(b, bias), 32));
-                }
-                _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
-                unsigned char* row = d + static_cast<std::ptrdiff_t>(i) * di;
-                for (int k = 0; k < 4; ++k) _mm_storeu_ps(reinterpret_cast<float*>(row + k * di), r[k]);
+        for_each_block<4, 8, 4>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
+            __m128 r[4];
+            for (int k = 0; k < 4; ++k) {
+                const unsigned char* p = s + k * sj;
+                const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+                const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
+                r[k] = _mm_castsi128_ps(_mm_unpacklo_epi64(_mm_shuffle_epi32(a, _MM_SHUFFLE(3, 1, 2, 0)),
+                                                           _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0))));
+                high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(a, bias), 32));
+                high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(b, bias), 32));
             }
-        }
+            _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
+            for (int k = 0; k < 4; ++k) _mm_storeu_ps(reinterpret_cast<float*>(row + k * di), r[k]);
+        });
         return _mm_movemask_epi8(_mm_cmpeq_epi32(high, _mm_setzero_si128())) == 0xFFFF;
     }
 };
