@@ -140,11 +140,13 @@ void parse_arguments(const char* function, PyObject* const* args, Py_ssize_t nar
     }
 }
 
-PyObject* tensor_from_numpy(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+/// from_numpy and from_dlpack: (obj, dtype=None, policy='try_borrow', narrowing='checked', layout=None).
+template <class Convert>
+PyObject* tensor_from(const char* function, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames, Convert convert) {
     return nb::guarded([&]() -> PyObject* {
         static const char* const names[] = {"obj", "dtype", "policy", "narrowing", "layout"};
         PyObject* slots[5];
-        parse_arguments("from_numpy", args, PyVectorcall_NARGS(nargsf), kwnames, names, 1, slots);
+        parse_arguments(function, args, PyVectorcall_NARGS(nargsf), kwnames, names, 1, slots);
         auto [obj, dtype, policy, narrowing, layout] = slots;
         nb::to_tensor_options options;
         if (dtype != nullptr || policy != nullptr || narrowing != nullptr || layout != nullptr) {
@@ -153,10 +155,71 @@ PyObject* tensor_from_numpy(PyObject*, PyObject* const* args, Py_ssize_t nargsf,
             options.layout = layout_of(layout);
             options.type = dtype_of(dtype, options.narrow);
         }
-        nb::to_tensor_result<nb::tensor> result = nb::to_tensor(obj, options);
+        nb::to_tensor_result<nb::tensor> result = convert(obj, options);
         return wrap(std::move(result.tensor), std::move(result.copy_reason));
     });
 }
+
+PyObject* tensor_from_numpy(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+    return tensor_from("from_numpy", args, nargsf, kwnames,
+                       [](PyObject* obj, const nb::to_tensor_options& options) { return nb::to_tensor(obj, options); });
+}
+
+PyObject* tensor_from_dlpack(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+    return tensor_from("from_dlpack", args, nargsf, kwnames,
+                       [](PyObject* obj, const nb::to_tensor_options& options) { return nb::from_dlpack(obj, options); });
+}
+
+/// An optional (int, int) argument: max_version, dl_device.
+std::optional<std::pair<long, long>> int_pair_of(PyObject* obj, const char* what) {
+    if (obj == nullptr || obj == Py_None) return std::nullopt;
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2) {
+        throw nb::conversion_error(std::string(what) + " must be a tuple of two ints, got " + nb::safe_repr(obj));
+    }
+    const long first = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
+    const long second = PyLong_AsLong(PyTuple_GET_ITEM(obj, 1));
+    if (PyErr_Occurred()) throw nb::python_error();
+    return std::make_pair(first, second);
+}
+
+/// Tensor.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None, codes=False)
+PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+    return nb::guarded([&]() -> PyObject* {
+        static const char* const names[] = {"stream", "max_version", "dl_device", "copy", "codes"};
+        PyObject* slots[5];
+        if (PyVectorcall_NARGS(nargsf) != 0) {
+            PyErr_SetString(PyExc_TypeError, "__dlpack__() takes keyword arguments only");
+            return nullptr;
+        }
+        parse_arguments("__dlpack__", args, 0, kwnames, names, 0, slots);
+        auto [stream, max_version, dl_device, copy, codes] = slots;
+        if (stream != nullptr && stream != Py_None) {
+            throw nb::dlpack_error("__dlpack__: stream must be None for CPU memory, got " + nb::safe_repr(stream));
+        }
+        nb::dlpack_options options;
+        if (auto version = int_pair_of(max_version, "max_version")) {
+            options.max_version = nb::dlpack::api_version{static_cast<std::uint32_t>(version->first),
+                                                          static_cast<std::uint32_t>(version->second)};
+        }
+        if (auto device = int_pair_of(dl_device, "dl_device")) {
+            options.device = nb::dlpack::device_spec{static_cast<std::int32_t>(device->first),
+                                                     static_cast<std::int32_t>(device->second)};
+        }
+        if (copy != nullptr && copy != Py_None) {
+            const int truth = PyObject_IsTrue(copy);
+            if (truth < 0) throw nb::python_error();
+            options.copy = truth == 1;
+        }
+        if (codes != nullptr) {
+            const int truth = PyObject_IsTrue(codes);
+            if (truth < 0) throw nb::python_error();
+            options.codes = truth == 1;
+        }
+        return nb::to_dlpack(unwrap(self), options).release();
+    });
+}
+
+PyObject* tensor_dlpack_device(PyObject*, PyObject*) { return Py_BuildValue("(ii)", nb::dlpack::cpu, 0); }
 
 PyObject* tensor_from_storage(PyObject*, PyObject* args, PyObject* kwargs) {
     return nb::guarded([&]() -> PyObject* {
@@ -213,14 +276,23 @@ PyObject* tensor_from_storage(PyObject*, PyObject* args, PyObject* kwargs) {
     });
 }
 
+nb::lowbit_format lowbit_format_of(PyObject* obj) {
+    static const std::pair<const char*, nb::lowbit_format> choices[] = {
+        {"int8", nb::lowbit_format::int8}, {"ml_dtypes", nb::lowbit_format::ml_dtypes}};
+    return choice_of(obj, "lowbit_format", choices);
+}
+
 PyObject* tensor_numpy(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
     return nb::guarded([&]() -> PyObject* {
-        static const char* const names[] = {"policy"};
-        PyObject* slots[1];
+        static const char* const names[] = {"policy", "lowbit_format"};
+        PyObject* slots[2];
         parse_arguments("numpy", args, PyVectorcall_NARGS(nargsf), kwnames, names, 0, slots);
-        return nb::to_array(unwrap(self), share_policy_of(slots[0])).release();
+        return nb::to_array(unwrap(self), share_policy_of(slots[0]), lowbit_format_of(slots[1])).release();
     });
 }
+
+int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) { return nb::get_buffer(self, unwrap(self), view, flags); }
+void tensor_releasebuffer(PyObject*, Py_buffer* view) { nb::release_buffer(view); }
 
 PyObject* tensor_storage(PyObject* self, PyObject*) {
     return nb::guarded([&]() -> PyObject* {
@@ -308,8 +380,16 @@ PyMethodDef tensor_methods[] = {
      METH_VARARGS | METH_KEYWORDS | METH_CLASS,
      "from_storage(data, dtype_name, shape, scale=None, zero_point=None, layout=None)\n"
      "A tensor over a copy of raw storage bytes (packed bytes for low-bit dtypes)."},
+    {"from_dlpack", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_from_dlpack)),
+     METH_FASTCALL | METH_KEYWORDS | METH_CLASS,
+     "from_dlpack(obj, dtype=None, policy='try_borrow', narrowing='checked', layout=None)\n"
+     "A tensor over a DLPack producer's memory (anything with __dlpack__, or a capsule), as from_numpy."},
     {"numpy", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_numpy)), METH_FASTCALL | METH_KEYWORDS,
-     "numpy(policy='try_share'): an ndarray sharing the tensor's memory when possible, else a copy."},
+     "numpy(policy='try_share', lowbit_format='int8'): an ndarray sharing the tensor's memory when possible, else a copy;\n"
+     "lowbit_format='ml_dtypes' gives QuantizedS4 / Quantized4Asymm as ml_dtypes int4 / uint4."},
+    {"__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_dlpack)), METH_FASTCALL | METH_KEYWORDS,
+     "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None, codes=False): a DLPack capsule."},
+    {"__dlpack_device__", tensor_dlpack_device, METH_NOARGS, "(kDLCPU, 0): tensors live in CPU memory."},
     {"storage", tensor_storage, METH_NOARGS, "The tensor's raw storage as bytes (packed for low-bit dtypes)."},
     {nullptr, nullptr, 0, nullptr},
 };
@@ -330,6 +410,8 @@ PyGetSetDef tensor_getset[] = {
 
 PyType_Slot tensor_slots[] = {
     {Py_tp_dealloc, reinterpret_cast<void*>(tensor_dealloc)},
+    {Py_bf_getbuffer, reinterpret_cast<void*>(tensor_getbuffer)},
+    {Py_bf_releasebuffer, reinterpret_cast<void*>(tensor_releasebuffer)},
     {Py_tp_repr, reinterpret_cast<void*>(tensor_repr)},
     {Py_tp_methods, tensor_methods},
     {Py_tp_getset, tensor_getset},

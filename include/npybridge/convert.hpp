@@ -37,6 +37,12 @@ enum class share_policy : std::uint8_t {
     copy,        ///< always copy
 };
 
+/// How to_array gives numpy a packed tensor: one byte per element (int8 /
+/// uint8, with MegEngine's metadata when quantized: MegEngine's own form), or
+/// ml_dtypes' int4 / uint4 carrying the same metadata (QuantizedS4 and
+/// Quantized4Asymm only; the value in the low nibble, upper bits zero).
+enum class lowbit_format : std::uint8_t { int8, ml_dtypes };
+
 struct to_tensor_options {
     std::optional<dtype> type;            ///< the tensor's dtype; nullopt: the array's
     borrow_policy policy = borrow_policy::try_borrow;
@@ -564,12 +570,42 @@ inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, na
     }
 }
 
+/// Sub-byte elements one per byte (DLPack's IS_SUBBYTE_TYPE_PADDED, and
+/// ml_dtypes' int4 / uint4): the value sits in the low `bits` bits; int
+/// codes are sign-extended. Gives an int8 / uint8 array of the values.
+inline object low_bits_as_bytes(PyArrayObject* bytes, unsigned bits, bool is_signed) {
+    object values = contiguous_copy(bytes, "low-bit values");
+    auto* array = reinterpret_cast<PyArrayObject*>(values.get());
+    if (values.get() == reinterpret_cast<PyObject*>(bytes)) {  // already contiguous: make it ours to change
+        PyObject* copied = PyArray_NewCopy(bytes, NPY_CORDER);
+        if (copied == nullptr) throw_numpy_failure("low-bit values");
+        values = object::steal(copied);
+        array = reinterpret_cast<PyArrayObject*>(copied);
+    }
+    auto* data = static_cast<std::uint8_t*>(PyArray_DATA(array));
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
+    const unsigned shift = 8 - bits;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto low = static_cast<std::uint8_t>(data[i] << shift);
+        data[i] = is_signed ? static_cast<std::uint8_t>(static_cast<std::int8_t>(low) >> shift) : static_cast<std::uint8_t>(low >> shift);
+    }
+    PyArray_Descr* descr = PyArray_DescrFromType(is_signed ? NPY_INT8 : NPY_UINT8);
+    PyObject* typed = PyArray_View(array, descr, nullptr);
+    if (typed == nullptr) throw_numpy_failure("low-bit values");
+    return object::steal(typed);
+}
+
 /// One byte per element, valid for the packed dtype, C order (new reference
 /// or the array itself). Integers of any width are checked against the
 /// dtype's valid set so that nothing wraps into a valid code.
 inline object lowbit_values(PyArrayObject* array, const dtype& target, const tensor_layout& layout) {
     const dtype_info& type = target.info();
     const int byte_type = type.is_signed ? NPY_INT8 : NPY_UINT8;
+    if (const std::optional<bool> is_signed = ml_dtypes_4bit_kind(PyArray_DESCR(array))) {
+        // ml_dtypes' int4 / uint4: the low nibble of each byte holds the value.
+        object values = low_bits_as_bytes(array, 4, *is_signed);
+        return lowbit_values(reinterpret_cast<PyArrayObject*>(values.get()), target, layout);
+    }
     if (user_dtype_lookup_hook != nullptr) {
         const std::optional<dtype_enum> user = user_dtype_lookup_hook(descr_type_num(PyArray_DESCR(array)));
         if (user && info(*user).is_packed) {  // an intbN array holds its odd values as int8 bytes
@@ -820,7 +856,7 @@ namespace detail {
 /// sharing keeps a small frame).
 template <class Tensor>
 [[gnu::noinline]] object unpacked_array(const Tensor& source, const dtype& type, const tensor_layout& layout,
-                                        share_policy policy) {
+                                        share_policy policy, lowbit_format format) {
     using adapter = tensor_adapter<Tensor>;
     const dtype_info& entry = type.info();
     if (policy == share_policy::must_share) {
@@ -831,20 +867,38 @@ template <class Tensor>
         throw dtype_error(std::string(entry.name) + " has no numpy form (MegEngine gives it none either)");
     }
     if (!layout.is_contiguous()) throw conversion_error(std::string(entry.name) + ": a packed tensor must be contiguous");
+    const bool ml_4bit = format == lowbit_format::ml_dtypes;
+    if (ml_4bit && (entry.bits != 4 || entry.coding == lowbit_coding::odd)) {
+        throw dtype_error(std::string(entry.name) + ": lowbit_format='ml_dtypes' holds 4-bit integers (int4 / uint4: "
+                          "QuantizedS4, Quantized4Asymm); " + std::string(entry.name) + " holds " + valid_set_text(entry));
+    }
     npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
     for (std::size_t i = 0; i < layout.ndim; ++i) dims[i] = static_cast<npy_intp>(layout.shape[i]);
-    PyArray_Descr* user = !type.is_quantized() && user_dtype_descr_hook ? user_dtype_descr_hook(entry.id) : nullptr;
-    object descr = type.is_quantized() ? to_numpy(type)
-                   : user != nullptr   ? object::steal(reinterpret_cast<PyObject*>(user))  // intbN
-                                       : object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_INT8)));
+    object descr;
+    if (ml_4bit) {
+        descr = ml_dtypes_4bit_descr(entry.coding == lowbit_coding::twos_complement);
+        object quantized = to_numpy(type);  // the same mgb_dtype metadata
+        PyObject* metadata = descr_metadata(reinterpret_cast<PyArray_Descr*>(quantized.get()));
+        Py_XINCREF(metadata);
+        set_metadata(reinterpret_cast<PyArray_Descr*>(descr.get()), metadata);
+    } else {
+        PyArray_Descr* user = !type.is_quantized() && user_dtype_descr_hook ? user_dtype_descr_hook(entry.id) : nullptr;
+        descr = type.is_quantized() ? to_numpy(type)
+                : user != nullptr   ? object::steal(reinterpret_cast<PyObject*>(user))  // intbN
+                                    : object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_INT8)));
+    }
     PyObject* array = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr.release()),
                                            static_cast<int>(layout.ndim), dims, nullptr, nullptr, 0, nullptr);
     if (array == nullptr) throw_numpy_failure("npybridge: allocating the unpacked array");
     object result = object::steal(array);
+    auto* out = static_cast<std::uint8_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array)));
+    const std::size_t count = layout.count();
     std::optional<gil_release> unlocked;
-    if (layout.count() >= release_gil_bytes) unlocked.emplace();
-    unpack(entry.id, adapter::data(source), {layout.count(), layout.innermost()},
-           PyArray_DATA(reinterpret_cast<PyArrayObject*>(array)), adapter::packed_layout(source));
+    if (count >= release_gil_bytes) unlocked.emplace();
+    unpack(entry.id, adapter::data(source), {count, layout.innermost()}, out, adapter::packed_layout(source));
+    if (ml_4bit) {
+        for (std::size_t i = 0; i < count; ++i) out[i] &= 0x0F;  // ml_dtypes keeps the upper bits zero
+    }
     unlocked.reset();
     return result;
 }
@@ -862,11 +916,11 @@ struct can_take_owner<Tensor, std::void_t<decltype(tensor_adapter<Tensor>::take_
 /// update now, none when the array goes. It is taken only once the array
 /// exists, so a failure before that leaves the tensor as it was.
 template <class Tensor>
-object to_array(const Tensor& source, share_policy policy, Tensor* consumed) {
+object to_array(const Tensor& source, share_policy policy, Tensor* consumed, lowbit_format format) {
     using adapter = tensor_adapter<Tensor>;
     const dtype type = adapter::dtype_of(source);
     const tensor_layout layout = adapter::layout_of(source);
-    if (type.info().is_packed) return unpacked_array(source, type, layout, policy);
+    if (type.info().is_packed) return unpacked_array(source, type, layout, policy, format);
     // A dtype without a numpy form (Byte) fails in array_over's to_numpy, naming it.
     object view = array_over(type, adapter::data(source), layout, adapter::writable(source));
     if (policy == share_policy::copy) {
@@ -896,10 +950,11 @@ object to_array(const Tensor& source, share_policy policy, Tensor* consumed) {
 /// Tensor → numpy. Requires the GIL. A shared array keeps the tensor's
 /// storage alive through its base object; a packed tensor is unpacked into a
 /// new array (one byte per element, int8 or uint8, with metadata when
-/// quantized).
+/// quantized; or ml_dtypes' int4 / uint4 with lowbit_format::ml_dtypes).
 template <class Tensor>
-object to_array(const Tensor& source, share_policy policy = share_policy::try_share) {
-    return detail::to_array<Tensor>(source, policy, nullptr);
+object to_array(const Tensor& source, share_policy policy = share_policy::try_share,
+                lowbit_format format = lowbit_format::int8) {
+    return detail::to_array<Tensor>(source, policy, nullptr, format);
 }
 
 /// The same for a tensor you are done with (`to_array(std::move(t))`): when
@@ -908,8 +963,9 @@ object to_array(const Tensor& source, share_policy policy = share_policy::try_sh
 /// this is the copy above. (If making the array's base object runs out of
 /// memory after that, the error comes with the tensor already released.)
 template <class Tensor, class = std::enable_if_t<!std::is_reference_v<Tensor> && !std::is_const_v<Tensor>>>
-object to_array(Tensor&& source, share_policy policy = share_policy::try_share) {
-    return detail::to_array<Tensor>(source, policy, &source);
+object to_array(Tensor&& source, share_policy policy = share_policy::try_share,
+                lowbit_format format = lowbit_format::int8) {
+    return detail::to_array<Tensor>(source, policy, &source, format);
 }
 
 /// Copies the array into an existing tensor whose shape and dtype must match

@@ -44,4 +44,13 @@ public:
     using conversion_error::conversion_error;
 };
 
+/// Memory that cannot be exported or imported as asked: another device than
+/// the CPU, copy=False where a copy is needed, a DLPack capsule already
+/// consumed or of an unknown kind. Python: DLPackError, a ConversionError and
+/// a BufferError (what the array API has producers and consumers raise).
+class dlpack_error : public conversion_error {
+public:
+    using conversion_error::conversion_error;
+};
+
 }  // namespace npybridge

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <npybridge/config.hpp>
+#include <npybridge/buffer.hpp>
 #include <npybridge/convert.hpp>
+#include <npybridge/dlpack.hpp>
 #include <npybridge/dtype.hpp>
 #include <npybridge/errors.hpp>
 #include <npybridge/lowbit.hpp>

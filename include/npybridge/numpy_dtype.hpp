@@ -96,6 +96,53 @@ inline PyObject* key_object(std::string_view key) {
     return PyUnicode_InternFromString(std::string(key).c_str());  // unreachable with today's keys
 }
 
+/// Whether `descr` is ml_dtypes' int4 (true: signed) or uint4 (false); nullopt
+/// for anything else. An array of either means ml_dtypes is loaded, so this
+/// looks in sys.modules and imports nothing. (ml_dtypes keeps one 4-bit value
+/// per byte in the low nibble, upper bits zero.)
+inline std::optional<bool> ml_dtypes_4bit_kind(PyArray_Descr* descr) {
+    if (descr_kind(descr) != 'V' || descr_elsize(descr) != 1) return std::nullopt;
+    object module = object::steal(PyImport_GetModule(key_object("ml_dtypes")));
+    if (!module) {
+        PyErr_Clear();
+        return std::nullopt;
+    }
+    const auto* scalar_type = reinterpret_cast<PyObject*>(descr->typeobj);
+    for (const bool is_signed : {true, false}) {
+        object type = object::steal(PyObject_GetAttrString(module.get(), is_signed ? "int4" : "uint4"));
+        if (!type) {
+            PyErr_Clear();
+            continue;
+        }
+        if (type.get() == scalar_type) return is_signed;
+    }
+    return std::nullopt;
+}
+
+/// A new ml_dtypes int4 / uint4 descr (ml_dtypes is imported here; throws
+/// dtype_error naming it when it cannot be).
+inline object ml_dtypes_4bit_descr(bool is_signed) {
+    object module = object::steal(PyImport_ImportModule("ml_dtypes"));
+    if (!module) {
+        PyErr_Clear();
+        throw dtype_error("lowbit_format='ml_dtypes': ml_dtypes is not importable here (pip install ml_dtypes)");
+    }
+    object type = object::steal(PyObject_GetAttrString(module.get(), is_signed ? "int4" : "uint4"));
+    PyArray_Descr* descr = nullptr;
+    if (!type || !PyArray_DescrConverter(type.get(), &descr)) {
+        PyErr_Clear();
+        throw dtype_error(std::string("lowbit_format='ml_dtypes': this ml_dtypes has no ") + (is_signed ? "int4" : "uint4"));
+    }
+    PyArray_Descr* fresh = PyArray_DescrNew(descr);
+    Py_DECREF(descr);
+    if (fresh == nullptr) {
+        PyErr_Clear();
+        throw dtype_error("lowbit_format='ml_dtypes': numpy could not copy ml_dtypes' 4-bit dtype");
+    }
+    return object::steal(reinterpret_cast<PyObject*>(fresh));
+}
+
+
 inline std::string descr_text(PyArray_Descr* descr) {
     object text = object::steal(PyObject_Str(reinterpret_cast<PyObject*>(descr)));
     const char* utf8 = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
@@ -179,7 +226,11 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
     }
     const dtype_info& type = *found;
     const std::size_t row = table_index(type.id);
-    if (numpy_kinds[row] != descr_kind(descr) || static_cast<npy_intp>(numpy_itemsize(row)) != descr_elsize(descr)) {
+    // ml_dtypes' int4 / uint4 hold QuantizedS4 / Quantized4Asymm codes one per byte (npybridge writes them so).
+    const bool ml_4bit = type.bits == 4 && type.is_packed &&
+                         ml_dtypes_4bit_kind(descr) == std::optional<bool>(type.coding == lowbit_coding::twos_complement);
+    if (!ml_4bit &&
+        (numpy_kinds[row] != descr_kind(descr) || static_cast<npy_intp>(numpy_itemsize(row)) != descr_elsize(descr))) {
         throw metadata_error(std::string(type.name) + " is stored as numpy " + std::string(type.numpy_name()) +
                              ", not as numpy " + descr_text(descr));
     }

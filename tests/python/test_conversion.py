@@ -227,7 +227,7 @@ def test_arguments_by_position_and_keyword_mean_the_same():
     (lambda a: Tensor.from_numpy(a, polcy="copy"), r"unexpected keyword argument 'polcy'"),
     (lambda a: Tensor.from_numpy(a, obj=a), r"multiple values for argument 'obj'"),
     (lambda a: Tensor.from_numpy(a, "int8", dtype="int8"), r"multiple values for argument 'dtype'"),
-    (lambda a: Tensor.from_numpy(a).numpy("copy", "copy"), r"numpy\(\) takes at most 1 arguments \(2 given\)"),
+    (lambda a: Tensor.from_numpy(a).numpy("copy", "int8", "copy"), r"numpy\(\) takes at most 2 arguments \(3 given\)"),
     (lambda a: Tensor.from_numpy(a).numpy(share="copy"), r"numpy\(\) got an unexpected keyword argument 'share'"),
 ])
 def test_bad_arguments_are_type_errors_naming_the_argument(call, message, refcounts):

@@ -1,0 +1,99 @@
+// npybridge/buffer.hpp — PEP 3118 buffers over tensors, so code without NumPy (memoryview, struct) can read them.
+#pragma once
+
+#include <npybridge/config.hpp>
+#include <npybridge/convert.hpp>
+#include <npybridge/python.hpp>
+#include <npybridge/tensor.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+
+/// The struct-module format of a dtype's elements, derived from its row's C++
+/// element type; nullptr when a buffer reader would misread the values:
+/// packed dtypes (several per byte), quantized ones (the scale would be
+/// lost) and BFloat16 (PEP 3118 has no code for it).
+constexpr const char* buffer_format_of(const dtype_info& entry) noexcept {
+    if (entry.is_packed || entry.is_quantized) return nullptr;
+    const std::string_view s = entry.storage;
+    if (s == "bool") return "?";
+    if (s == "int8") return "b";
+    if (s == "uint8" || s == "byte") return "B";
+    if (s == "int16") return "h";
+    if (s == "uint16") return "H";
+    if (s == "int32") return "i";
+    if (s == "half") return "e";
+    if (s == "float") return "f";
+    if (s == "complex<float>") return "Zf";
+    return nullptr;
+}
+
+/// Fills `view` for a bf_getbuffer slot: the tensor's own memory, shape and
+/// byte strides; `exporter` (the Python object holding the tensor) is kept
+/// alive by the view. Returns 0, or -1 with BufferError set (a read-only tensor
+/// asked for writing, a dtype without a format, strides the request forbids).
+/// Pair with release_buffer in bf_releasebuffer. Requires the GIL.
+template <class Tensor>
+int get_buffer(PyObject* exporter, const Tensor& source, Py_buffer* view, int flags) noexcept {
+    using adapter = tensor_adapter<Tensor>;
+    try {
+        const dtype type = adapter::dtype_of(source);
+        const dtype_info& entry = type.info();
+        const char* format = buffer_format_of(entry);
+        auto refuse = [&](const std::string& why) {
+            PyErr_SetString(PyExc_BufferError, ("npybridge: no buffer of the " + type.to_string() + " tensor: " + why).c_str());
+            view->obj = nullptr;
+            return -1;
+        };
+        if (format == nullptr) {
+            return refuse(entry.is_packed      ? "it is packed (" + std::to_string(entry.bits) + " bits per element); use numpy()"
+                          : entry.is_quantized ? std::string("a buffer cannot carry its quantization params; use numpy()")
+                                               : std::string("PEP 3118 has no format for it; use numpy()"));
+        }
+        const bool writable = adapter::writable(source);
+        if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && !writable) return refuse("it is read-only");
+        const tensor_layout layout = adapter::layout_of(source);
+        const auto itemsize = static_cast<Py_ssize_t>(entry.element_size);
+        const bool contiguous = layout.is_contiguous();
+        if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !contiguous) {
+            return refuse("it is strided " + layout.shape_text() + " and the request takes no strides");
+        }
+        // shape and strides live in one block freed by release_buffer.
+        auto* dims = static_cast<Py_ssize_t*>(PyMem_Malloc(sizeof(Py_ssize_t) * (2 * layout.ndim + 1)));
+        if (dims == nullptr) {
+            PyErr_NoMemory();
+            view->obj = nullptr;
+            return -1;
+        }
+        Py_ssize_t* strides = dims + layout.ndim;
+        for (std::size_t i = 0; i < layout.ndim; ++i) {
+            dims[i] = static_cast<Py_ssize_t>(layout.shape[i]);
+            strides[i] = static_cast<Py_ssize_t>(layout.strides[i]) * itemsize;
+        }
+        view->buf = adapter::data(source);
+        view->obj = exporter;
+        Py_INCREF(exporter);
+        view->len = static_cast<Py_ssize_t>(layout.count()) * itemsize;
+        view->readonly = writable ? 0 : 1;
+        view->itemsize = itemsize;
+        view->format = (flags & PyBUF_FORMAT) == PyBUF_FORMAT ? const_cast<char*>(format) : nullptr;
+        view->ndim = static_cast<int>(layout.ndim);
+        view->shape = (flags & PyBUF_ND) == PyBUF_ND ? dims : nullptr;
+        view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? strides : nullptr;
+        view->suboffsets = nullptr;
+        view->internal = dims;
+        return 0;
+    } catch (...) {
+        translate_exception();
+        view->obj = nullptr;
+        return -1;
+    }
+}
+
+/// The bf_releasebuffer partner of get_buffer.
+inline void release_buffer(Py_buffer* view) noexcept { PyMem_Free(view->internal); }
+
+}  // namespace npybridge
