@@ -2,6 +2,7 @@
 // API and npybridge's public headers only.
 #include <npybridge/npybridge.hpp>
 
+#include <array>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -111,6 +112,27 @@ void tensor_dealloc(PyObject* self) {
     Py_DECREF(type);
 }
 
+/// The interned Python strings of a function's argument names (made once per
+/// names array and kept for the life of the process, like CPython's own).
+template <std::size_t N>
+const std::array<PyObject*, N>& interned_names(const char* const (&names)[N]) {
+    struct entry {
+        const char* const* names;
+        std::array<PyObject*, N> interned;
+    };
+    static std::array<entry, 8> cache{};
+    for (entry& e : cache) {
+        if (e.names == names) return e.interned;
+        if (e.names == nullptr) {
+            for (std::size_t i = 0; i < N; ++i) e.interned[i] = PyUnicode_InternFromString(names[i]);
+            e.names = names;
+            return e.interned;
+        }
+    }
+    static std::array<PyObject*, N> none{};  // more than 8 functions of N arguments: text comparison only
+    return none;
+}
+
 /// Vectorcall arguments by name: fills `slots` (nullptr where not given) from
 /// positional arguments, then keywords. Like CPython's own parsers, a missing
 /// required argument, an unknown or repeated keyword, or too many positional
@@ -129,8 +151,14 @@ void parse_arguments(const char* function, PyObject* const* args, Py_ssize_t nar
     const Py_ssize_t keywords = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t k = 0; k < keywords; ++k) {
         PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+        // Keyword names from Python calls are interned: compare pointers first, text only when none matches.
+        const std::array<PyObject*, N>& interned = interned_names(names);
         std::size_t i = 0;
-        while (i < N && PyUnicode_CompareWithASCIIString(key, names[i]) != 0) ++i;
+        while (i < N && key != interned[i]) ++i;
+        if (i == N) {
+            i = 0;
+            while (i < N && PyUnicode_CompareWithASCIIString(key, names[i]) != 0) ++i;
+        }
         if (i == N) fail("got an unexpected keyword argument " + nb::safe_repr(key));
         if (slots[i] != nullptr) fail("got multiple values for argument '" + std::string(names[i]) + "'");
         slots[i] = args[nargs + k];
@@ -185,14 +213,15 @@ std::optional<std::pair<long, long>> int_pair_of(PyObject* obj, const char* what
 /// Tensor.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None, codes=False)
 PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
     return nb::guarded([&]() -> PyObject* {
-        static const char* const names[] = {"stream", "max_version", "dl_device", "copy", "codes"};
+        // Keyword-only, so the order is free: NumPy passes max_version, dl_device and copy.
+        static const char* const names[] = {"max_version", "dl_device", "copy", "stream", "codes"};
         PyObject* slots[5];
         if (PyVectorcall_NARGS(nargsf) != 0) {
             PyErr_SetString(PyExc_TypeError, "__dlpack__() takes keyword arguments only");
             return nullptr;
         }
         parse_arguments("__dlpack__", args, 0, kwnames, names, 0, slots);
-        auto [stream, max_version, dl_device, copy, codes] = slots;
+        auto [max_version, dl_device, copy, stream, codes] = slots;
         if (stream != nullptr && stream != Py_None) {
             throw nb::dlpack_error("__dlpack__: stream must be None for CPU memory, got " + nb::safe_repr(stream));
         }

@@ -25,6 +25,7 @@ def main(bazel_bin):
         ("np.from_dlpack(t) (npybridge exports)", "np.from_dlpack(t)"),
         ("Tensor.from_dlpack(a) (npybridge imports)", "Tensor.from_dlpack(a)"),
         ("Tensor.from_dlpack(np.from_dlpack(t)) (round trip)", "Tensor.from_dlpack(np.from_dlpack(t))"),
+        ("np.from_dlpack(np.from_dlpack(a)) (NumPy's own round trip)", "np.from_dlpack(np.from_dlpack(a))"),
         ("Tensor.from_numpy(a) (for scale)", "Tensor.from_numpy(a)"),
     ]
     times = {label: best_ns(statement, namespace) for label, statement in rows}
@@ -37,6 +38,7 @@ def main(bazel_bin):
     print("|---|---|")
     yardstick = times[rows[0][0]]
     print(f"| round trip / np.from_dlpack(a) (target <= 1.5) | {times[rows[3][0]] / yardstick:.2f} |")
+    print(f"| round trip / NumPy's own round trip | {times[rows[3][0]] / times[rows[4][0]]:.2f} |")
     print(f"| npybridge export (np.from_dlpack(t)) / np.from_dlpack(a) | {times[rows[1][0]] / yardstick:.2f} |")
     print(f"| npybridge import (Tensor.from_dlpack(a)) / np.from_dlpack(a) | {times[rows[2][0]] / yardstick:.2f} |")
     print()
