@@ -305,6 +305,20 @@ PyObject* tensor_from_storage(PyObject*, PyObject* args, PyObject* kwargs) {
     });
 }
 
+/// Tensor.copy_from(obj, narrowing='checked'): copies the array's values into
+/// this tensor's memory (same shape; same dtype or int64 / float64 narrowed).
+PyObject* tensor_copy_from(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
+    return nb::guarded([&]() -> PyObject* {
+        static const char* const names[] = {"obj", "narrowing"};
+        PyObject* slots[2];
+        parse_arguments("copy_from", args, PyVectorcall_NARGS(nargsf), kwnames, names, 1, slots);
+        nb::to_tensor_options options;
+        options.narrow = narrowing_of(slots[1]);
+        nb::copy_into(slots[0], unwrap(self), options);
+        Py_RETURN_NONE;
+    });
+}
+
 nb::lowbit_format lowbit_format_of(PyObject* obj) {
     static const std::pair<const char*, nb::lowbit_format> choices[] = {
         {"int8", nb::lowbit_format::int8}, {"ml_dtypes", nb::lowbit_format::ml_dtypes}};
@@ -419,6 +433,9 @@ PyMethodDef tensor_methods[] = {
     {"__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_dlpack)), METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None, codes=False): a DLPack capsule."},
     {"__dlpack_device__", tensor_dlpack_device, METH_NOARGS, "(kDLCPU, 0): tensors live in CPU memory."},
+    {"copy_from", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_copy_from)), METH_FASTCALL | METH_KEYWORDS,
+     "copy_from(obj, narrowing='checked'): copies the array's values into this tensor (same shape; same dtype, or\n"
+     "int64 / float64 narrowed); on any error the tensor keeps its values."},
     {"storage", tensor_storage, METH_NOARGS, "The tensor's raw storage as bytes (packed for low-bit dtypes)."},
     {nullptr, nullptr, 0, nullptr},
 };

@@ -365,10 +365,8 @@ inline bool copy_plan_c_order(PyArrayObject* array, std::size_t out_size, copy_p
 
 /// Runs `copy` without the GIL when it moves at least release_gil_bytes.
 template <class Copy>
-auto without_gil_if_large(std::size_t bytes, Copy&& copy) {
-    std::optional<gil_release> unlocked;
-    if (bytes >= release_gil_bytes) unlocked.emplace();
-    return copy();
+decltype(auto) without_gil_if_large(std::size_t bytes, Copy&& copy) {
+    return without_gil(bytes >= release_gil_bytes, std::forward<Copy>(copy));
 }
 
 /// The array's values in a new C-ordered array of its dtype (native byte
@@ -511,6 +509,90 @@ inline object contiguous_as(PyArrayObject* array, int type_num, NPY_CASTING cast
     return object::steal(result);
 }
 
+/// What a value must satisfy to survive a cast: integer targets hold
+/// [lo, hi]; float targets keep every finite value below `overflow` in
+/// magnitude (above it, it would become infinite).
+struct value_bounds {
+    bool floating = false;
+    std::int64_t lo = 0, hi = 0;
+    double overflow = 0;
+};
+
+/// The bounds of a dtype's storage (the codes, for quantized dtypes); none
+/// for dtypes every numeric value survives the cast into (Bool, Byte) or
+/// that are packed (their valid sets are the packers' business).
+inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
+    if (type.is_packed) return std::nullopt;
+    if (type.category == dtype_category::floating || type.category == dtype_category::complex) {
+        return value_bounds{true, 0, 0, overflow_threshold(type.range.hi)};
+    }
+    if (type.category != dtype_category::integer && type.category != dtype_category::quantized) return std::nullopt;
+    const unsigned bits = static_cast<unsigned>(type.element_size * 8);
+    if (bits >= 64) return std::nullopt;
+    return type.is_signed ? value_bounds{false, -(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1, 0}
+                          : value_bounds{false, 0, (std::int64_t{1} << bits) - 1, 0};
+}
+
+/// The first value of the array (C order) that does not survive a cast into
+/// `bounds`: its index and its text. Integers are read as int64 / uint64 and
+/// floats as double (long double when wider), complex numbers part by part;
+/// other kinds are numpy's to judge.
+inline std::optional<std::pair<std::size_t, std::string>> first_unfit_value(PyArrayObject* array, const value_bounds& bounds) {
+    const char kind = descr_kind(PyArray_DESCR(array));
+    const bool wide_float = PyArray_ITEMSIZE(array) > (kind == 'c' ? 16 : 8);
+    const int wide_type = kind == 'i' ? NPY_INT64
+                          : kind == 'u' ? NPY_UINT64
+                          : kind == 'f' ? (wide_float ? NPY_LONGDOUBLE : NPY_DOUBLE)
+                          : kind == 'c' ? (wide_float ? NPY_CLONGDOUBLE : NPY_CDOUBLE)
+                                        : -1;
+    if (wide_type < 0) return std::nullopt;
+    object wide = contiguous_as(array, wide_type, NPY_SAFE_CASTING, "checked narrowing");
+    const void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(wide.get()));
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array)) * (kind == 'c' ? 2 : 1);
+    // Integers against a float's overflow: |v| <= the largest integer below it.
+    const double integer_limit = bounds.floating ? std::ceil(bounds.overflow) - 1 : 0;
+    std::size_t bad = n;
+    if (kind == 'i') {
+        const auto* in = static_cast<const std::int64_t*>(data);
+        if (!bounds.floating) {
+            bad = first_outside<std::int64_t>(in, n, bounds.lo, bounds.hi);
+        } else if (integer_limit < 9.2e18) {
+            const auto limit = static_cast<std::int64_t>(integer_limit);
+            bad = first_outside<std::int64_t>(in, n, -limit, limit);
+        }
+        if (bad != n) return std::pair{bad, std::to_string(in[bad])};
+    } else if (kind == 'u') {
+        const auto* in = static_cast<const std::uint64_t*>(data);
+        const auto hi = bounds.floating ? (integer_limit < 1.8e19 ? static_cast<std::uint64_t>(integer_limit) : ~std::uint64_t{0})
+                                        : static_cast<std::uint64_t>(std::max<std::int64_t>(bounds.hi, 0));
+        bad = first_outside<std::uint64_t>(in, n, 0, hi);  // every integer bound's lo is <= 0
+        if (bad != n) return std::pair{bad, std::to_string(in[bad])};
+    } else {
+        auto check = [&](const auto* in) {
+            using real = std::remove_cv_t<std::remove_pointer_t<decltype(in)>>;
+            return bounds.floating ? first_overflow<real>(in, n, static_cast<real>(bounds.overflow))
+                                   : first_outside<real>(in, n, static_cast<real>(bounds.lo), static_cast<real>(bounds.hi));
+        };
+        if (wide_float) {
+            const auto* in = static_cast<const long double*>(data);
+            bad = check(in);
+            if (bad == n) return std::nullopt;
+            if (kind == 'c') bad -= bad % 2;
+            return std::pair{kind == 'c' ? bad / 2 : bad,
+                             kind == 'c' ? "(" + number_text(static_cast<double>(in[bad])) + "+" +
+                                               number_text(static_cast<double>(in[bad + 1])) + "j)"
+                                         : number_text(static_cast<double>(in[bad]))};
+        }
+        const auto* in = static_cast<const double*>(data);
+        bad = check(in);
+        if (bad == n) return std::nullopt;
+        if (kind == 'c') bad -= bad % 2;
+        return std::pair{kind == 'c' ? bad / 2 : bad,
+                         kind == 'c' ? "(" + number_text(in[bad]) + "+" + number_text(in[bad + 1]) + "j)" : number_text(in[bad])};
+    }
+    return std::nullopt;
+}
+
 /// int64 -> Int32 / float64 -> Float32 into `out` (contiguous). checked: the
 /// first value that does not fit is an error naming index and value.
 /// check_first: every value is checked before the first is written, so a bad
@@ -620,26 +702,15 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
     if (PyArray_ITEMSIZE(array) == 1 && (kind == 'i') == type.is_signed && kind != 'b') {
         return contiguous_as(array, byte_type, NPY_SAFE_CASTING, std::string(type.name));
     }
-    object wide = contiguous_as(array, NPY_INT64, NPY_UNSAFE_CASTING, std::string(type.name));
-    auto* values = reinterpret_cast<PyArrayObject*>(wide.get());
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(values));
-    const auto* in = static_cast<const std::int64_t*>(PyArray_DATA(values));
-    PyObject* bytes_array = PyArray_SimpleNew(PyArray_NDIM(values), PyArray_DIMS(values), byte_type);
-    if (bytes_array == nullptr) throw_numpy_failure(std::string(type.name));
-    object result = object::steal(bytes_array);
-    auto* out = static_cast<std::int8_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(bytes_array)));
-    // Only "fits a byte" is checked here; the packer's own codec judges the
-    // value set (and names the index) in pack_values.
-    const std::int64_t lo = type.is_signed ? -128 : 0, hi = type.is_signed ? 127 : 255;
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::int64_t v = in[i];
-        if (v < lo || v > hi) {
-            throw value_error(std::string(type.name) + ": value " + std::to_string(v) + " at index " + index_text(i, layout) +
-                              " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
-        }
-        out[i] = static_cast<std::int8_t>(v);
+    // Only "fits a byte" is checked here (integers of any width, uint64
+    // too, so nothing wraps into a valid code); the packer's own codec judges
+    // the value set (and names the index) in pack_values.
+    const value_bounds byte_bounds{false, type.is_signed ? -128 : 0, type.is_signed ? 127 : 255, 0};
+    if (const auto unfit = first_unfit_value(array, byte_bounds)) {
+        throw value_error(std::string(type.name) + ": value " + unfit->second + " at index " + index_text(unfit->first, layout) +
+                          " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
     }
-    return result;
+    return contiguous_as(array, byte_type, NPY_UNSAFE_CASTING, std::string(type.name));
 }
 
 /// Packs one-byte values into fresh storage; a bad value is named by its index in the array.
@@ -649,13 +720,10 @@ inline void pack_values(PyArrayObject* values, const dtype& target, void* out, l
     const lowbit_codec codec = make_codec(type);
     const auto* in = static_cast<const std::uint8_t*>(PyArray_DATA(values));
     const std::size_t n = layout.count();
-    bool ok;
-    {
-        std::optional<gil_release> unlocked;
-        if (n >= release_gil_bytes) unlocked.emplace();
-        ok = pack_rows(active_lowbit_kernels(), codec, type.id, in, n, layout.innermost(), packing,
-                       static_cast<std::uint8_t*>(out));
-    }
+    const bool ok = without_gil_if_large(n, [&] {
+        return pack_rows(active_lowbit_kernels(), codec, type.id, in, n, layout.innermost(), packing,
+                         static_cast<std::uint8_t*>(out));
+    });
     if (!ok) {
         for (std::size_t i = 0; i < n; ++i) {
             std::uint8_t bad = 0;
@@ -666,6 +734,20 @@ inline void pack_values(PyArrayObject* values, const dtype& target, void* out, l
                               " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
         }
     }
+}
+
+/// A quantized array holds codes that mean something only with its scale and
+/// zero point: they go only into the same quantized dtype (packed or not).
+/// Anything else would requantize or drop the parameters silently.
+inline void refuse_requantizing(const std::optional<numpy_dtype_match>& source, const dtype& target) {
+    if (!source || !source->type.is_quantized() || source->type == target) return;
+    const std::string from = source->type.to_string();
+    throw dtype_error((target.is_quantized() ? "requantizing is not supported: the array is " + from + ", the tensor wants " +
+                                                   target.to_string()
+                                             : "the array holds " + from + " codes; converting them to " +
+                                                   target.to_string() + " would drop the quantization parameters") +
+                      " (take the raw codes with a view of the plain numpy dtype, e.g. a.view(np." +
+                      std::string(source->type.info().numpy_name()) + "), or dequantize first)");
 }
 
 /// Fills fresh, contiguous tensor memory from the array (any strides, byte
@@ -682,10 +764,6 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
         narrow_into(array, target, out, options.narrow, layout);
         return;
     }
-    if (source && source->type.is_quantized() && target.is_quantized() && !(source->type == target)) {
-        throw dtype_error("requantizing is not supported: the array is " + source->type.to_string() + ", the tensor wants " +
-                          target.to_string());
-    }
     const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
     if (source && same_storage(*source, target) &&
         static_cast<std::size_t>(PyArray_ITEMSIZE(array)) == target.info().element_size) {
@@ -699,19 +777,39 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
             return;
         }
     }
-    // float -> BFloat16 is a float-to-float cast (numpy cannot know that of a user dtype).
-    const bool float_to_float = target.info().category == dtype_category::floating &&
-                                descr_kind(PyArray_DESCR(array)) == 'f';
-    const NPY_CASTING casting = (source && same_storage(*source, target)) ? NPY_UNSAFE_CASTING  // byte order / layout only
-                                : options.narrow == narrowing::wrap       ? NPY_UNSAFE_CASTING
-                                : float_to_float                          ? NPY_UNSAFE_CASTING
+    // The casting numpy may do: any byte order / layout change of the same
+    // storage; with narrowing='wrap' anything; with 'reject' only a cast that
+    // cannot lose a value; with 'checked' numpy's unsafe cast where every
+    // value is checked first (integers into any integer, float or complex
+    // dtype, floats into float and complex dtypes, complex into complex),
+    // else a cast within the kind.
+    const bool same = source && same_storage(*source, target);
+    const char kind = descr_kind(PyArray_DESCR(array));
+    const std::optional<value_bounds> bounds = storage_bounds(target.info());
+    const bool into_complex = target.info().category == dtype_category::complex;
+    const bool value_checked = options.narrow == narrowing::checked && !same && bounds &&
+                               (kind == 'i' || kind == 'u' || (kind == 'f' && bounds->floating) || (kind == 'c' && into_complex));
+    const NPY_CASTING casting = same || options.narrow == narrowing::wrap ? NPY_UNSAFE_CASTING
+                                : options.narrow == narrowing::reject     ? NPY_SAFE_CASTING
+                                : value_checked                           ? NPY_UNSAFE_CASTING
                                                                           : NPY_SAME_KIND_CASTING;
     object view = array_over(target, out, contiguous, true);
     auto* destination = reinterpret_cast<PyArrayObject*>(view.get());
     if (!PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), casting)) {
+        const char* word = casting == NPY_SAFE_CASTING ? "safe" : casting == NPY_SAME_KIND_CASTING ? "same_kind" : "unsafe";
+        const char* advice = options.narrow == narrowing::reject    ? " (narrowing='reject' allows no cast that can lose values; "
+                                                                      "'checked' checks every value, 'wrap' casts anyway)"
+                             : options.narrow == narrowing::checked ? " (narrowing='wrap' allows any cast numpy has)"
+                                                                    : " (numpy has no cast between them)";
         throw dtype_error("cannot cast numpy " + descr_text(PyArray_DESCR(array)) + " to " + target.to_string() +
-                          " with casting='" + (casting == NPY_SAME_KIND_CASTING ? "same_kind" : "unsafe") +
-                          "' (narrowing='wrap' allows any cast)");
+                          " with casting='" + word + "'" + advice);
+    }
+    if (value_checked && !PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), NPY_SAFE_CASTING)) {
+        if (const auto unfit = first_unfit_value(array, *bounds)) {
+            throw value_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
+                              ": value " + unfit->second + " at index " + index_text(unfit->first, layout) +
+                              " does not fit " + std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
+        }
     }
     // numpy's copy loops release the GIL themselves for large copies.
     object source_view = object::borrow(reinterpret_cast<PyObject*>(array));
@@ -803,6 +901,7 @@ template <class Tensor>
         if (!options.type) throw;  // with a requested dtype, numpy may still cast to it (fill_copy decides)
     }
     const dtype target = options.type ? *options.type : source->type;
+    refuse_requantizing(source, target);
 
     std::string reason = options.policy == borrow_policy::copy
                              ? std::string("copy requested")
@@ -893,13 +992,12 @@ template <class Tensor>
     object result = object::steal(array);
     auto* out = static_cast<std::uint8_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array)));
     const std::size_t count = layout.count();
-    std::optional<gil_release> unlocked;
-    if (count >= release_gil_bytes) unlocked.emplace();
-    unpack(entry.id, adapter::data(source), {count, layout.innermost()}, out, adapter::packed_layout(source));
-    if (ml_4bit) {
-        for (std::size_t i = 0; i < count; ++i) out[i] &= 0x0F;  // ml_dtypes keeps the upper bits zero
-    }
-    unlocked.reset();
+    without_gil_if_large(count, [&] {
+        unpack(entry.id, adapter::data(source), {count, layout.innermost()}, out, adapter::packed_layout(source));
+        if (ml_4bit) {
+            for (std::size_t i = 0; i < count; ++i) out[i] &= 0x0F;  // ml_dtypes keeps the upper bits zero
+        }
+    });
     return result;
 }
 
@@ -988,6 +1086,9 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
     }
     const numpy_dtype_match source = target.info().is_packed ? numpy_dtype_match{target, false}
                                                              : from_numpy(PyArray_DESCR(array), options.narrow);
+    if (target.info().is_packed && detail::descr_metadata(PyArray_DESCR(array)) != nullptr) {
+        detail::refuse_requantizing(from_numpy(PyArray_DESCR(array), options.narrow), target);
+    }
     if (!target.info().is_packed && !(source.type == target) && !detail::same_storage(source, target)) {
         throw dtype_error("copy_into: the array is " + source.type.to_string() + " (numpy " +
                           detail::descr_text(PyArray_DESCR(array)) + "), the tensor is " + target.to_string());

@@ -4,6 +4,7 @@
 #include <npybridge/config.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
+#include <npybridge/python_errors.hpp>
 #include <npybridge/quantization.hpp>
 
 #include <array>
@@ -143,7 +144,10 @@ inline object ml_dtypes_4bit_descr(bool is_signed) {
 }
 
 
+/// str(descr) for messages; a pending Python error is kept as it was (a
+/// message about numpy's failure is built while numpy's error is pending).
 inline std::string descr_text(PyArray_Descr* descr) {
+    const pending_error_kept kept;
     object text = object::steal(PyObject_Str(reinterpret_cast<PyObject*>(descr)));
     const char* utf8 = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
     if (utf8 == nullptr) {
@@ -170,8 +174,11 @@ double read_number(const dtype_info& type, std::string_view key, PyObject* obj) 
         if (!is_real) {
             throw metadata_error(where() + "must be a real number, got " + safe_repr(obj) + " (" + type_text(obj) + ")");
         }
+        // A subclass's __float__ runs Python code: its own exception is the
+        // answer (only an integer too large for a double is ours to name).
         const double value = PyFloat_AsDouble(obj);
         if (value == -1.0 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError) || !PyLong_Check(obj)) throw python_error();
             PyErr_Clear();
             throw metadata_error(where() + safe_repr(obj) + " does not fit a float");
         }
@@ -180,9 +187,10 @@ double read_number(const dtype_info& type, std::string_view key, PyObject* obj) 
         if (!is_integer) {
             throw metadata_error(where() + "must be an integer, got " + safe_repr(obj) + " (" + type_text(obj) + ")");
         }
-        object index = object::steal(PyNumber_Index(obj));
-        const long long value = index ? PyLong_AsLongLong(index.get()) : -1;
-        if (PyErr_Occurred()) {
+        object index = object::steal(PyNumber_Index(obj));  // a subclass's __index__ may raise: that error stands
+        if (!index) throw python_error();
+        const long long value = PyLong_AsLongLong(index.get());
+        if (value == -1 && PyErr_Occurred()) {
             PyErr_Clear();
             throw metadata_error(where() + safe_repr(obj) + " is outside [" + number_text(type.range.lo) + ", " +
                                  number_text(type.range.hi) + "]");
@@ -199,9 +207,10 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
     if (!PyDict_Check(mgb)) {
         throw metadata_error(where() + " must be a dict, got " + safe_repr(mgb) + " (" + type_text(mgb) + ")");
     }
-    PyObject* name_obj = PyDict_GetItemWithError(mgb, key_object("name"));
+    const object held_name = object::borrow(PyDict_GetItemWithError(mgb, key_object("name")));
+    PyObject* name_obj = held_name.get();
     if (name_obj == nullptr) {
-        PyErr_Clear();
+        if (PyErr_Occurred()) throw python_error();
         throw metadata_error(where() + " has no 'name'");
     }
     if (!PyUnicode_Check(name_obj)) {
@@ -247,6 +256,7 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
             bool known = key_text != nullptr && std::string_view(key_text) == "name";
             for (std::string_view field_name : param_type::field_names) known = known || (key_text && field_name == key_text);
             if (!known) {
+                const object held = object::borrow(key);  // its repr may run Python code
                 std::string takes = "name";
                 for (std::string_view field_name : param_type::field_names) takes += ", " + std::string(field_name);
                 throw metadata_error(std::string(type.name) + ": unexpected key " + safe_repr(key) + " in " + where() +
@@ -255,12 +265,14 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
         }
         reflect::for_each_field(param, [&](std::string_view key_name, auto& field) {
             using field_t = std::remove_reference_t<decltype(field)>;
-            PyObject* item = PyDict_GetItemWithError(mgb, key_object(key_name));
-            if (item == nullptr) {
-                PyErr_Clear();
+            // A strong reference: reading the number may run Python code (a
+            // subclass's __float__ / __index__) that removes it from the dict.
+            object item = object::borrow(PyDict_GetItemWithError(mgb, key_object(key_name)));
+            if (!item) {
+                if (PyErr_Occurred()) throw python_error();
                 throw metadata_error(std::string(type.name) + ": " + std::string(key_name) + " is missing from " + where());
             }
-            const double number = read_number<field_t>(type, key_name, item);
+            const double number = read_number<field_t>(type, key_name, item.get());
             check_field<field_t>(type, key_name, number);
             field = static_cast<field_t>(number);
         });
@@ -397,10 +409,13 @@ inline numpy_dtype_match from_numpy(PyArray_Descr* descr, narrowing mode = narro
             throw metadata_error("numpy dtype " + detail::descr_text(descr) + ": metadata must be a dict, got " +
                                  safe_repr(metadata));
         }
-        PyObject* mgb = PyDict_GetItemWithError(metadata, detail::key_object("mgb_dtype"));
-        if (mgb == nullptr && PyErr_Occurred()) PyErr_Clear();
-        if (mgb != nullptr) {
-            dtype parsed = detail::parse_mgb_dtype(descr, mgb);
+        // Strong references: parsing may run Python code (a number's
+        // __float__) that changes the dicts under it.
+        const object held_metadata = object::borrow(metadata);
+        const object mgb = object::borrow(PyDict_GetItemWithError(metadata, detail::key_object("mgb_dtype")));
+        if (!mgb && PyErr_Occurred()) throw python_error();
+        if (mgb) {
+            dtype parsed = detail::parse_mgb_dtype(descr, mgb.get());
             cache.put(descr, hash, descr, parsed);
             return {parsed, false};
         }

@@ -60,10 +60,15 @@ private:
 };
 
 /// Gives up the GIL for a scope (long copies); the calling thread must hold it.
+/// Taking the GIL back while the interpreter finalizes ends a daemon thread
+/// with glibc's forced unwind, so the destructor is noexcept(false): declare
+/// it as a plain local, not inside std::optional or any other wrapper whose
+/// destructor is noexcept (that would call std::terminate). without_gil()
+/// is the conditional form.
 class gil_release {
 public:
     gil_release() noexcept : m_state(PyEval_SaveThread()) {}
-    ~gil_release() { PyEval_RestoreThread(m_state); }
+    ~gil_release() noexcept(false) { PyEval_RestoreThread(m_state); }
     gil_release(const gil_release&) = delete;
     gil_release& operator=(const gil_release&) = delete;
 
@@ -71,12 +76,35 @@ private:
     PyThreadState* m_state;
 };
 
+/// f() without the GIL when `release` (the calling thread holds it), else
+/// with it; the GIL is held again however f ends. f must not touch Python.
+template <class F>
+decltype(auto) without_gil(bool release, F&& f) {
+    if (!release) return std::forward<F>(f)();
+    gil_release unlocked;
+    return std::forward<F>(f)();
+}
+
+/// Sets the pending Python error aside for a scope and puts it back at its
+/// end (code that builds a message about an error while it is pending).
+class pending_error_kept {
+public:
+    pending_error_kept() noexcept { PyErr_Fetch(&m_type, &m_value, &m_traceback); }
+    ~pending_error_kept() { PyErr_Restore(m_type, m_value, m_traceback); }
+    pending_error_kept(const pending_error_kept&) = delete;
+    pending_error_kept& operator=(const pending_error_kept&) = delete;
+
+private:
+    PyObject* m_type;
+    PyObject* m_value;
+    PyObject* m_traceback;
+};
+
 /// repr(obj) that never fails: works for nullptr and for a __repr__ that
 /// raises (the pending Python error, if any, is kept as it was). GIL required.
 inline std::string safe_repr(PyObject* obj) {
     if (obj == nullptr) return "<NULL>";
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
+    const pending_error_kept kept;
     std::string text;
     PyObject* repr = PyObject_Repr(obj);
     const char* utf8 = repr ? PyUnicode_AsUTF8(repr) : nullptr;
@@ -90,7 +118,6 @@ inline std::string safe_repr(PyObject* obj) {
         text = buffer;
     }
     Py_XDECREF(repr);
-    PyErr_Restore(type, value, traceback);
     return text;
 }
 

@@ -20,6 +20,18 @@
 #define NPYBRIDGE_HAS_CXXABI 1
 #endif
 
+// glibc ends a thread (pthread_exit, and CPython's daemon threads that wake
+// up during interpreter finalization) by a "forced unwind": an exception that
+// every catch (...) must rethrow and no noexcept frame may see.
+#if defined(__GLIBCXX__) && defined(__linux__)
+#define NPYBRIDGE_FORCED_UNWIND_CATCH \
+    catch (abi::__forced_unwind&) {   \
+        throw;                        \
+    }
+#else
+#define NPYBRIDGE_FORCED_UNWIND_CATCH
+#endif
+
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// Readable C++ type name: demangled with the C++ ABI where the compiler has
@@ -299,11 +311,16 @@ inline void translate_exception() noexcept {
 /// Runs f() at the C++ → Python boundary: its result, or nullptr with the
 /// Python error that translate_exception() makes of whatever f threw.
 /// For CPython-API functions: `return npybridge::guarded([&] { ... });`
+/// The one thing it lets through is the forced unwind that ends a thread
+/// taking the GIL back while the interpreter finalizes (a daemon thread in
+/// the middle of a conversion): that must reach the thread's start.
 template <class F>
-PyObject* guarded(F&& f) noexcept {
+PyObject* guarded(F&& f) {
     try {
         return std::forward<F>(f)();
-    } catch (...) {
+    }
+    NPYBRIDGE_FORCED_UNWIND_CATCH
+    catch (...) {
         translate_exception();
         return nullptr;
     }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -128,6 +129,52 @@ std::size_t first_unfit(const Source* in, std::size_t n) noexcept {
 #else
     return narrow_portable<false>(in, static_cast<Target*>(nullptr), n, true);
 #endif
+}
+
+/// Index of the first value outside [lo, hi] (NaN is outside), n when all
+/// lie inside. Blocks are checked without branches, so compilers vectorize.
+template <class T>
+std::size_t first_outside(const T* in, std::size_t n, T lo, T hi) noexcept {
+    constexpr std::size_t block = 4096;
+    for (std::size_t start = 0; start < n; start += block) {
+        const std::size_t end = std::min(n, start + block);
+        bool bad = false;
+        for (std::size_t i = start; i < end; ++i) bad |= !(in[i] >= lo && in[i] <= hi);
+        if (!bad) continue;
+        for (std::size_t i = start; i < end; ++i) {
+            if (!(in[i] >= lo && in[i] <= hi)) return i;
+        }
+    }
+    return n;
+}
+
+/// Index of the first finite value whose magnitude reaches `overflow` (it
+/// would round to infinity), n when there is none; NaN and infinities pass.
+template <class T>
+std::size_t first_overflow(const T* in, std::size_t n, T overflow) noexcept {
+    const T infinity = std::numeric_limits<T>::infinity();
+    auto overflows = [&](T value) {
+        const T magnitude = value < 0 ? -value : value;
+        return magnitude >= overflow && magnitude < infinity;
+    };
+    constexpr std::size_t block = 4096;
+    for (std::size_t start = 0; start < n; start += block) {
+        const std::size_t end = std::min(n, start + block);
+        bool bad = false;
+        for (std::size_t i = start; i < end; ++i) bad |= overflows(in[i]);
+        if (!bad) continue;
+        for (std::size_t i = start; i < end; ++i) {
+            if (overflows(in[i])) return i;
+        }
+    }
+    return n;
+}
+
+/// The smallest magnitude that rounds to infinity in a binary float format
+/// whose largest finite value is `largest`: halfway from it to the next
+/// power of two (round to nearest even goes up there, the mantissa being odd).
+inline double overflow_threshold(double largest) noexcept {
+    return (largest + std::ldexp(1.0, std::ilogb(largest) + 1)) / 2;
 }
 
 }  // namespace detail

@@ -1,0 +1,238 @@
+"""Hostile input: crashes, silent wrong values and unclear errors that must not happen."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import npybridge_example as nbx
+from conftest import mgb_dtype
+
+T = nbx.Tensor
+NUMPY2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
+
+
+def run_python(code, timeout=60):
+    """Runs code in a fresh interpreter that can import the example module."""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(nbx.__file__))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+# ---- Interpreter exit while a daemon thread converts -------------------------------------------
+
+@pytest.mark.parametrize("work", [
+    "nbx.Tensor.from_numpy(big)",
+    "nbx.Tensor.from_numpy(big, policy='copy')",
+    "packed.numpy()",
+    "nbx.Tensor.from_numpy(big.T, dtype='Float32')",
+])
+def test_exit_while_a_daemon_thread_converts_is_clean(work):
+    # The thread is ended by the interpreter while it takes the GIL back after a
+    # long copy; that must pass through npybridge's frames to the thread's start.
+    result = run_python(f"""
+        import threading, time
+        import numpy as np
+        import npybridge_example as nbx
+        big = np.ones((1024, 1024 * 8))
+        packed = nbx.Tensor.from_numpy(np.ones(8 << 20, np.int8), dtype="IntB4")
+        def loop():
+            while True:
+                {work}
+        threading.Thread(target=loop, daemon=True).start()
+        time.sleep(0.3)
+        print("main done")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "main done" in result.stdout
+    assert "terminate" not in result.stderr and "FATAL" not in result.stderr
+
+
+# ---- Metadata read while Python code changes it ------------------------------------------------
+
+def test_a_scale_whose_float_deletes_it_raises_its_own_error():
+    class Evil(int):
+        def __float__(self):
+            del fields["scale"]
+            raise ArithmeticError("from __float__")
+
+    fields = {"name": "QuantizedS8", "scale": Evil(1)}
+    dtype = np.dtype("i1", metadata={"mgb_dtype": fields})
+    with pytest.raises(ArithmeticError, match="from __float__"):
+        T.from_numpy(np.zeros(2, dtype))
+    # Under PYTHONMALLOC=debug a use of the freed scale crashes: run it there too.
+    result = run_python("""
+        import numpy as np, npybridge_example as nbx
+        class Evil(int):
+            def __float__(self):
+                del fields["scale"]; raise ValueError("mine")
+        fields = {"name": "QuantizedS8", "scale": Evil(1)}
+        try:
+            nbx.Tensor.from_numpy(np.zeros(2, np.dtype("i1", metadata={"mgb_dtype": fields})))
+        except ValueError as e:
+            print("raised", e)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "raised mine" in result.stdout
+
+
+def test_a_scale_whose_float_raises_keeps_its_exception():
+    class Refuses(int):
+        def __float__(self):
+            raise ZeroDivisionError("no float for you")
+
+    with pytest.raises(ZeroDivisionError, match="no float for you"):
+        T.from_numpy(np.zeros(2, mgb_dtype("i1", "QuantizedS8", Refuses(1))))
+
+
+def test_a_zero_point_whose_index_raises_keeps_its_exception():
+    fields = {"name": "Quantized8Asymm", "scale": 0.5}
+
+    class Refuses(np.int64):
+        def __index__(self):
+            del fields["zero_point"]
+            raise LookupError("no index")
+
+    fields["zero_point"] = Refuses(3)
+    with pytest.raises(LookupError, match="no index"):
+        T.from_numpy(np.zeros(2, np.dtype("u1", metadata={"mgb_dtype": fields})))
+
+
+def test_a_zero_point_out_of_range_is_still_named():
+    with pytest.raises(nbx.MetadataError, match="zero_point 256 is outside|zero_point"):
+        T.from_numpy(np.zeros(2, mgb_dtype("u1", "Quantized8Asymm", 0.5, 256)))
+    with pytest.raises(nbx.MetadataError, match="zero_point .* is outside"):
+        T.from_numpy(np.zeros(2, mgb_dtype("u1", "Quantized8Asymm", 0.5, 2**70)))
+
+
+# ---- Requantizing and dropping quantization parameters -----------------------------------------
+
+@pytest.mark.parametrize("source, target", [
+    (("i1", "QuantizedS8", 0.5, None), ("i1", "QuantizedS4", 0.25, None)),
+    (("i1", "QuantizedS8", 0.5, None), ("i1", "QuantizedS4", 0.5, None)),
+    (("u1", "Quantized8Asymm", 0.5, 128), ("u1", "Quantized4Asymm", 0.5, 3)),
+    (("i1", "QuantizedS8", 0.5, None), ("i1", "QuantizedS8", 0.25, None)),
+])
+def test_requantizing_is_refused_packed_or_not(source, target):
+    base, name, scale, zp = source
+    codes = np.array([1, 2, 3], base).view(mgb_dtype(base, name, scale, zp))
+    with pytest.raises(nbx.DTypeError, match="requantizing is not supported") as caught:
+        T.from_numpy(codes, dtype=mgb_dtype(*target))
+    assert name in str(caught.value) and target[1] in str(caught.value)
+
+
+@pytest.mark.parametrize("target", ["IntB4", "IntB2", "Int8", "Int32", "Float32"])
+def test_quantized_codes_do_not_silently_lose_their_scale(target):
+    codes = np.array([1, 3, -3], np.int8).view(mgb_dtype("i1", "QuantizedS8", 0.5))
+    with pytest.raises(nbx.DTypeError, match="would drop the quantization parameters") as caught:
+        T.from_numpy(codes, dtype=target)
+    assert "QuantizedS8(scale=0.5)" in str(caught.value) and target in str(caught.value)
+    # The raw codes are one view away, as the message says.
+    assert T.from_numpy(codes.view(np.int8), dtype=target).numpy().tolist() == [1, 3, -3]
+
+
+def test_copy_into_a_packed_tensor_refuses_other_quantized_codes():
+    destination = T.from_storage(b"\0\0", "QuantizedS4", (3,), scale=0.25)
+    codes = np.array([1, 2, -3], np.int8).view(mgb_dtype("i1", "QuantizedS8", 0.5))
+    with pytest.raises(nbx.DTypeError, match="requantizing"):
+        destination.copy_from(codes)
+    assert destination.storage() == b"\0\0"
+
+
+# ---- Integers that would wrap ------------------------------------------------------------------
+
+@pytest.mark.parametrize("target", ["IntB4", "IntB1", "QuantizedS4"])
+@pytest.mark.parametrize("value, numpy_type", [
+    (2**64 - 1, np.uint64), (2**63, np.uint64), (2**32 + 1, np.uint64), (-(2**63), np.int64), (255, np.uint8),
+    (2**31 + 1, np.uint32),
+])
+def test_wide_integers_never_wrap_into_low_bit_codes(target, value, numpy_type):
+    values = np.array([1, value], numpy_type)
+    kwargs = {"scale": 1.0} if target.startswith("Quantized") else {}
+    with pytest.raises(nbx.ValueRangeError, match=f"value {value} at index \\(1,\\)"):
+        T.from_numpy(values, dtype=target, **kwargs) if not kwargs else \
+            T.from_numpy(values, dtype=mgb_dtype("i1", target, 1.0))
+
+
+def test_uint64_values_that_fit_still_pack():
+    assert T.from_numpy(np.array([1, 3, 2**0], np.uint64), dtype="IntB4").numpy().tolist() == [1, 3, 1]
+
+
+# ---- A narrower requested dtype: checked checks, reject refuses --------------------------------
+
+NARROWER = [
+    (np.array([2**40, 300]), "Int8", "1099511627776", "(0,)"),
+    (np.array([5, 300]), "Int8", "300", "(1,)"),
+    (np.array([5, 70000], np.int32), "Int16", "70000", "(1,)"),
+    (np.array([5, -1], np.int16), "Uint8", "-1", "(1,)"),
+    (np.array([5, 2**64 - 1], np.uint64), "Int32", "18446744073709551615", "(1,)"),
+    (np.array([5, 65536], np.uint32), "Uint16", "65536", "(1,)"),
+    (np.array([1.0, 1e39]), "Float16", "1e+39", "(1,)"),
+    (np.array([1.0, 70000.0], np.float32), "Float16", "70000", "(1,)"),
+    (np.array([1.0, 1e39]), "BFloat16", "1e+39", "(1,)"),
+    (np.array([[1, 2], [3, 100000]]), "Float16", "100000", "(1, 1)"),
+    (np.array([1 + 1j, 1e39 + 0j]), "Complex64", "(1e+39+0j)", "(1,)"),
+]
+
+
+@pytest.mark.parametrize("values, target, shown, index", NARROWER)
+def test_checked_names_every_value_that_does_not_fit_a_narrower_dtype(values, target, shown, index):
+    with pytest.raises(nbx.ValueRangeError) as caught:
+        T.from_numpy(values, dtype=target, narrowing="checked")
+    message = str(caught.value)
+    assert f"value {shown} at index {index}" in message and target in message
+
+
+def test_checked_keeps_values_that_round_but_stay_finite():
+    # 65519 rounds to float16's largest value 65504; 65520 would be infinite.
+    assert T.from_numpy(np.array([65519.0]), dtype="Float16").numpy().tolist() == [65504.0]
+    with pytest.raises(nbx.ValueRangeError, match="65520"):
+        T.from_numpy(np.array([65520.0]), dtype="Float16")
+    with pytest.raises(nbx.ValueRangeError, match="65520"):
+        T.from_numpy(np.array([3, 65520]), dtype="Float16")
+    # Non-finite values are values too, and NaN stays NaN.
+    out = T.from_numpy(np.array([np.inf, -np.inf, np.nan]), dtype="Float16").numpy()
+    assert np.isinf(out[:2]).all() and np.isnan(out[2])
+    assert T.from_numpy(np.array([-128, 127]), dtype="Int8").numpy().tolist() == [-128, 127]
+
+
+@pytest.mark.parametrize("values, target, shown, index", NARROWER)
+def test_reject_refuses_every_cast_that_can_lose_values(values, target, shown, index):
+    with pytest.raises(nbx.DTypeError, match="narrowing='reject' allows no cast that can lose values"):
+        T.from_numpy(values, dtype=target, narrowing="reject")
+    # Even when this array's values would fit.
+    with pytest.raises(nbx.DTypeError, match=target):
+        T.from_numpy(values[:1], dtype=target, narrowing="reject")
+
+
+def test_reject_takes_casts_that_lose_nothing():
+    assert T.from_numpy(np.array([1, -2], np.int8), dtype="Int32", narrowing="reject").numpy().tolist() == [1, -2]
+    assert T.from_numpy(np.array([1.5], np.float16), dtype="Float32", narrowing="reject").numpy().tolist() == [1.5]
+
+
+@pytest.mark.parametrize("values, target, shown, index", NARROWER)
+def test_wrap_casts_anyway(values, target, shown, index):
+    with np.errstate(all="ignore"):
+        T.from_numpy(values, dtype=target, narrowing="wrap")
+
+
+def test_a_bad_value_leaves_nothing_behind_in_copy_from():
+    destination = T.from_numpy(np.zeros(3, np.int32))
+    with pytest.raises(nbx.ValueRangeError, match=r"value 1099511627776 at index \(2,\)"):
+        destination.copy_from(np.array([1, 2, 2**40]))
+    assert destination.numpy().tolist() == [0, 0, 0]
+    destination.copy_from(np.array([1, 2, 3]))
+    assert destination.numpy().tolist() == [1, 2, 3]
+
+
+# ---- numpy's own reason survives ---------------------------------------------------------------
+
+@pytest.mark.parametrize("values", [np.array(["1.5", "x"]), np.array([1.5, "x"], dtype=object)])
+def test_a_failed_numpy_cast_keeps_numpys_reason(values):
+    with pytest.raises(nbx.ConversionError) as caught:
+        T.from_numpy(values, dtype="Float32", narrowing="wrap")
+    message = str(caught.value)
+    assert "could not convert string to float" in message and "'x'" in message
+    assert "no Python error pending" not in message
