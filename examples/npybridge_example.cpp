@@ -19,9 +19,10 @@ namespace {
 
 std::string text_of(PyObject* obj, const char* what) {
     if (!PyUnicode_Check(obj)) throw nb::conversion_error(std::string(what) + " must be a str, got " + nb::safe_repr(obj));
-    const char* utf8 = PyUnicode_AsUTF8(obj);
+    Py_ssize_t size = 0;
+    const char* utf8 = PyUnicode_AsUTF8AndSize(obj, &size);  // the whole text, a NUL inside included
     if (utf8 == nullptr) throw nb::python_error();
-    return utf8;
+    return std::string(utf8, static_cast<std::size_t>(size));
 }
 
 /// One of a fixed set of option strings; nullptr (argument not given) gives
@@ -264,15 +265,7 @@ PyObject* tensor_from_storage(PyObject*, PyObject* args, PyObject* kwargs) {
         if (found == nullptr) throw nb::dtype_error("from_storage: unknown dtype name " + nb::safe_repr(name));
         std::optional<nb::dtype> type;
         if (found->is_quantized) {
-            if (scale == Py_None) throw nb::metadata_error(std::string(found->name) + ": scale is missing");
-            const double scale_value = PyFloat_AsDouble(scale);
-            if (scale_value == -1.0 && PyErr_Occurred()) throw nb::python_error();
-            std::optional<long long> zp;
-            if (zero_point != Py_None) {
-                zp = PyLong_AsLongLong(zero_point);
-                if (*zp == -1 && PyErr_Occurred()) throw nb::python_error();
-            }
-            type = nb::dtype::quantized(found->id, scale_value, zp);
+            type = nb::quantized_dtype(found->id, scale, zero_point);  // validated as metadata is
         } else {
             if (scale != Py_None || zero_point != Py_None) {
                 throw nb::metadata_error(std::string(found->name) + " takes no scale or zero_point");
@@ -290,17 +283,27 @@ PyObject* tensor_from_storage(PyObject*, PyObject* args, PyObject* kwargs) {
             if (extent < 0) throw nb::conversion_error("from_storage: negative dimension in shape " + nb::safe_repr(shape));
             dims[i] = static_cast<std::size_t>(extent);
         }
-        nb::tensor made = nb::tensor::empty(*type, dims, static_cast<std::size_t>(ndim), layout_of(layout));
+        // The size first (the layout refuses shapes memory cannot hold), then the memory.
+        const nb::tensor_layout contiguous = nb::tensor_layout::contiguous(dims, static_cast<std::size_t>(ndim));
+        const nb::lowbit_layout packing = layout_of(layout).value_or(nb::default_layout(type->id()));
+        const std::size_t expected = nb::tensor::storage_bytes_for(*type, contiguous, packing);
         Py_buffer view;
         if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0) throw nb::python_error();
-        const std::size_t expected = made.storage_bytes();
         const auto given = static_cast<std::size_t>(view.len);
-        if (given == expected) std::memcpy(made.data(), view.buf, given);
-        PyBuffer_Release(&view);
         if (given != expected) {
-            throw nb::conversion_error("from_storage: " + type->to_string() + " of shape " + made.layout().shape_text() +
+            PyBuffer_Release(&view);
+            throw nb::conversion_error("from_storage: " + type->to_string() + " of shape " + contiguous.shape_text() +
                                        " takes " + std::to_string(expected) + " bytes, got " + std::to_string(given));
         }
+        nb::tensor made;
+        try {
+            made = nb::tensor::empty(*type, dims, static_cast<std::size_t>(ndim), packing);
+        } catch (...) {
+            PyBuffer_Release(&view);
+            throw;
+        }
+        std::memcpy(made.data(), view.buf, given);
+        PyBuffer_Release(&view);
         return wrap(std::move(made), "from_storage copies the bytes");
     });
 }

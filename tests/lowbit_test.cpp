@@ -134,6 +134,7 @@ TEST_CASE("hand-checked vectors pack and unpack as MegBrain lays them out", "[lo
         CHECK(nb::default_layout(dtype_enum::Quantized4Asymm) == lowbit_layout::row_aligned);
         CHECK(nb::default_layout(dtype_enum::IntB2) == lowbit_layout::compact);
         CHECK(nb::default_layout(dtype_enum::UintB4) == lowbit_layout::compact);
+        CHECK(nb::default_layout(dtype_enum::QuantizedS8) == lowbit_layout::compact);  // not packed: nothing to align
     }
 }
 

@@ -92,3 +92,43 @@ TEST_CASE("int64 -> int32 narrowing finds the first value that does not fit and 
 TEST_CASE("float64 -> float32 narrowing refuses finite values that would become infinite, and only those", "[narrowing]") {
     check_kernels<double, float>();
 }
+
+TEST_CASE("overflow_threshold is where a finite value starts rounding to infinity", "[narrowing]") {
+    // float32: the constant the SSE2 kernel uses, and the cast itself agrees on both sides of it.
+    const double threshold = nb::detail::overflow_threshold(std::numeric_limits<float>::max());
+    CHECK(threshold == 3.4028235677973366e38);
+    CHECK(std::isinf(static_cast<float>(threshold)));
+    CHECK_FALSE(std::isinf(static_cast<float>(std::nextafter(threshold, 0.0))));
+    CHECK(nb::detail::overflow_threshold(65504.0) == 65520.0);                                   // float16
+    CHECK(nb::detail::overflow_threshold(3.3895313892515355e38) == 3.39617752923046e38);      // bfloat16
+}
+
+TEST_CASE("first_outside and first_overflow agree with a per-value reference around block edges", "[narrowing]") {
+    std::mt19937_64 random(7);
+    for (std::size_t n : {0u, 1u, 5u, 4095u, 4096u, 4097u, 9000u}) {
+        std::vector<std::int64_t> ints(n);
+        for (auto& v : ints) v = static_cast<std::int64_t>(random() % 256) - 128;
+        CHECK(nb::detail::first_outside<std::int64_t>(ints.data(), n, -128, 127) == n);
+        std::vector<double> floats(n);
+        for (auto& v : floats) v = std::ldexp(static_cast<double>(random() % 1000), 5);
+        CHECK(nb::detail::first_overflow<double>(floats.data(), n, 65520.0) == n);
+        if (n == 0) continue;
+        for (std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
+            auto bad_ints = ints;
+            bad_ints[at] = at % 2 ? 128 : -129;
+            CHECK(nb::detail::first_outside<std::int64_t>(bad_ints.data(), n, -128, 127) == at);
+            auto bad_floats = floats;
+            bad_floats[at] = at % 2 ? 65520.0 : -1e300;
+            CHECK(nb::detail::first_overflow<double>(bad_floats.data(), n, 65520.0) == at);
+            bad_floats[at] = std::nan("");  // NaN and infinities keep their meaning: not an overflow
+            CHECK(nb::detail::first_overflow<double>(bad_floats.data(), n, 65520.0) == n);
+            bad_floats[at] = -HUGE_VAL;
+            CHECK(nb::detail::first_overflow<double>(bad_floats.data(), n, 65520.0) == n);
+            std::vector<double> bounded(n, 1.0);
+            bounded[at] = std::nan("");  // but NaN is outside any integer range
+            CHECK(nb::detail::first_outside<double>(bounded.data(), n, -128.0, 127.0) == at);
+        }
+    }
+    const std::uint64_t huge[] = {1, 2, ~std::uint64_t{0}};
+    CHECK(nb::detail::first_outside<std::uint64_t>(huge, 3, 0, 255) == 2);
+}

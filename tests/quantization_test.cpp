@@ -128,7 +128,7 @@ TEST_CASE("each kind of bad metadata is its own clear error", "[quantized][numpy
         {mgb("int8", "'name': 'QuantizedS8', 'scale': 1e300"), "QuantizedS8: scale 1e+300 does not fit a float32"},
         {mgb("int8", "'name': 'QuantizedS8', 'scale': 0.0"), "QuantizedS8: scale 0 must be > 0"},
         {mgb("int8", "'name': 'QuantizedS8', 'scale': -0.5"), "QuantizedS8: scale -0.5 must be > 0"},
-        {mgb("int8", "'name': 'QuantizedS8', 'scale': 1e-50"), "QuantizedS8: scale 1e-50 must be > 0"},
+        {mgb("int8", "'name': 'QuantizedS8', 'scale': 1e-50"), "QuantizedS8: scale 1e-50 is too small for a float32 (it rounds to 0"},
         {mgb("uint8", "'name': 'Quantized8Asymm', 'scale': 1.0"), "Quantized8Asymm: zero_point is missing"},
         {mgb("int8", "'name': 'QuantizedS8', 'scale': 1.0, 'zero_point': 0"), "QuantizedS8: unexpected key 'zero_point'"},
         {mgb("int8", "'name': 'QuantizedS8', 'scale': 1.0, 'scael': 2.0"), "QuantizedS8: unexpected key 'scael'"},

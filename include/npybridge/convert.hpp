@@ -919,8 +919,7 @@ template <class Tensor>
         throw conversion_error("must_borrow: cannot share the memory of the " + array_text(array) + ": " + reason);
     }
     const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
-    const lowbit_layout packing = options.layout.value_or(target.info().is_packed ? default_layout(target.id())
-                                                                                  : lowbit_layout::compact);
+    const lowbit_layout packing = options.layout.value_or(default_layout(target.id()));
     Tensor made = adapter::make(target, contiguous, packing);
     fill_copy(array, source, target, adapter::data(made), layout, packing, options);
     return to_tensor_result<Tensor>(std::move(made), false, std::move(reason));

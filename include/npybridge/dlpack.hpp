@@ -517,7 +517,7 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::tensor_view& view, con
                                std::to_string(ndim_limit<Tensor>));
     }
     const dtype target = *options.type;
-    std::size_t shape[copy_max_ndim];
+    std::size_t shape[copy_max_ndim] = {};
     for (std::int32_t i = 0; i < view.ndim; ++i) shape[i] = static_cast<std::size_t>(view.shape[i]);
     const tensor_layout contiguous = tensor_layout::contiguous(shape, static_cast<std::size_t>(view.ndim));
     std::int64_t compact[copy_max_ndim], aligned[copy_max_ndim];
@@ -575,9 +575,12 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
         throw conversion_error("from_dlpack: a DLPack tensor of " + std::to_string(view.ndim) +
                                " dimensions; npybridge holds at most " + std::to_string(NPYBRIDGE_MAX_NDIM));
     }
+    std::size_t extents[detail::copy_max_ndim] = {};
     for (std::int32_t i = 0; i < view.ndim; ++i) {
         if (view.shape[i] < 0) throw conversion_error("from_dlpack: negative extent in the DLPack tensor's shape");
+        extents[i] = static_cast<std::size_t>(view.shape[i]);
     }
+    tensor_layout::checked_count(extents, static_cast<std::size_t>(view.ndim));  // a shape no memory can hold is a lie
     if (view.dtype.lanes != 1) {
         throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(view.dtype) + " (vector lanes) has no MegBrain dtype");
     }

@@ -20,10 +20,11 @@ enum class lowbit_layout : std::uint8_t {
     row_aligned,  ///< each innermost row starts on a byte boundary
 };
 
-/// MegBrain's layout for a packed dtype: row-aligned for the quantized 4-bit
-/// dtypes, compact for IntB1/2/4 and UintB4.
+/// MegBrain's layout for a dtype: row-aligned for the packed quantized 4-bit
+/// dtypes, compact for IntB1/2/4 and UintB4 (and, meaninglessly, for every
+/// dtype that is not packed).
 constexpr lowbit_layout default_layout(dtype_enum id) noexcept {
-    return info(id).is_quantized ? lowbit_layout::row_aligned : lowbit_layout::compact;
+    return info(id).is_quantized && info(id).is_packed ? lowbit_layout::row_aligned : lowbit_layout::compact;
 }
 
 /// Bytes one innermost row of `row_length` elements takes when rows are byte-aligned.

@@ -199,6 +199,60 @@ double read_number(const dtype_info& type, std::string_view key, PyObject* obj) 
     }
 }
 
+/// A str's UTF-8 text, whole (a NUL inside stays inside); nullopt for
+/// anything else or text that is not valid UTF-8 (no error left pending).
+inline std::optional<std::string_view> utf8_text(PyObject* obj) {
+    if (!PyUnicode_Check(obj)) return std::nullopt;
+    Py_ssize_t size = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(obj, &size);
+    if (text == nullptr) {
+        PyErr_Clear();
+        return std::nullopt;
+    }
+    return std::string_view(text, static_cast<std::size_t>(size));
+}
+
+/// A quantized dtype from a dict keyed as metadata['mgb_dtype'] is ('name'
+/// plus the param struct's keys), every value validated; `where` names the
+/// dict in messages. Values are read through strong references: reading a
+/// number may run Python code (a subclass's __float__) that changes the dict.
+template <class Where>
+dtype params_from_dict(const dtype_info& type, PyObject* fields, const Where& where) {
+    std::optional<dtype> result;
+    dtype::with_params(type.id, [&](auto param) {
+        using param_type = decltype(param);
+        // Keys: 'name' plus the param struct's own; anything else is a mistake
+        // worth naming (zero_point on a symmetric dtype, a misspelt key).
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(fields, &pos, &key, &value)) {
+            const std::optional<std::string_view> key_text = utf8_text(key);
+            bool known = key_text == std::optional<std::string_view>("name");
+            for (std::string_view field_name : param_type::field_names) known = known || key_text == field_name;
+            if (!known) {
+                const object held = object::borrow(key);  // its repr may run Python code
+                std::string takes = "name";
+                for (std::string_view field_name : param_type::field_names) takes += ", " + std::string(field_name);
+                throw metadata_error(std::string(type.name) + ": unexpected key " + safe_repr(key) + " in " + where() +
+                                     " (" + std::string(type.name) + " takes " + takes + ")");
+            }
+        }
+        reflect::for_each_field(param, [&](std::string_view key_name, auto& field) {
+            using field_t = std::remove_reference_t<decltype(field)>;
+            object item = object::borrow(PyDict_GetItemWithError(fields, key_object(key_name)));
+            if (!item) {
+                if (PyErr_Occurred()) throw python_error();
+                throw metadata_error(std::string(type.name) + ": " + std::string(key_name) + " is missing from " + where());
+            }
+            const double number = read_number<field_t>(type, key_name, item.get());
+            check_field<field_t>(type, key_name, number);
+            field = static_cast<field_t>(number);
+        });
+        result = dtype::with(type.id, param);
+    });
+    return *result;
+}
+
 /// Builds a dtype from metadata["mgb_dtype"] as MegEngine writes it. Every
 /// rejection names the numpy dtype or npybridge dtype and the key.
 inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
@@ -217,12 +271,9 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
         throw metadata_error(where() + "['name'] must be a str, got " + safe_repr(name_obj) + " (" +
                              type_text(name_obj) + ")");
     }
-    const char* name = PyUnicode_AsUTF8(name_obj);
-    if (name == nullptr) {
-        PyErr_Clear();
-        throw metadata_error(where() + "['name'] is not valid UTF-8");
-    }
-    const dtype_info* found = find_dtype(std::string_view(name));
+    const std::optional<std::string_view> name = utf8_text(name_obj);
+    if (!name) throw metadata_error(where() + "['name'] is not valid UTF-8");
+    const dtype_info* found = find_dtype(*name);
     if (found == nullptr || !found->is_quantized) {
         std::string known;
         for (const dtype_info& entry : dtype_table) {
@@ -243,42 +294,7 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
         throw metadata_error(std::string(type.name) + " is stored as numpy " + std::string(type.numpy_name()) +
                              ", not as numpy " + descr_text(descr));
     }
-    // Keys: 'name' plus the param struct's own; anything else is a mistake
-    // worth naming (zero_point on a symmetric dtype, a misspelt key).
-    std::optional<dtype> result;
-    dtype::with_params(type.id, [&](auto param) {
-        using param_type = decltype(param);
-        PyObject *key, *value;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(mgb, &pos, &key, &value)) {
-            const char* key_text = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : nullptr;
-            if (key_text == nullptr) PyErr_Clear();
-            bool known = key_text != nullptr && std::string_view(key_text) == "name";
-            for (std::string_view field_name : param_type::field_names) known = known || (key_text && field_name == key_text);
-            if (!known) {
-                const object held = object::borrow(key);  // its repr may run Python code
-                std::string takes = "name";
-                for (std::string_view field_name : param_type::field_names) takes += ", " + std::string(field_name);
-                throw metadata_error(std::string(type.name) + ": unexpected key " + safe_repr(key) + " in " + where() +
-                                     " (" + std::string(type.name) + " takes " + takes + ")");
-            }
-        }
-        reflect::for_each_field(param, [&](std::string_view key_name, auto& field) {
-            using field_t = std::remove_reference_t<decltype(field)>;
-            // A strong reference: reading the number may run Python code (a
-            // subclass's __float__ / __index__) that removes it from the dict.
-            object item = object::borrow(PyDict_GetItemWithError(mgb, key_object(key_name)));
-            if (!item) {
-                if (PyErr_Occurred()) throw python_error();
-                throw metadata_error(std::string(type.name) + ": " + std::string(key_name) + " is missing from " + where());
-            }
-            const double number = read_number<field_t>(type, key_name, item.get());
-            check_field<field_t>(type, key_name, number);
-            field = static_cast<field_t>(number);
-        });
-        result = dtype::with(type.id, param);
-    });
-    return *result;
+    return params_from_dict(type, mgb, where);
 }
 
 inline void ensure_cleanup_registered();
@@ -440,6 +456,25 @@ inline numpy_dtype_match from_numpy(PyArray_Descr* descr, narrowing mode = narro
                       " has no MegBrain dtype (supported: bool, int8, int16, int32, int64 -> Int32, uint8, uint16, "
                       "float16, float32, float64 -> Float32, complex64, and quantized int/uint with "
                       "metadata['mgb_dtype'])");
+}
+
+/// A quantized dtype from Python values of its params, validated exactly as
+/// metadata['mgb_dtype'] is (the same types, ranges and messages): for
+/// binding functions that take scale / zero_point arguments. nullptr or None
+/// means not given. Requires the GIL; throws metadata_error (or the Python
+/// error a number's __float__ / __index__ raised).
+inline dtype quantized_dtype(dtype_enum id, PyObject* scale, PyObject* zero_point = nullptr) {
+    const dtype_info& type = info(id);
+    if (!type.is_quantized) throw dtype_error(std::string(type.name) + " is not a quantized dtype: it takes no params");
+    object fields = object::steal(PyDict_New());
+    if (!fields) throw python_error();
+    auto put = [&](const char* key, PyObject* value) {
+        if (value == nullptr || value == Py_None) return;
+        if (PyDict_SetItem(fields.get(), detail::key_object(key), value) != 0) throw python_error();
+    };
+    put("scale", scale);
+    put("zero_point", zero_point);
+    return detail::params_from_dict(type, fields.get(), [&] { return std::string("the params given for ") + std::string(type.name); });
 }
 
 /// The same for anything np.dtype() accepts ("int8", np.float32, a dtype with metadata, ...).

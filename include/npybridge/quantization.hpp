@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -38,6 +39,10 @@ void check_field(const dtype_info& type, std::string_view key, double value) {
         if (!std::isfinite(value)) fail(" is not finite");
         const auto narrowed = static_cast<Field>(value);
         if (!std::isfinite(narrowed)) fail(" does not fit a float32");
+        if (value > 0 && !(narrowed > 0)) {
+            fail((" is too small for a float32 (it rounds to 0; the smallest positive one is " +
+                  number_text(static_cast<double>(std::numeric_limits<Field>::denorm_min())) + ")").c_str());
+        }
         if (!(narrowed > 0)) fail(" must be > 0");
     } else {
         static_assert(std::is_integral_v<Field>, "npybridge: a param field must be a float or an integer");

@@ -57,23 +57,49 @@ struct tensor_layout {
     }
     std::size_t innermost() const noexcept { return ndim == 0 ? 1 : shape[ndim - 1]; }
 
-    /// C-contiguous, ignoring the strides of size-1 dimensions (SPEC.md §5).
+    /// C-contiguous, ignoring the strides of size-1 dimensions; a layout
+    /// without elements is contiguous whatever its strides (as in NumPy).
     bool is_contiguous() const noexcept {
         std::ptrdiff_t expected = 1;
         for (std::size_t i = ndim; i-- > 0;) {
             if (shape[i] == 1) continue;
-            if (strides[i] != expected) return false;
+            if (strides[i] != expected) return count() == 0;
             expected *= static_cast<std::ptrdiff_t>(shape[i]);
         }
         return true;
     }
 
-    /// A C-contiguous layout of this shape.
+    /// Most elements a layout may span: even at 16 bytes an element (the
+    /// widest dtype) their bytes fit a ptrdiff_t, so no size derived from a
+    /// checked layout (bytes, packed bytes, strides, offsets) can overflow.
+    static constexpr std::size_t max_count = static_cast<std::size_t>(PTRDIFF_MAX) / 16;
+
+    /// The number of elements of `shape`, checked: throws conversion_error
+    /// when the extents (zero extents counted as 1, as strides count them)
+    /// multiply past max_count.
+    static std::size_t checked_count(const std::size_t* shape, std::size_t ndim) {
+        std::size_t span = 1, count = 1;
+        for (std::size_t i = 0; i < ndim; ++i) {
+            const std::size_t extent = shape[i] == 0 ? 1 : shape[i];
+            if (span > max_count / extent) {
+                std::string text = "(";
+                for (std::size_t k = 0; k < ndim; ++k) text += (k ? ", " : "") + std::to_string(shape[k]);
+                throw conversion_error("tensor_layout: shape " + text + (ndim == 1 ? ",)" : ")") +
+                                       " spans more elements than memory can hold (at most " + std::to_string(max_count) + ")");
+            }
+            span *= extent;
+            count *= shape[i];
+        }
+        return count;
+    }
+
+    /// A C-contiguous layout of this shape (checked_count's limit applies).
     static tensor_layout contiguous(const std::size_t* shape, std::size_t ndim) {
         if (ndim > NPYBRIDGE_MAX_NDIM) {
             throw conversion_error("tensor_layout: " + std::to_string(ndim) + " dimensions, at most " +
                                    std::to_string(NPYBRIDGE_MAX_NDIM) + " (NPYBRIDGE_MAX_NDIM)");
         }
+        checked_count(shape, ndim);
         tensor_layout layout;
         layout.ndim = ndim;
         std::ptrdiff_t stride = 1;
@@ -213,7 +239,7 @@ public:
     static tensor empty(const dtype& type, const std::size_t* shape, std::size_t ndim,
                         std::optional<lowbit_layout> layout = std::nullopt) {
         const tensor_layout contiguous = tensor_layout::contiguous(shape, ndim);
-        const lowbit_layout packing = layout.value_or(default_packing(type));
+        const lowbit_layout packing = layout.value_or(default_layout(type.id()));
         const std::size_t bytes = storage_bytes_for(type, contiguous, packing);
         void* data = nullptr;
         owner_handle owner = allocate(bytes, data);
@@ -223,7 +249,7 @@ public:
     /// A tensor over memory someone else owns; `owner` keeps it alive.
     static tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner,
                          std::optional<lowbit_layout> packing = std::nullopt) {
-        tensor result(type, layout, data, writable, std::move(owner), packing.value_or(default_packing(type)));
+        tensor result(type, layout, data, writable, std::move(owner), packing.value_or(default_layout(type.id())));
         result.m_borrowed = true;
         return result;
     }
@@ -292,10 +318,6 @@ private:
         const auto after_block = reinterpret_cast<std::uintptr_t>(memory) + sizeof(storage_block);
         data = reinterpret_cast<void*>((after_block + storage_alignment - 1) / storage_alignment * storage_alignment);
         return owner_handle::adopt(new (memory) storage_block(release));
-    }
-
-    static lowbit_layout default_packing(const dtype& type) {
-        return type.info().is_packed ? default_layout(type.id()) : lowbit_layout::compact;
     }
 
     tensor(const dtype& type, const tensor_layout& layout, void* data, bool writable, owner_handle owner,

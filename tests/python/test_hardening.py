@@ -236,3 +236,81 @@ def test_a_failed_numpy_cast_keeps_numpys_reason(values):
     message = str(caught.value)
     assert "could not convert string to float" in message and "'x'" in message
     assert "no Python error pending" not in message
+
+
+# ---- Sizes that overflow, zero-size tensors ----------------------------------------------------
+
+@pytest.mark.parametrize("dtype_name, shape", [
+    ("Float32", (2**32, 2**32)), ("Float32", (2**62 + 1,)), ("Int8", (2**40, 2**40, 2**40)),
+    ("IntB1", (2**62, 2)), ("QuantizedS4", (2**61, 2**3)),
+])
+def test_shapes_beyond_memory_are_refused_before_any_size_is_computed(dtype_name, shape):
+    kwargs = {"scale": 1.0} if dtype_name.startswith("Quantized") else {}
+    with pytest.raises(nbx.ConversionError, match="spans more elements than memory can hold") as caught:
+        T.from_storage(b"", dtype_name, shape, **kwargs)
+    assert str(shape[0]) in str(caught.value)
+
+
+def test_a_wrong_storage_size_is_refused_before_allocating():
+    # 64 GiB would be allocated first (a bare MemoryError) if the size were not checked first.
+    with pytest.raises(nbx.ConversionError, match=r"Int8 of shape \(68719476736,\) takes 68719476736 bytes, got 0"):
+        T.from_storage(b"", "Int8", (2**36,))
+
+
+@pytest.mark.parametrize("dtype_name", ["IntB1", "IntB2", "IntB4", "Int8", "Float32"])
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 5), (2, 0, 3)])
+def test_zero_size_tensors_come_back(dtype_name, shape):
+    t = T.from_numpy(np.zeros(shape, np.int8), dtype=dtype_name)
+    assert t.numpy().shape == shape
+    assert t.storage() == b""
+    quantized = T.from_numpy(np.zeros(shape, mgb_dtype("i1", "QuantizedS4", 0.5)))
+    assert quantized.numpy().shape == shape and quantized.numpy().dtype.metadata["mgb_dtype"]["scale"] == 0.5
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0)])
+def test_zero_size_byte_storage(shape):
+    assert T.from_storage(b"", "Byte", shape).storage() == b""
+
+
+# ---- One validation for names and params -------------------------------------------------------
+
+def test_names_with_a_nul_inside_are_not_cut_short():
+    with pytest.raises(nbx.DTypeError, match=r"Float32\\x00junk"):
+        T.from_storage(b"\0" * 4, "Float32\x00junk", (1,))
+    with pytest.raises(nbx.DTypeError, match=r"Float32\\x00junk"):
+        T.from_numpy(np.zeros(1, np.float32), dtype="Float32\x00junk")
+    with pytest.raises(nbx.MetadataError, match=r"QuantizedS8\\x00junk"):
+        T.from_numpy(np.zeros(1, mgb_dtype("i1", "QuantizedS8\x00junk", 1.0)))
+    with pytest.raises(nbx.MetadataError, match=r"unexpected key 'scale\\x00'"):
+        T.from_numpy(np.zeros(1, np.dtype("i1", metadata={"mgb_dtype": {"name": "QuantizedS8", "scale": 1.0,
+                                                                          "scale\x00": 2.0}})))
+
+
+def test_a_scale_that_underflows_float32_says_so():
+    for make in (lambda: T.from_storage(b"\1", "QuantizedS8", (1,), scale=1e-50),
+                 lambda: T.from_numpy(np.zeros(1, mgb_dtype("i1", "QuantizedS8", 1e-50)))):
+        with pytest.raises(nbx.MetadataError, match="scale 1e-50 is too small for a float32 .*rounds to 0"):
+            make()
+    with pytest.raises(nbx.MetadataError, match="scale 0 must be > 0"):
+        T.from_storage(b"\1", "QuantizedS8", (1,), scale=0.0)
+
+
+@pytest.mark.parametrize("scale, zero_point, culprit", [
+    (True, None, "scale must be a real number, got True"),
+    ("0.5", None, "scale must be a real number, got '0.5'"),
+    (0.5, True, "zero_point must be an integer, got True"),
+    (0.5, 3.0, "zero_point must be an integer, got 3.0"),
+    (0.5, 256, "zero_point 256 is outside"),
+    (float("nan"), None, "scale nan is not finite"),
+])
+def test_from_storage_validates_params_as_metadata_does(scale, zero_point, culprit):
+    from decimal import Decimal
+    name = "Quantized8Asymm" if zero_point is not None else "QuantizedS8"
+    with pytest.raises(nbx.MetadataError) as from_storage:
+        T.from_storage(b"\1", name, (1,), scale=scale, zero_point=zero_point)
+    fields = {"name": name, "scale": scale} if zero_point is None else {"name": name, "scale": scale, "zero_point": zero_point}
+    with pytest.raises(nbx.MetadataError) as from_metadata:
+        T.from_numpy(np.zeros(1, np.dtype("u1" if zero_point is not None else "i1", metadata={"mgb_dtype": fields})))
+    assert culprit in str(from_storage.value) and culprit in str(from_metadata.value)
+    with pytest.raises(nbx.MetadataError, match="scale must be a real number, got Decimal"):
+        T.from_storage(b"\1", "QuantizedS8", (1,), scale=Decimal("0.5"))
