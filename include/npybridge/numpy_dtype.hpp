@@ -299,10 +299,95 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
 
 inline void ensure_cleanup_registered();
 
+/// What a cached descr's meaning rests on: its metadata['mgb_dtype'] dict.
+/// numpy copies the outer metadata dict when it makes a dtype but not the
+/// dict inside, which its maker (or anyone reading d.metadata) can still
+/// change. The stamp sees any change: by the dict's version tag where
+/// CPython keeps one (before 3.12), else by the identity of its values.
+class metadata_stamp {
+public:
+    metadata_stamp() noexcept = default;
+    /// The stamp of `descr`'s mgb_dtype dict as it is now (empty without one).
+    explicit metadata_stamp(PyArray_Descr* descr) noexcept {
+        PyObject* metadata = descr_metadata(descr);
+        PyObject* fields = metadata && PyDict_Check(metadata) ? PyDict_GetItemWithError(metadata, key_object("mgb_dtype")) : nullptr;
+        if (fields == nullptr || !PyDict_Check(fields)) {
+            PyErr_Clear();
+            return;
+        }
+        Py_INCREF(fields);
+        m_fields = fields;
+#if PY_VERSION_HEX < 0x030C0000
+        m_version = reinterpret_cast<PyDictObject*>(fields)->ma_version_tag;
+#else
+        m_size = PyDict_GET_SIZE(fields);
+        for (std::size_t i = 0; i < keys().size(); ++i) {
+            m_values[i] = PyDict_GetItemWithError(fields, key_object(keys()[i]));
+            Py_XINCREF(m_values[i]);
+        }
+        PyErr_Clear();
+#endif
+    }
+    metadata_stamp(metadata_stamp&& other) noexcept { swap(other); }
+    metadata_stamp& operator=(metadata_stamp&& other) noexcept {
+        metadata_stamp gone(std::move(other));
+        swap(gone);
+        return *this;
+    }
+    ~metadata_stamp() {
+        if (m_fields == nullptr || !Py_IsInitialized()) return;  // a static cache outliving the interpreter
+        Py_DECREF(m_fields);
+#if PY_VERSION_HEX >= 0x030C0000
+        for (PyObject* value : m_values) Py_XDECREF(value);
+#endif
+    }
+
+    /// True while the dict is unchanged (always, for a descr without one).
+    bool holds() const noexcept {
+        if (m_fields == nullptr) return true;
+#if PY_VERSION_HEX < 0x030C0000
+        return reinterpret_cast<PyDictObject*>(m_fields)->ma_version_tag == m_version;
+#else
+        if (PyDict_GET_SIZE(m_fields) != m_size) return false;
+        for (std::size_t i = 0; i < keys().size(); ++i) {
+            PyObject* now = PyDict_GetItemWithError(m_fields, key_object(keys()[i]));
+            if (now != m_values[i]) {
+                PyErr_Clear();
+                return false;
+            }
+        }
+        return true;
+#endif
+    }
+
+private:
+    static constexpr std::array<std::string_view, 3> keys() { return {"name", "scale", "zero_point"}; }
+    void swap(metadata_stamp& other) noexcept {
+        std::swap(m_fields, other.m_fields);
+#if PY_VERSION_HEX < 0x030C0000
+        std::swap(m_version, other.m_version);
+#else
+        std::swap(m_size, other.m_size);
+        std::swap(m_values, other.m_values);
+#endif
+    }
+
+    PyObject* m_fields = nullptr;
+#if PY_VERSION_HEX < 0x030C0000
+    std::uint64_t m_version = 0;
+#else
+    Py_ssize_t m_size = 0;
+    std::array<PyObject*, 3> m_values{};
+#endif
+};
+
 /// Small direct-mapped cache of dtype objects, keyed by pointer or value.
 /// It holds a strong reference to each cached descr (so a cached pointer
 /// cannot be reused by another object) and is emptied by an atexit hook.
-/// Every access happens with the GIL held, which is what makes it safe.
+/// An entry whose mgb_dtype dict was changed since (metadata_stamp) is a
+/// miss: a user's change to one dtype object's metadata never reaches a
+/// conversion that did not pass that object. Every access happens with the
+/// GIL held, which is what makes it safe.
 template <class Key, class Value>
 class descr_cache {
 public:
@@ -310,14 +395,16 @@ public:
         std::optional<Key> key;
         PyArray_Descr* descr = nullptr;
         Value value{};
+        metadata_stamp stamp;
     };
 
     entry* find(const Key& key, std::size_t hash) noexcept {
         entry& slot = m_slots[hash % m_slots.size()];
-        return slot.key && *slot.key == key ? &slot : nullptr;
+        return slot.key && *slot.key == key && slot.stamp.holds() ? &slot : nullptr;
     }
 
-    void put(const Key& key, std::size_t hash, PyArray_Descr* descr, const Value& value) {
+    /// Caches `descr` for `key`; `stamp` is the descr's metadata as the value was made from it.
+    void put(const Key& key, std::size_t hash, PyArray_Descr* descr, const Value& value, metadata_stamp stamp) {
         ensure_cleanup_registered();
         entry& slot = m_slots[hash % m_slots.size()];
         PyArray_Descr* old = slot.descr;
@@ -325,6 +412,7 @@ public:
         slot.key = key;
         slot.descr = descr;
         slot.value = value;
+        slot.stamp = std::move(stamp);
         Py_XDECREF(old);
     }
 
@@ -431,8 +519,9 @@ inline numpy_dtype_match from_numpy(PyArray_Descr* descr, narrowing mode = narro
         const object mgb = object::borrow(PyDict_GetItemWithError(metadata, detail::key_object("mgb_dtype")));
         if (!mgb && PyErr_Occurred()) throw python_error();
         if (mgb) {
+            detail::metadata_stamp stamp(descr);  // before parsing: a change made while parsing is a later miss
             dtype parsed = detail::parse_mgb_dtype(descr, mgb.get());
-            cache.put(descr, hash, descr, parsed);
+            cache.put(descr, hash, descr, parsed, std::move(stamp));
             return {parsed, false};
         }
     }
@@ -537,7 +626,7 @@ namespace detail {
     if (descr == nullptr) throw error("to_numpy: numpy could not make a dtype for " + type.to_string());
     set_metadata(descr, metadata.release());
     object result = object::steal(reinterpret_cast<PyObject*>(descr));
-    cache.put(type, hash, descr, 0);
+    cache.put(type, hash, descr, 0, metadata_stamp(descr));
     return result;
 }
 

@@ -314,3 +314,30 @@ def test_from_storage_validates_params_as_metadata_does(scale, zero_point, culpr
     assert culprit in str(from_storage.value) and culprit in str(from_metadata.value)
     with pytest.raises(nbx.MetadataError, match="scale must be a real number, got Decimal"):
         T.from_storage(b"\1", "QuantizedS8", (1,), scale=Decimal("0.5"))
+
+
+# ---- Cached dtype objects ----------------------------------------------------------------------
+
+def test_changing_a_handed_out_dtypes_metadata_does_not_reach_later_tensors():
+    made = T.from_storage(b"\1", "QuantizedS8", (1,), scale=0.25).numpy().dtype
+    made.metadata["mgb_dtype"]["scale"] = 99
+    later = T.from_storage(b"\1", "QuantizedS8", (1,), scale=0.25).numpy().dtype
+    assert later.metadata["mgb_dtype"] == {"name": "QuantizedS8", "scale": 0.25}
+    assert T.from_storage(b"\1", "QuantizedS8", (1,), scale=0.25).scale == 0.25
+
+
+def test_a_dtype_whose_metadata_changed_is_read_again():
+    fields = {"name": "QuantizedS8", "scale": 1.0}
+    array = np.zeros(2, np.dtype("i1", metadata={"mgb_dtype": fields}))
+    assert T.from_numpy(array).scale == 1.0
+    fields["scale"] = 2.0
+    assert T.from_numpy(array).scale == 2.0
+    fields["name"] = "QuantizedS16"
+    with pytest.raises(nbx.MetadataError, match="QuantizedS16 is stored as numpy int16, not as numpy int8"):
+        T.from_numpy(array)
+    fields["name"] = "QuantizedS8"
+    fields["zero_point"] = 3
+    with pytest.raises(nbx.MetadataError, match="unexpected key 'zero_point'"):
+        T.from_numpy(array)
+    del fields["zero_point"]
+    assert T.from_numpy(array).scale == 2.0
