@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <optional>
@@ -95,10 +96,11 @@ struct tensor_object {
 PyTypeObject* tensor_type = nullptr;  // made once in PyInit (a heap type)
 
 PyObject* wrap(nb::tensor value, std::string copy_reason = {}) {
-    auto* self = PyObject_New(tensor_object, tensor_type);
+    auto* self = PyObject_GC_New(tensor_object, tensor_type);
     if (self == nullptr) return nullptr;
-    new (&self->value) nb::tensor(std::move(value));  // noexcept moves: nothing can fail past PyObject_New
+    new (&self->value) nb::tensor(std::move(value));  // noexcept moves: nothing can fail past PyObject_GC_New
     new (&self->copy_reason) std::string(std::move(copy_reason));
+    PyObject_GC_Track(self);
     return reinterpret_cast<PyObject*>(self);
 }
 
@@ -107,10 +109,24 @@ nb::tensor& unwrap(PyObject* self) { return reinterpret_cast<tensor_object*>(sel
 void tensor_dealloc(PyObject* self) {
     auto* t = reinterpret_cast<tensor_object*>(self);
     PyTypeObject* type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
     t->value.~tensor();  // releases a borrowed array's reference (GIL held here)
     t->copy_reason.~basic_string();
-    PyObject_Free(self);
+    PyObject_GC_Del(self);
     Py_DECREF(type);
+}
+
+/// A tensor that borrowed from an array keeps the array alive: the garbage
+/// collector must see that reference, or `a.t = Tensor.from_numpy(a)` (an
+/// ndarray subclass holding its own tensor) would never be freed.
+int tensor_traverse(PyObject* self, visitproc visit, void* arg) {
+    Py_VISIT(Py_TYPE(self));
+    return nb::traverse_owner(unwrap(self).owner(), visit, arg);
+}
+
+int tensor_clear(PyObject* self) {
+    unwrap(self) = nb::tensor();  // drops the owner (and with it the array)
+    return 0;
 }
 
 /// The interned Python strings of a function's argument names (made once per
@@ -459,6 +475,8 @@ PyGetSetDef tensor_getset[] = {
 
 PyType_Slot tensor_slots[] = {
     {Py_tp_dealloc, reinterpret_cast<void*>(tensor_dealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(tensor_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(tensor_clear)},
     {Py_bf_getbuffer, reinterpret_cast<void*>(tensor_getbuffer)},
     {Py_bf_releasebuffer, reinterpret_cast<void*>(tensor_releasebuffer)},
     {Py_tp_repr, reinterpret_cast<void*>(tensor_repr)},
@@ -471,7 +489,7 @@ PyType_Slot tensor_slots[] = {
 // Tensors come from from_numpy / from_storage only, scopes from OriginTracker.scope:
 // Python cannot make either with empty internals.
 #if defined(Py_TPFLAGS_DISALLOW_INSTANTIATION)
-constexpr unsigned long made_in_cpp_only = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION;
+constexpr unsigned long made_in_cpp_only = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION | Py_TPFLAGS_HAVE_GC;
 #else
 #error "npybridge_example needs Python 3.10 or later (Py_TPFLAGS_DISALLOW_INSTANTIATION)"
 #endif
@@ -553,20 +571,38 @@ PyObject* tracker_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
 
 void tracker_dealloc(PyObject* self) {
     PyTypeObject* type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
     delete reinterpret_cast<tracker_object*>(self)->tracker;  // releases every tag
     type->tp_free(self);
     Py_DECREF(type);
 }
 
+/// Tags are Python objects the tracker holds: a tag that refers to its
+/// tracker (or a frame that holds it) must not keep both alive forever.
+int tracker_traverse(PyObject* self, visitproc visit, void* arg) {
+    Py_VISIT(Py_TYPE(self));
+    auto* tracker = reinterpret_cast<tracker_object*>(self)->tracker;
+    return tracker != nullptr ? tracker->traverse(visit, arg) : 0;
+}
+
+int tracker_clear(PyObject* self) {
+    if (auto* tracker = reinterpret_cast<tracker_object*>(self)->tracker) tracker->clear();
+    return 0;
+}
+
 PyObject* tracker_scope(PyObject* self, PyObject* tag) {
-    auto* scope = PyObject_New(scope_object, scope_type);
-    if (scope == nullptr) return nullptr;
-    Py_INCREF(self);
-    Py_INCREF(tag);
-    scope->owner = self;
-    scope->tag = tag;
-    scope->active = new std::optional<nb::origin_tracker<unsigned long long>::scope>();
-    return reinterpret_cast<PyObject*>(scope);
+    return nb::guarded([&]() -> PyObject* {
+        auto active = std::make_unique<std::optional<nb::origin_tracker<unsigned long long>::scope>>();
+        auto* scope = PyObject_GC_New(scope_object, scope_type);
+        if (scope == nullptr) return nullptr;
+        Py_INCREF(self);
+        Py_INCREF(tag);
+        scope->owner = self;
+        scope->tag = tag;
+        scope->active = active.release();
+        PyObject_GC_Track(scope);
+        return reinterpret_cast<PyObject*>(scope);
+    });
 }
 
 PyObject* tracker_create(PyObject* self, PyObject*) {
@@ -625,27 +661,47 @@ PyMethodDef tracker_methods[] = {
 PyType_Slot tracker_slots[] = {
     {Py_tp_new, reinterpret_cast<void*>(tracker_new)},
     {Py_tp_dealloc, reinterpret_cast<void*>(tracker_dealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(tracker_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(tracker_clear)},
     {Py_tp_methods, tracker_methods},
     {Py_tp_doc, const_cast<char*>("OriginTracker(): tags what is created inside `with tracker.scope(tag):`.")},
     {0, nullptr},
 };
 
-PyType_Spec tracker_spec = {"npybridge_example.OriginTracker", sizeof(tracker_object), 0, Py_TPFLAGS_DEFAULT,
-                            tracker_slots};
+PyType_Spec tracker_spec = {"npybridge_example.OriginTracker", sizeof(tracker_object), 0,
+                            Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, tracker_slots};
 
 void scope_dealloc(PyObject* self) {
     auto* s = reinterpret_cast<scope_object*>(self);
     PyTypeObject* type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
     delete s->active;  // ends the scope if still active
     Py_XDECREF(s->tag);
     Py_XDECREF(s->owner);
-    PyObject_Free(self);
+    PyObject_GC_Del(self);
     Py_DECREF(type);
+}
+
+int scope_traverse(PyObject* self, visitproc visit, void* arg) {
+    auto* s = reinterpret_cast<scope_object*>(self);
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(s->owner);
+    Py_VISIT(s->tag);
+    return 0;
+}
+
+int scope_clear(PyObject* self) {
+    auto* s = reinterpret_cast<scope_object*>(self);
+    s->active->reset();  // the tracker must not outlive an active scope's end
+    Py_CLEAR(s->tag);
+    Py_CLEAR(s->owner);
+    return 0;
 }
 
 PyObject* scope_enter(PyObject* self, PyObject*) {
     return nb::guarded([&]() -> PyObject* {
         auto* s = reinterpret_cast<scope_object*>(self);
+        if (s->owner == nullptr) throw nb::error("this scope object was cleared by the garbage collector");
         if (s->active->has_value()) throw nb::error("this scope object is already entered");
         s->active->emplace(tracker_of(s->owner).enter(s->tag));
         Py_INCREF(s->tag);
@@ -667,6 +723,8 @@ PyMethodDef scope_methods[] = {
 
 PyType_Slot scope_slots[] = {
     {Py_tp_dealloc, reinterpret_cast<void*>(scope_dealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(scope_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(scope_clear)},
     {Py_tp_methods, scope_methods},
     {0, nullptr},
 };

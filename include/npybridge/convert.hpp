@@ -286,6 +286,28 @@ inline object base_object_for(owner_handle owner) {
     return owner_object::wrap(owner);
 }
 
+}  // namespace detail
+
+/// The Python object a borrowing owner keeps alive (the array a tensor
+/// borrowed from), nullptr for every other owner.
+inline PyObject* python_object_of(const owner_handle& owner) noexcept {
+    if (!owner || owner.get()->release != &detail::python_owner_block::release_block) return nullptr;
+    return static_cast<const detail::python_owner_block*>(owner.get())->object;
+}
+
+/// For the tp_traverse of a Python object holding a tensor (cycles such as
+/// `a.t = Tensor(a)` are then collected): visits the Python object the
+/// tensor's owner keeps alive, when this handle is that owner's only one.
+/// A shared owner's reference belongs to no single holder, and an owner
+/// shared with C++ keeps its object alive anyway, so it is not visited.
+inline int traverse_owner(const owner_handle& owner, visitproc visit, void* arg) {
+    PyObject* held = owner.use_count() == 1 ? python_object_of(owner) : nullptr;
+    Py_VISIT(held);
+    return 0;
+}
+
+namespace detail {
+
 /// Whether the bytes the array's elements occupy (any strides) meet
 /// [begin, begin + bytes).
 inline bool array_overlaps(PyArrayObject* array, const void* begin, std::size_t bytes) noexcept {

@@ -74,14 +74,37 @@ bool under_gil(F&& f) noexcept {
 }
 
 /// The Python error that was pending when it was made (type, value,
-/// traceback), as a C++ exception. what() holds the formatted traceback.
-/// restore() hands the very same exception object back to Python, on any
-/// thread that holds the GIL. Copies share the captured error.
+/// traceback), as a C++ exception. what() gives the formatted traceback,
+/// formatted on first use only: one exception object re-raised through C++
+/// many times grows its traceback on every pass, and formatting it on every
+/// pass would make the passes quadratic. restore() hands the very same
+/// exception object back to Python, on any thread that holds the GIL.
+/// Copies share the captured error.
 class python_error : public error {
 public:
     /// Captures (and clears) the pending Python error. GIL required. With no
     /// error pending it stands for a SystemError saying so.
-    python_error() : python_error(fetch()) {}
+    python_error() : error("npybridge: Python error"), m_state(fetch()) {}
+
+    /// "Traceback (most recent call last): ..." of the captured error (taking
+    /// the GIL if this thread does not hold it). After restore() it is the
+    /// text formatted before, or the exception's type name.
+    const char* what() const noexcept override {
+        if (!m_state) return error::what();
+        state& s = *m_state;
+        const char* text = s.type_name.c_str();
+        under_gil([&]() noexcept {  // the GIL also orders threads asking at once
+            if (!s.formatted && s.type != nullptr) {
+                try {
+                    s.text = format(s.type, s.value, s.traceback);
+                    s.formatted = true;
+                } catch (...) {  // out of memory: the type name stands in
+                }
+            }
+            if (s.formatted) text = s.text.c_str();
+        });
+        return text;
+    }
 
     /// Puts the captured exception back as Python's pending error (GIL
     /// required). Only the first restore of a captured error gives it back;
@@ -111,6 +134,9 @@ private:
         PyObject* type = nullptr;
         PyObject* value = nullptr;
         PyObject* traceback = nullptr;
+        std::string type_name;   ///< kept for what() once the objects went back to Python
+        std::string text;        ///< the formatted traceback, once asked for
+        bool formatted = false;
 
         void take(PyObject*& t, PyObject*& v, PyObject*& tb) noexcept {
             t = type;
@@ -129,14 +155,7 @@ private:
         }
     };
 
-    struct fetched {
-        std::shared_ptr<state> captured;
-        std::string text;
-    };
-
-    explicit python_error(fetched f) : error(f.text), m_state(std::move(f.captured)) {}
-
-    static fetched fetch() {
+    static std::shared_ptr<state> fetch() {
         auto captured = std::make_shared<state>();
         PyErr_Fetch(&captured->type, &captured->value, &captured->traceback);
         if (captured->type == nullptr) {
@@ -147,12 +166,16 @@ private:
         if (captured->traceback != nullptr && captured->value != nullptr) {
             PyException_SetTraceback(captured->value, captured->traceback);
         }
-        return {captured, format(captured->type, captured->value, captured->traceback)};
+        captured->type_name = captured->type && PyType_Check(captured->type)
+                                  ? reinterpret_cast<PyTypeObject*>(captured->type)->tp_name
+                                  : "<unknown Python error>";
+        return captured;
     }
 
     /// "Traceback (most recent call last): ..." via the traceback module; if
-    /// that fails, "TypeName: message"; never throws, never leaves an error set.
+    /// that fails, "TypeName: message"; never leaves a Python error set.
     static std::string format(PyObject* type, PyObject* value, PyObject* traceback) {
+        const pending_error_kept kept;  // what() may be asked while another error is pending
         std::string text;
         object module = object::steal(PyImport_ImportModule("traceback"));
         object lines = module ? object::steal(PyObject_CallMethod(module.get(), "format_exception", "OOO", type,
@@ -263,7 +286,7 @@ inline void translate_exception() noexcept {
         try {
             throw;
         } catch (const python_error& e) {
-            original = e.what();
+            original = "a Python error";  // what() would format the whole traceback: not needed to hand it back
             e.restore();
         } catch (const error& e) {
             // npybridge's own: the most derived Python class registered for it.

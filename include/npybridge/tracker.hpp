@@ -129,6 +129,15 @@ public:
 
     std::size_t size() const noexcept { return m_tags.size(); }
 
+    /// Visits every tag (and the active scope's), for the tp_traverse of a
+    /// Python object that holds the tracker: a tag that refers back to its
+    /// tracker is then collected. clear() is the matching tp_clear.
+    int traverse(visitproc visit, void* arg) const {
+        for (const auto& entry : m_tags) Py_VISIT(entry.second);
+        Py_VISIT(m_current);
+        return 0;
+    }
+
 private:
     void leave() noexcept {
         if (!under_gil([&]() noexcept { Py_CLEAR(m_current); })) m_current = nullptr;

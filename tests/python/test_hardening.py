@@ -341,3 +341,105 @@ def test_a_dtype_whose_metadata_changed_is_read_again():
         T.from_numpy(array)
     del fields["zero_point"]
     assert T.from_numpy(array).scale == 2.0
+
+
+# ---- Reference cycles are collected ------------------------------------------------------------
+
+class Holder(np.ndarray):
+    pass
+
+
+def collected(make):
+    """Makes a cycle, drops it, and tells whether the garbage collector freed it."""
+    import gc
+    import weakref
+    ref = weakref.ref(make())
+    gc.collect()
+    return ref() is None
+
+
+def test_an_array_holding_its_own_tensor_is_collected():
+    def make():
+        a = np.arange(3, dtype=np.float32).view(Holder)
+        a.t = T.from_numpy(a)
+        assert a.t.borrowed
+        return a
+    assert collected(make)
+
+
+def test_a_tensor_shared_with_numpy_arrays_still_holds_its_array():
+    # Only the sole holder of an owner reports its reference: a copy held
+    # elsewhere keeps the array alive, so the collector must not free it.
+    import gc
+    a = np.arange(4, dtype=np.float32).view(Holder)
+    t = T.from_numpy(a)
+    view = t.numpy()
+    a.t = t
+    del a, t
+    gc.collect()
+    assert view.tolist() == [0, 1, 2, 3]
+
+
+class Tag:
+    pass
+
+
+def test_a_tag_that_refers_to_its_tracker_is_collected():
+    def make():
+        tracker = nbx.OriginTracker()
+        tag = Tag()
+        tag.tracker = tracker
+        with tracker.scope(tag):
+            tracker.create()
+        return tag  # held by the tracker, which the tag holds
+    assert collected(make)
+
+
+def test_a_scope_on_a_frame_lets_the_frame_go():
+    def make():
+        tracker = nbx.OriginTracker()
+        marker = Tag()  # lives as long as this frame's locals
+        scope = tracker.scope(sys._getframe())  # the frame holds the scope, the scope the frame
+        assert scope is not None
+        return marker
+    assert collected(make)
+
+
+def test_a_scope_held_outside_a_cycle_keeps_working():
+    import gc
+
+    tracker = nbx.OriginTracker()
+    tag = Tag()
+    tag.scope = tracker.scope(tag)
+    survivor = []
+    tag.keep = survivor
+    scope = tag.scope
+    del tag
+    gc.collect()  # the scope is still alive (held here): nothing is cleared
+    with scope:
+        tracker.create()
+    assert tracker.tagged() == 1
+
+
+# ---- One exception object re-raised through C++ many times --------------------------------------
+
+def test_reraising_one_exception_does_not_format_its_traceback(monkeypatch):
+    import traceback
+    formatted = []
+    real = traceback.format_exception
+
+    def counting(*args, **kwargs):
+        formatted.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(traceback, "format_exception", counting)
+    error = ValueError("the same one")
+
+    def raise_it():
+        raise error
+
+    for _ in range(200):
+        with pytest.raises(ValueError) as caught:
+            nbx.call(raise_it)
+        assert caught.value is error
+    assert formatted == []  # formatted on every pass, 200 passes take seconds (quadratic)
