@@ -39,6 +39,9 @@ inline user_dtype_set& user_dtypes_state() noexcept {
     return set;
 }
 
+/// Class attribute of the scalar types npybridge registers: the dtype's name.
+inline constexpr const char* registration_mark = "__npybridge_user_dtype__";
+
 // ---- the scalar values -----------------------------------------------------------
 
 /// intbN: one int8 holding the odd value itself, |v| <= 2^N - 1.
@@ -259,12 +262,14 @@ int array_setitem(PyObject* item, void* data, void* array) {
 template <class Kind>
 void array_copyswapn(void* dst, npy_intp dst_stride, void* src, npy_intp src_stride, npy_intp n, int swap, void*) {
     using storage = typename Kind::storage;
-    if (src == nullptr) return;
+    // No source: swap dst in place (ndarray.byteswap); numpy's contract for copyswapn.
     auto* out = static_cast<char*>(dst);
-    const auto* in = static_cast<const char*>(src);
+    const auto* in = src != nullptr ? static_cast<const char*>(src) : out;
+    const npy_intp in_stride = src != nullptr ? src_stride : dst_stride;
+    if (src == nullptr && !swap) return;
     for (npy_intp i = 0; i < n; ++i) {
         storage value;
-        std::memcpy(&value, in + i * src_stride, sizeof value);
+        std::memcpy(&value, in + i * in_stride, sizeof value);
         if (swap) Kind::swap(value);
         std::memcpy(out + i * dst_stride, &value, sizeof value);
     }
@@ -289,6 +294,8 @@ int array_compare(const void* a, const void* b, void*) {
     std::memcpy(&x, a, sizeof x);
     std::memcpy(&y, b, sizeof y);
     const double dx = Kind::to_double(x), dy = Kind::to_double(y);
+    // NumPy's order for floats: NaN after everything, NaNs equal among themselves.
+    if (std::isnan(dx) || std::isnan(dy)) return std::isnan(dx) ? (std::isnan(dy) ? 0 : 1) : -1;
     return dx < dy ? -1 : dx > dy ? 1 : 0;
 }
 
@@ -308,7 +315,56 @@ int array_argmax(void* data, npy_intp n, npy_intp* index, void*) {
     return 0;
 }
 
+/// As NumPy's float argmin: the first NaN if there is one, else the first smallest.
+template <class Kind>
+int array_argmin(void* data, npy_intp n, npy_intp* index, void*) {
+    const auto* values = static_cast<const typename Kind::storage*>(data);
+    double best = std::numeric_limits<double>::infinity();
+    *index = 0;
+    for (npy_intp i = 0; i < n; ++i) {
+        const double v = Kind::to_double(values[i]);
+        if (std::isnan(v)) {
+            *index = i;
+            break;
+        }
+        if (v < best) {
+            best = v;
+            *index = i;
+        }
+    }
+    return 0;
+}
+
 // ---- casts --------------------------------------------------------------------------
+
+/// A float cast to a C integer type as NumPy's float32 casts come out on
+/// x86-64, where C leaves out-of-range values undefined and NumPy's loops use
+/// the truncating conversions, whose "invalid" answer is the lowest integer:
+/// signed types up to 32 bits (and the small unsigned ones) through int32,
+/// int64 through int64, uint32 / uint64 through the signed conversion of the
+/// same width, shifted by 2^31 / 2^63 for values at or above it. NaN and
+/// infinities come out as those conversions give them.
+template <class Integer>
+Integer integer_like_numpy(float value) {
+    auto truncate = [](double v, auto lowest) -> decltype(lowest) {
+        using wide = decltype(lowest);
+        const double limit = -static_cast<double>(lowest);  // 2^31 or 2^63
+        return v > -limit - 1 && v < limit ? static_cast<wide>(v) : lowest;
+    };
+    const double v = value;
+    if constexpr (sizeof(Integer) < 4 || (sizeof(Integer) == 4 && std::is_signed_v<Integer>)) {
+        return static_cast<Integer>(truncate(v, INT32_MIN));
+    } else if constexpr (std::is_signed_v<Integer>) {
+        return static_cast<Integer>(truncate(v, INT64_MIN));
+    } else if constexpr (sizeof(Integer) == 4) {
+        if (v >= 2147483648.0) return static_cast<Integer>(static_cast<std::uint32_t>(truncate(v - 2147483648.0, INT32_MIN)) ^ 0x80000000u);
+        return static_cast<Integer>(static_cast<std::uint32_t>(truncate(v, INT32_MIN)));
+    } else {
+        constexpr double two63 = 9223372036854775808.0;
+        if (v >= two63) return static_cast<Integer>(static_cast<std::uint64_t>(truncate(v - two63, INT64_MIN)) ^ (std::uint64_t{1} << 63));
+        return static_cast<Integer>(static_cast<std::uint64_t>(truncate(v, INT64_MIN)));
+    }
+}
 
 /// Tag for numpy's bool (npy_bool is unsigned char, the same C type as uint8).
 struct numpy_bool_tag {
@@ -344,7 +400,7 @@ void cast_from_user(void* from, void* to, npy_intp n, void*, void*) {
         } else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) {
             out[i] = value != 0.0;
         } else if constexpr (std::is_integral_v<Builtin>) {
-            out[i] = std::isfinite(value) ? static_cast<Builtin>(static_cast<long long>(value)) : Builtin{0};
+            out[i] = integer_like_numpy<Builtin>(static_cast<float>(value));  // exact: bfloat16 and intbN values are floats
         } else {
             out[i] = static_cast<Builtin>(value);
         }
@@ -365,10 +421,13 @@ void cast_to_user(void* from, void* to, npy_intp n, void*, void*) {
             constexpr unsigned bits = Kind::name[4] - '0';
             if (!(value == std::floor(value)) || !intb_traits<bits>::valid(static_cast<long long>(value))) {
                 // Casts run with the GIL (the dtype needs the Python API): numpy reports this error.
+                // numpy hands a cast loop a buffered chunk, not the array: the
+                // position in the array is unknown here, so none is named.
                 if (!PyErr_Occurred()) {
-                    PyErr_Format(PyExc_ValueError, "%s: %s at index %zd is not an odd integer in [-%d, %d]", Kind::name,
-                                 value_text(value).c_str(), static_cast<Py_ssize_t>(i), intb_traits<bits>::top,
-                                 intb_traits<bits>::top);
+                    PyErr_Format(PyExc_ValueError,
+                                 "%s: cannot hold %s, which is not an odd integer in [-%d, %d] (numpy's cast does not tell "
+                                 "where it is; npybridge's own conversions name the index)",
+                                 Kind::name, value_text(value).c_str(), intb_traits<bits>::top, intb_traits<bits>::top);
                 }
                 out[i] = 1;
                 continue;
@@ -428,6 +487,11 @@ bool register_casts(PyArray_Descr* user_descr, int type_num) {
     both(NPY_UINT32, cast_from_user<Kind, npy_uint32>, cast_to_user<Kind, npy_uint32>, false);
     both(NPY_INT64, cast_from_user<Kind, npy_int64>, cast_to_user<Kind, npy_int64>, !is_bf16);
     both(NPY_UINT64, cast_from_user<Kind, npy_uint64>, cast_to_user<Kind, npy_uint64>, false);
+    // 'q' / 'Q' (np.longlong, array.array("q")): their own type numbers even where they are 64 bits like NPY_INT64.
+    if (NPY_LONGLONG != NPY_INT64) {
+        both(NPY_LONGLONG, cast_from_user<Kind, npy_longlong>, cast_to_user<Kind, npy_longlong>, !is_bf16);
+        both(NPY_ULONGLONG, cast_from_user<Kind, npy_ulonglong>, cast_to_user<Kind, npy_ulonglong>, false);
+    }
     both(NPY_HALF, cast_from_user<Kind, numpy_half_tag>, cast_to_user<Kind, numpy_half_tag>, !is_bf16);
     both(NPY_FLOAT32, cast_from_user<Kind, npy_float32>, cast_to_user<Kind, npy_float32>, true);
     both(NPY_FLOAT64, cast_from_user<Kind, npy_float64>, cast_to_user<Kind, npy_float64>, true);
@@ -487,6 +551,9 @@ bool register_one(const std::string& module_name, char type_char) {
     PyObject* type = PyType_FromSpecWithBases(&spec, bases.get());
     if (type == nullptr) return false;
     Kind::type_object() = type;
+    // The mark by which any npybridge module finds this registration again (find_registered).
+    object mark = object::steal(PyUnicode_FromString(Kind::name));
+    if (!mark || PyObject_SetAttrString(type, registration_mark, mark.get()) != 0) return false;
 
     static PyArray_ArrFuncs funcs;
     PyArray_InitArrFuncs(&funcs);
@@ -497,6 +564,7 @@ bool register_one(const std::string& module_name, char type_char) {
     funcs.nonzero = array_nonzero<Kind>;
     funcs.compare = array_compare<Kind>;
     funcs.argmax = array_argmax<Kind>;
+    funcs.argmin = array_argmin<Kind>;
 
 #if NPY_ABI_VERSION >= 0x02000000
     static PyArray_DescrProto proto;
@@ -550,6 +618,30 @@ inline std::optional<dtype_enum> user_dtype_of(int type_num) {
 /// built with npybridge (each has its own copy of these statics) reuses them.
 inline constexpr const char* registry_module = "_npybridge_user_dtypes";
 
+/// The type number of the NumPy user dtype an npybridge module registered
+/// under `name` (its scalar type carries registration_mark), or -1. NumPy
+/// never forgets a registration, so this finds it even when the registry
+/// module was removed from sys.modules. Sets `type` (new reference).
+inline int find_registered(const char* name, PyObject*& type) {
+    for (int type_num = NPY_USERDEF;; ++type_num) {
+        PyArray_Descr* descr = PyArray_DescrFromType(type_num);
+        if (descr == nullptr) {  // past the last user dtype
+            PyErr_Clear();
+            return -1;
+        }
+        object held = object::steal(reinterpret_cast<PyObject*>(descr));
+        auto* scalar = reinterpret_cast<PyObject*>(descr->typeobj);
+        object mark = object::steal(PyObject_GetAttrString(scalar, registration_mark));
+        const std::optional<std::string_view> text = mark ? utf8_text(mark.get()) : std::nullopt;
+        PyErr_Clear();
+        if (text && *text == name) {
+            Py_INCREF(scalar);
+            type = scalar;
+            return type_num;
+        }
+    }
+}
+
 }  // namespace detail
 
 /// Registers bfloat16, intb1, intb2 and intb4 with NumPy, at most once per
@@ -566,15 +658,28 @@ inline bool register_user_dtypes(PyObject* module) {
 
     object sys_modules = object::borrow(PyImport_GetModuleDict());
     PyObject* registry = PyDict_GetItemString(sys_modules.get(), detail::registry_module);
-    if (registry == nullptr) {
+    const bool known = state.intb1_type != nullptr;  // this module registered or found them before
+    if (!known && registry != nullptr) {
+        for (int i = 0; i < 4; ++i) {
+            object type = object::steal(PyObject_GetAttrString(registry, names[i]));
+            PyArray_Descr* descr = nullptr;
+            if (!type || !PyArray_DescrConverter(type.get(), &descr)) return false;
+            *nums[i] = detail::descr_type_num(descr);
+            Py_DECREF(descr);
+            *types[i] = type.release();
+        }
+    } else if (!known) {
+        // Registered by an npybridge module before (the registry module may
+        // have been removed from sys.modules): NumPy still has those types.
+        for (int i = 0; i < 4; ++i) *nums[i] = detail::find_registered(names[i], *types[i]);
         PyObject* module_name_obj = PyModule_GetNameObject(module);
         if (module_name_obj == nullptr) return false;
         const std::string module_name = PyUnicode_AsUTF8(module_name_obj);
         Py_DECREF(module_name_obj);
         // bfloat16: ml_dtypes' when it is there (same 2-byte layout), else ours.
-        object ml_dtypes = object::steal(PyImport_ImportModule("ml_dtypes"));
-        if (ml_dtypes) {
-            object type = object::steal(PyObject_GetAttrString(ml_dtypes.get(), "bfloat16"));
+        if (state.bfloat16 < 0) {
+            object ml_dtypes = object::steal(PyImport_ImportModule("ml_dtypes"));
+            object type = ml_dtypes ? object::steal(PyObject_GetAttrString(ml_dtypes.get(), "bfloat16")) : object{};
             PyArray_Descr* descr = nullptr;
             if (type && PyArray_DescrConverter(type.get(), &descr)) {
                 state.bfloat16 = detail::descr_type_num(descr);
@@ -584,32 +689,21 @@ inline bool register_user_dtypes(PyObject* module) {
             } else {
                 PyErr_Clear();
             }
-        } else {
-            PyErr_Clear();
         }
         if (state.bfloat16 < 0 && !detail::register_one<detail::bf16_kind>(module_name, 'f')) return false;
-        if (!detail::register_one<detail::intb_kind<1>>(module_name, 'i') ||
-            !detail::register_one<detail::intb_kind<2>>(module_name, 'i') ||
-            !detail::register_one<detail::intb_kind<4>>(module_name, 'i')) {
+        if ((state.intb1 < 0 && !detail::register_one<detail::intb_kind<1>>(module_name, 'i')) ||
+            (state.intb2 < 0 && !detail::register_one<detail::intb_kind<2>>(module_name, 'i')) ||
+            (state.intb4 < 0 && !detail::register_one<detail::intb_kind<4>>(module_name, 'i'))) {
             return false;
         }
+    }
+    if (registry == nullptr) {  // the registry for the next module (again, if it was removed)
         object made = object::steal(PyModule_New(detail::registry_module));
         if (!made) return false;
         for (int i = 0; i < 4; ++i) {
             if (PyModule_AddObject(made.get(), names[i], (Py_INCREF(*types[i]), *types[i])) != 0) return false;
         }
         if (PyDict_SetItemString(sys_modules.get(), detail::registry_module, made.get()) != 0) return false;
-        registry = made.get();
-    } else {
-        for (int i = 0; i < 4; ++i) {
-            if (*types[i] != nullptr) continue;
-            object type = object::steal(PyObject_GetAttrString(registry, names[i]));
-            PyArray_Descr* descr = nullptr;
-            if (!type || !PyArray_DescrConverter(type.get(), &descr)) return false;
-            *nums[i] = detail::descr_type_num(descr);
-            Py_DECREF(descr);
-            *types[i] = type.release();
-        }
     }
     user_dtype_descr_hook = detail::user_descr_for;
     user_dtype_lookup_hook = detail::user_dtype_of;
