@@ -414,6 +414,7 @@ void cast_to_user(void* from, void* to, npy_intp n, void*, void*) {
     for (npy_intp i = 0; i < n; ++i) {
         double value;
         if constexpr (std::is_same_v<Builtin, numpy_half_tag>) value = static_cast<double>(half{in[i]}.to_float());
+        else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) value = in[i] != 0;  // any nonzero byte is True
         else value = static_cast<double>(in[i]);
         if constexpr (std::is_same_v<Kind, bf16_kind>) {
             out[i] = bfloat16::from_float(static_cast<float>(value));

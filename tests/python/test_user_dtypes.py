@@ -83,6 +83,13 @@ def test_intb_round_trips_every_valid_value(bits, dtype):
     assert (a == a).all() and a[0] == -m and repr(a[-1]) == str(m)
 
 
+@pytest.mark.parametrize("dtype", [nbx.intb1, nbx.intb2, nbx.intb4])
+def test_any_nonzero_bool_byte_is_true(dtype):
+    # NumPy reads a bool byte as zero / nonzero: a byte of 15 is True, i.e. 1, never 15 (found by fuzzing).
+    flags = np.frombuffer(b"\x0f\x01\x80", dtype=np.bool_)
+    assert flags.astype(dtype).tolist() == [1, 1, 1]
+
+
 @pytest.mark.parametrize("dtype, bad", [
     (nbx.intb1, 0), (nbx.intb1, 3), (nbx.intb2, 2), (nbx.intb2, -5), (nbx.intb4, 16), (nbx.intb4, 17), (nbx.intb4, 1.5),
 ])
