@@ -15,9 +15,13 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// What happens to int64 / float64 input, which MegBrain has no dtype for
-/// (SPEC.md §2). checked: narrow to Int32 / Float32 and fail on a value that
-/// does not fit; wrap: narrow like a C cast; reject: no narrowing at all.
+/// What happens to values that a narrower dtype may not hold: int64 / float64
+/// input, which MegBrain has no dtype for (it becomes Int32 / Float32), and a
+/// requested dtype narrower than the array's. checked: every value is checked
+/// first and the first that does not fit is an error (integers into any
+/// integer, float or complex dtype; floats into float / complex; complex into
+/// complex; other changes only within a kind); wrap: any cast NumPy has, like
+/// a C cast; reject: only casts that cannot lose a value (NumPy's 'safe').
 enum class narrowing : std::uint8_t { checked, wrap, reject };
 
 /// What a numpy dtype becomes: the dtype, and whether its values must be
