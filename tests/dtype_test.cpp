@@ -1,4 +1,4 @@
-// Runtime tests of the dtype table against real NumPy dtypes (SPEC.md §1, §2).
+// Runtime tests of the dtype table against real NumPy dtypes (docs/dtypes.md, docs/metadata.md).
 #include <catch2/catch.hpp>
 
 #include <npybridge/dtype.hpp>
@@ -63,7 +63,7 @@ TEMPLATE_LIST_TEST_CASE("a C++ type's dtype has the numpy itemsize of the type, 
 }
 
 TEST_CASE("byte sizes follow the packed and unpacked rules", "[dtype]") {
-    // (dtype, element count, bytes): ceil(n*bits/8) for packed, n*sizeof otherwise (SPEC.md §1).
+    // (dtype, element count, bytes): ceil(n*bits/8) for packed, n*sizeof otherwise.
     auto [id, count, bytes] = GENERATE(table<dtype_enum, std::size_t, std::size_t>({
         {dtype_enum::IntB1, 1, 1},
         {dtype_enum::IntB1, 8, 1},

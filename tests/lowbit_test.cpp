@@ -1,4 +1,4 @@
-// Low-bit packing and unpacking, bit-exact with MegBrain's layouts (SPEC.md §3).
+// Low-bit packing and unpacking, bit-exact with MegBrain's layouts (docs/lowbit.md).
 #include <catch2/catch.hpp>
 
 #include <npybridge/lowbit.hpp>
@@ -21,7 +21,7 @@ const nb::detail::lowbit_kernels& kernel_set(const std::string& name) {
     return name == "portable" ? nb::detail::portable_lowbit_kernels() : nb::detail::active_lowbit_kernels();
 }
 
-/// The deliberately simple reference: SPEC.md §3's table, one element at a
+/// The deliberately simple reference: docs/lowbit.md's table of codes, one element at a
 /// time. Element i of a row sits at bit (i*bits) % 8 of byte i*bits/8.
 std::vector<std::uint8_t> reference_pack(dtype_enum id, const std::vector<int>& values, std::size_t row_length,
                                          lowbit_layout layout) {
@@ -91,7 +91,7 @@ const dtype_enum packed_dtypes[] = {dtype_enum::IntB1, dtype_enum::IntB2, dtype_
 TEST_CASE("hand-checked vectors pack and unpack as MegBrain lays them out", "[lowbit]") {
     const std::string kernels = GENERATE(as<std::string>{}, "active", "portable");
     CAPTURE(kernels, nb::lowbit_kernel_name());
-    // SPEC.md §3 codes: IntB1 (v+1)/2, IntB2 (v+3)/2, element 0 in the low bits.
+    // Codes (docs/lowbit.md): IntB1 (v+1)/2, IntB2 (v+3)/2, element 0 in the low bits.
     CHECK(packed(dtype_enum::IntB1, {-1, 1}, lowbit_layout::compact, 0, kernels) == std::vector<std::uint8_t>{0x02});
     CHECK(packed(dtype_enum::IntB2, {-3, -1, 1, 3, 3, 1, -1}, lowbit_layout::compact, 0, kernels) ==
           std::vector<std::uint8_t>{0xE4, 0x1B});
@@ -197,7 +197,7 @@ TEST_CASE("an invalid value is named by index and value and leaves the destinati
     std::vector<std::uint8_t> destination(nb::packed_bytes(id, values.size(), row_length, layout), 0x5A);
     const std::vector<std::uint8_t> before = destination;
     CAPTURE(nb::name_of(id), bad, index);
-    const std::string message = test::message_of<nb::value_error>(
+    const std::string message = test::message_of<nb::value_range_error>(
         [&, id = id] { nb::pack(id, in.data(), {values.size(), row_length}, destination.data(), layout); });
     CHECK_THAT(message, Contains(std::string(nb::name_of(id)) + ": value " + std::to_string(bad) + " at index " +
                                  std::to_string(index)) &&

@@ -1,4 +1,4 @@
-// The Python <-> C++ error bridge and the origin tracker at C++ level (SPEC.md §7).
+// The Python <-> C++ error bridge and the origin tracker at C++ level (docs/errors.md).
 #include <catch2/catch.hpp>
 
 #include <npybridge/python_errors.hpp>
@@ -148,7 +148,7 @@ TEST_CASE("C++ exceptions become the right Python exceptions", "[errors][python]
           std::pair<std::string, std::string>{"ConversionError", "npybridge::conversion_error: no"});
     CHECK(translated([] { throw nb::metadata_error("zp"); }).first == "MetadataError");
     CHECK(translated([] { throw nb::dtype_error("dt"); }).first == "DTypeError");
-    CHECK(translated([] { throw nb::value_error("v"); }).first == "ValueRangeError");
+    CHECK(translated([] { throw nb::value_range_error("v"); }).first == "ValueRangeError");
     CHECK(translated([] { throw nb::error("e"); }).first == "Error");
     const auto unknown = translated([] { throw custom_failure{}; });
     CHECK(unknown.first == "RuntimeError");
@@ -162,7 +162,7 @@ TEST_CASE("C++ exceptions become the right Python exceptions", "[errors][python]
         CHECK(PyObject_IsSubclass(classes.conversion_error, PyExc_TypeError) == 1);
         CHECK(PyObject_IsSubclass(classes.conversion_error, PyExc_ValueError) == 1);
         CHECK(PyObject_IsSubclass(classes.metadata_error, classes.dtype_error) == 1);
-        CHECK(PyObject_IsSubclass(classes.value_error, classes.conversion_error) == 1);
+        CHECK(PyObject_IsSubclass(classes.value_range_error, classes.conversion_error) == 1);
         CHECK(PyObject_IsSubclass(classes.error, PyExc_RuntimeError) == 1);
     }
     SECTION("guarded() returns nullptr with the error set") {

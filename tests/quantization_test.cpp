@@ -1,4 +1,4 @@
-// Quantized dtypes ↔ np.dtype with metadata["mgb_dtype"], validation, equality, quantize (SPEC.md §2).
+// Quantized dtypes ↔ np.dtype with metadata["mgb_dtype"], validation, equality, quantize (docs/metadata.md).
 #include <catch2/catch.hpp>
 
 #include <npybridge/numpy_dtype.hpp>
@@ -30,7 +30,7 @@ std::string mgb(const std::string& base, const std::string& fields) {
 }  // namespace
 
 TEST_CASE("every quantized dtype round-trips through np.dtype with equal params", "[quantized][numpy]") {
-    // (dtype, scale, zero_point or -1): each quantized row, with edge zero points (SPEC.md §1 ranges;
+    // (dtype, scale, zero_point or -1): each quantized row, with edge zero points (the dtype table's ranges;
     // 15 is a valid Quantized4Asymm zero point by decision).
     auto [id, scale, zero_point] = GENERATE(table<dtype_enum, double, int>({
         {dtype_enum::Quantized8Asymm, 0.25, 128},
@@ -111,7 +111,7 @@ TEST_CASE("numbers may be Python or numpy ints and floats; bool is never an inte
 }
 
 TEST_CASE("each kind of bad metadata is its own clear error", "[quantized][numpy][errors]") {
-    // (dtype expression, text the message must contain): every rejection listed in SPEC.md §2.
+    // (dtype expression, text the message must contain): every rejection listed in docs/metadata.md.
     auto [expression, expected] = GENERATE(table<std::string, std::string>({
         {"np.dtype('int8', metadata={'mgb_dtype': ['QuantizedS8']})", "metadata['mgb_dtype'] must be a dict"},
         {mgb("int8", "'scale': 1.0"), "has no 'name'"},

@@ -1,4 +1,4 @@
-// half and bfloat16 conversions against NumPy's float16 and the rounding rule (SPEC.md §4).
+// half and bfloat16 conversions against NumPy's float16 and the rounding rule.
 #include <catch2/catch.hpp>
 
 #include <npybridge/scalar_types.hpp>

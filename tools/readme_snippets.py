@@ -15,7 +15,7 @@ def main(readme, out):
         for line in block.splitlines():
             if line.startswith("#include"):
                 includes.append(line.split("//")[0].strip())
-            elif line.strip() == "namespace nb = npybridge;":
+            elif line.strip() == "namespace npb = npybridge;":
                 continue
             else:
                 lines.append(line)
@@ -24,7 +24,7 @@ def main(readme, out):
         f.write("// Generated from README.md by tools/readme_snippets.py: compiling is passing.\n")
         for include in dict.fromkeys(includes):
             f.write(include + "\n")
-        f.write("\nnamespace nb = npybridge;\n\n")
+        f.write("\nnamespace npb = npybridge;\n\n")
         f.write("\n".join(bodies))
     if not blocks:
         sys.exit("readme_snippets: README.md has no ```cpp blocks")

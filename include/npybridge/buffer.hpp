@@ -38,6 +38,7 @@ constexpr const char* buffer_format_of(const dtype_info& entry) noexcept {
 /// Pair with release_buffer in bf_releasebuffer. Requires the GIL.
 template <class Tensor>
 int get_buffer(PyObject* exporter, const Tensor& source, Py_buffer* view, int flags) noexcept {
+    static_assert(check_adapter<Tensor>());
     using adapter = tensor_adapter<Tensor>;
     try {
         const dtype type = adapter::dtype_of(source);

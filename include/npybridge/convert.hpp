@@ -23,7 +23,7 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// numpy → tensor (SPEC.md §5).
+/// numpy → tensor (docs/policies.md).
 enum class borrow_policy : std::uint8_t {
     try_borrow,   ///< share the array's memory when the tensor type can describe it, else copy
     must_borrow,  ///< share, or fail saying why sharing is impossible
@@ -496,7 +496,7 @@ inline bool element_strides(const npy_intp* dims, const npy_intp* byte_strides, 
 }  // namespace layout_detail
 
 /// Fills `layout` with the array's shape and element strides; size-1
-/// dimensions get the contiguous stride (theirs never matters, SPEC.md §5), a
+/// dimensions get the contiguous stride (theirs never matters: NumPy leaves them arbitrary), a
 /// 0-d array becomes shape (1,) for tensor types without 0-d. Returns false
 /// when a stride that matters is not a whole number of elements (that stride
 /// is then meaningless; why_not_borrow names it).
@@ -668,7 +668,7 @@ inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, na
             to_int ? std::to_string(swap ? narrow_op<std::int64_t, std::int32_t, true>::load(at)
                                          : narrow_op<std::int64_t, std::int32_t, false>::load(at))
                    : number_text(swap ? narrow_op<double, float, true>::load(at) : narrow_op<double, float, false>::load(at));
-        throw value_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
+        throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
                           ": value " + value + " at index " + index_text(bad, layout) + " does not fit " +
                           std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
     }
@@ -729,7 +729,7 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
     // the value set (and names the index) in pack_values.
     const value_bounds byte_bounds{false, type.is_signed ? -128 : 0, type.is_signed ? 127 : 255, 0};
     if (const auto unfit = first_unfit_value(array, byte_bounds)) {
-        throw value_error(std::string(type.name) + ": value " + unfit->second + " at index " + index_text(unfit->first, layout) +
+        throw value_range_error(std::string(type.name) + ": value " + unfit->second + " at index " + index_text(unfit->first, layout) +
                           " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
     }
     return contiguous_as(array, byte_type, NPY_UNSAFE_CASTING, std::string(type.name));
@@ -752,7 +752,7 @@ inline void pack_values(PyArrayObject* values, const dtype& target, void* out, l
             encode(codec, in[i], bad);
             if (bad == 0) continue;
             const long value = type.is_signed ? static_cast<long>(static_cast<std::int8_t>(in[i])) : static_cast<long>(in[i]);
-            throw value_error(std::string(type.name) + ": value " + std::to_string(value) + " at index " + index_text(i, layout) +
+            throw value_range_error(std::string(type.name) + ": value " + std::to_string(value) + " at index " + index_text(i, layout) +
                               " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
         }
     }
@@ -828,7 +828,7 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
     }
     if (value_checked && !PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), NPY_SAFE_CASTING)) {
         if (const auto unfit = first_unfit_value(array, *bounds)) {
-            throw value_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
+            throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
                               ": value " + unfit->second + " at index " + index_text(unfit->first, layout) +
                               " does not fit " + std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
         }
@@ -954,6 +954,7 @@ template <class Tensor>
 /// index or flag at fault; on error nothing is left behind.
 template <class Tensor = tensor>
 to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& options = {}) {
+    static_assert(check_adapter<Tensor>());
     using adapter = tensor_adapter<Tensor>;
     if (options.policy != borrow_policy::copy && PyArray_Check(obj)) {
         auto* array = reinterpret_cast<PyArrayObject*>(obj);
@@ -1073,6 +1074,7 @@ object to_array(const Tensor& source, share_policy policy, Tensor* consumed, low
 template <class Tensor>
 object to_array(const Tensor& source, share_policy policy = share_policy::try_share,
                 lowbit_format format = lowbit_format::int8) {
+    static_assert(check_adapter<Tensor>());
     return detail::to_array<Tensor>(source, policy, nullptr, format);
 }
 
@@ -1084,6 +1086,7 @@ object to_array(const Tensor& source, share_policy policy = share_policy::try_sh
 template <class Tensor, class = std::enable_if_t<!std::is_reference_v<Tensor> && !std::is_const_v<Tensor>>>
 object to_array(Tensor&& source, share_policy policy = share_policy::try_share,
                 lowbit_format format = lowbit_format::int8) {
+    static_assert(check_adapter<Tensor>());
     return detail::to_array<Tensor>(source, policy, &source, format);
 }
 
@@ -1091,6 +1094,7 @@ object to_array(Tensor&& source, share_policy policy = share_policy::try_share,
 /// (after narrowing int64/float64). On any error the tensor is left as it was.
 template <class Tensor>
 void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& options = {}) {
+    static_assert(check_adapter<Tensor>());
     using adapter = tensor_adapter<Tensor>;
     object owner = detail::as_array(obj);
     auto* array = reinterpret_cast<PyArrayObject*>(owner.get());

@@ -240,6 +240,7 @@ inline std::string needs_codes_text(const dtype& type) {
 /// element strides. Requires the GIL.
 template <class Tensor>
 object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
+    static_assert(check_adapter<Tensor>());
     using adapter = tensor_adapter<Tensor>;
     if (options.device && (options.device->device_type != dlpack::cpu || options.device->device_id != 0)) {
         throw dlpack_error("__dlpack__: dl_device " + dlpack::device_text(options.device->device_type, options.device->device_id) +
@@ -563,6 +564,7 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::tensor_view& view, con
 /// lives until its deleter is called). Requires the GIL.
 template <class Tensor = tensor>
 to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& options = {}) {
+    static_assert(check_adapter<Tensor>());
     object capsule = detail::dlpack_capsule_of(obj);
     detail::consumed_capsule taken = detail::consume_capsule(capsule.get());
     const dlpack::tensor_view& view = taken.view;

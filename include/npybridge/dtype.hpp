@@ -45,7 +45,7 @@ enum class dtype_enum : std::uint32_t {
 
 enum class dtype_category : std::uint8_t { floating, integer, boolean, complex, lowbit, quantized, other };
 
-/// SPEC.md §1's word for a category ("float", "int", "bool", "complex", "lowbit", "quantized", "other").
+/// The word for a category used in messages and the README's table ("float", "int", "bool", "complex", "lowbit", "quantized", "other").
 constexpr std::string_view category_name(dtype_category category) noexcept {
     constexpr std::string_view names[] = {"float", "int", "bool", "complex", "lowbit", "quantized", "other"};
     return names[static_cast<std::size_t>(category)];
@@ -212,7 +212,7 @@ constexpr dtype_row<Element, Param> with_range(dtype_row<Element, Param> row, va
     return row;
 }
 
-// One row per dtype (SPEC.md §1). The stamp macro writes a row's enum value and
+// One row per dtype (docs/dtypes.md). The stamp macro writes a row's enum value and
 // its name from one token, so the two cannot disagree; it is #undef'd below.
 #define NPYBRIDGE_DTYPE(name) dtype_enum::name, #name
 inline constexpr auto dtype_rows = std::make_tuple(
@@ -455,7 +455,7 @@ constexpr std::size_t find_row_for_type(std::index_sequence<I...>) noexcept {
 
 /// C++ type -> row, derived from scalar_kind and sizeof. MegBrain has no 64-bit
 /// dtypes: 64-bit signed integers narrow to Int32 and double to Float32
-/// (SPEC.md §2); unsigned 32/64-bit integers have no dtype.
+/// (docs/dtypes.md); unsigned 32/64-bit integers have no dtype.
 template <class T>
 struct type_mapping {
     static constexpr std::size_t exact = scalar_kind_of<T>() == scalar_kind::none || scalar_kind_of<T>() == scalar_kind::byte

@@ -30,7 +30,8 @@ public:
     using conversion_error::conversion_error;
 };
 
-/// Quantized dtype metadata that is malformed or out of range (SPEC.md §2).
+/// Quantized dtype metadata that is malformed or out of range (docs/metadata.md
+/// lists every case).
 /// Python: MetadataError, a DTypeError.
 class metadata_error : public dtype_error {
 public:
@@ -38,11 +39,15 @@ public:
 };
 
 /// A value that does not fit its destination: narrowing overflow, a low-bit
-/// value outside its set. Python: ValueError via ConversionError.
-class value_error : public conversion_error {
+/// value outside its set. Python: ValueRangeError, a ConversionError (so a
+/// ValueError too).
+class value_range_error : public conversion_error {
 public:
     using conversion_error::conversion_error;
 };
+
+/// The name before 0.5 (it did not match Python's ValueRangeError).
+using value_error [[deprecated("npybridge::value_error is now npybridge::value_range_error")]] = value_range_error;
 
 /// Memory that cannot be exported or imported as asked: another device than
 /// the CPU, copy=False where a copy is needed, a DLPack capsule already

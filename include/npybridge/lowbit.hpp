@@ -14,7 +14,7 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// How a packed tensor's bits are laid out (SPEC.md §3).
+/// How a packed tensor's bits are laid out (docs/lowbit.md has bit pictures).
 enum class lowbit_layout : std::uint8_t {
     compact,      ///< the whole tensor is one bit stream
     row_aligned,  ///< each innermost row starts on a byte boundary
@@ -96,12 +96,12 @@ inline std::string valid_set_text(const dtype_info& type) {
         encode(codec, src[i], bad);
         if (bad != 0) {
             const long value = type.is_signed ? static_cast<long>(static_cast<std::int8_t>(src[i])) : static_cast<long>(src[i]);
-            throw value_error(std::string(type.name) + ": value " + std::to_string(value) + " at index " +
+            throw value_range_error(std::string(type.name) + ": value " + std::to_string(value) + " at index " +
                               std::to_string(i) + " is not valid (" + std::string(type.name) + " holds " +
                               valid_set_text(type) + ")");
         }
     }
-    throw value_error(std::string(type.name) + ": invalid value (not found on rescan)");
+    throw value_range_error(std::string(type.name) + ": invalid value (not found on rescan)");
 }
 
 inline bool pack_rows(const lowbit_kernels& kernels, const lowbit_codec& codec, dtype_enum id, const std::uint8_t* src,
@@ -179,7 +179,7 @@ inline void check_extent(const dtype_info& type, lowbit_extent extent, lowbit_la
 }  // namespace detail
 
 /// Packs one-byte-per-element values (int8, or uint8 for Quantized4Asymm)
-/// into dst, which must hold packed_bytes(...) bytes. Throws value_error
+/// into dst, which must hold packed_bytes(...) bytes. Throws value_range_error
 /// naming the first invalid index and value; dst is then left exactly as it
 /// was (the kernel writes a temporary, copied over only when all is valid).
 inline void pack(dtype_enum id, const void* src, lowbit_extent extent, void* dst,

@@ -211,7 +211,7 @@ struct exception_classes {
     PyObject* conversion_error = nullptr;  ///< ConversionError(TypeError, ValueError)
     PyObject* dtype_error = nullptr;       ///< DTypeError(ConversionError)
     PyObject* metadata_error = nullptr;    ///< MetadataError(DTypeError)
-    PyObject* value_error = nullptr;       ///< ValueRangeError(ConversionError)
+    PyObject* value_range_error = nullptr;       ///< ValueRangeError(ConversionError)
     PyObject* dlpack_error = nullptr;      ///< DLPackError(ConversionError, BufferError)
 };
 
@@ -250,8 +250,8 @@ inline bool make_exception_classes(PyObject* module) {
                "A dtype npybridge cannot accept or produce (npybridge::dtype_error).") &&
         create(made.metadata_error, "MetadataError", Py_BuildValue("(O)", made.dtype_error),
                "Malformed or out-of-range quantized dtype metadata (npybridge::metadata_error).") &&
-        create(made.value_error, "ValueRangeError", Py_BuildValue("(O)", made.conversion_error),
-               "A value that does not fit its destination (npybridge::value_error).") &&
+        create(made.value_range_error, "ValueRangeError", Py_BuildValue("(O)", made.conversion_error),
+               "A value that does not fit its destination (npybridge::value_range_error).") &&
         create(made.dlpack_error, "DLPackError", Py_BuildValue("(OO)", made.conversion_error, PyExc_BufferError),
                "Memory that cannot cross DLPack as asked: device, copy=False, a used capsule (npybridge::dlpack_error).");
     if (!ok) return false;
@@ -299,8 +299,8 @@ inline void translate_exception() noexcept {
                 python_class = classes.dtype_error ? classes.dtype_error : PyExc_TypeError;
             } else if (dynamic_cast<const dlpack_error*>(&e)) {
                 python_class = classes.dlpack_error ? classes.dlpack_error : PyExc_BufferError;
-            } else if (dynamic_cast<const value_error*>(&e)) {
-                python_class = classes.value_error ? classes.value_error : PyExc_ValueError;
+            } else if (dynamic_cast<const value_range_error*>(&e)) {
+                python_class = classes.value_range_error ? classes.value_range_error : PyExc_ValueError;
             } else if (dynamic_cast<const conversion_error*>(&e)) {
                 python_class = classes.conversion_error ? classes.conversion_error : PyExc_TypeError;
             } else {

@@ -16,6 +16,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #if defined(__linux__)
@@ -225,6 +226,81 @@ private:
 // ---------------------------------------------------------------------------
 template <class Tensor>
 struct tensor_adapter;
+
+namespace detail {
+
+template <class T, class = void>
+struct is_complete : std::false_type {};
+template <class T>
+struct is_complete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
+
+template <class...>
+inline constexpr bool always_false = false;
+
+// One detector per member of the adapter contract: true when the member exists
+// with a usable type (the checks of check_adapter name each one that is not).
+#define NPYBRIDGE_ADAPTER_MEMBER(name, wanted, ...)                                                 \
+    template <class A, class T, class = void>                                                       \
+    struct adapter_##name : std::false_type {};                                                     \
+    template <class A, class T>                                                                     \
+    struct adapter_##name<A, T, std::void_t<decltype(__VA_ARGS__)>>                                 \
+        : std::is_convertible<decltype(__VA_ARGS__), wanted> {};
+NPYBRIDGE_ADAPTER_MEMBER(max_ndim, std::size_t, std::integral_constant<std::size_t, A::max_ndim>::value)
+NPYBRIDGE_ADAPTER_MEMBER(has_scalar, bool, std::bool_constant<A::has_scalar>::value)
+NPYBRIDGE_ADAPTER_MEMBER(accepts_strides, bool, A::accepts_strides(std::declval<const tensor_layout&>()))
+NPYBRIDGE_ADAPTER_MEMBER(dtype_of, dtype, A::dtype_of(std::declval<const T&>()))
+NPYBRIDGE_ADAPTER_MEMBER(layout_of, tensor_layout, A::layout_of(std::declval<const T&>()))
+NPYBRIDGE_ADAPTER_MEMBER(data, void*, A::data(std::declval<const T&>()))
+NPYBRIDGE_ADAPTER_MEMBER(writable, bool, A::writable(std::declval<const T&>()))
+NPYBRIDGE_ADAPTER_MEMBER(packed_layout, lowbit_layout, A::packed_layout(std::declval<const T&>()))
+NPYBRIDGE_ADAPTER_MEMBER(owner, owner_handle, A::owner(std::declval<const T&>()))
+NPYBRIDGE_ADAPTER_MEMBER(borrow, T,
+                         A::borrow(std::declval<const dtype&>(), std::declval<void*>(), std::declval<const tensor_layout&>(),
+                                   true, std::declval<owner_handle>()))
+NPYBRIDGE_ADAPTER_MEMBER(make, T, A::make(std::declval<const dtype&>(), std::declval<const tensor_layout&>(), lowbit_layout{}))
+#undef NPYBRIDGE_ADAPTER_MEMBER
+
+}  // namespace detail
+
+/// Checks tensor_adapter<Tensor> against the contract above at compile time,
+/// naming every missing or ill-typed member. Every conversion entry point
+/// (to_tensor, to_array, copy_into, from_dlpack, to_dlpack, get_buffer) runs
+/// it first; `static_assert(npybridge::check_adapter<MyTensor>())` beside an
+/// adapter checks it where it is written.
+template <class Tensor>
+constexpr bool check_adapter() {
+    using A = tensor_adapter<Tensor>;
+    if constexpr (!detail::is_complete<A>::value) {
+        static_assert(detail::always_false<Tensor>,
+                      "npybridge: this tensor type has no tensor_adapter: specialize npybridge::tensor_adapter<T> "
+                      "(the contract is in npybridge/tensor.hpp and docs/extending.md)");
+        return false;
+    } else {
+        using namespace detail;
+        static_assert(adapter_max_ndim<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static constexpr std::size_t max_ndim` (most dimensions T holds)");
+        static_assert(adapter_has_scalar<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static constexpr bool has_scalar` (can T be 0-d?)");
+        static_assert(adapter_accepts_strides<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static bool accepts_strides(const tensor_layout&)`");
+        static_assert(adapter_dtype_of<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static npybridge::dtype dtype_of(const T&)`");
+        static_assert(adapter_layout_of<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static tensor_layout layout_of(const T&)` (shape and element strides)");
+        static_assert(adapter_data<A, Tensor>::value, "npybridge: tensor_adapter<T> needs `static void* data(const T&)`");
+        static_assert(adapter_writable<A, Tensor>::value, "npybridge: tensor_adapter<T> needs `static bool writable(const T&)`");
+        static_assert(adapter_packed_layout<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static lowbit_layout packed_layout(const T&)`");
+        static_assert(adapter_owner<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static owner_handle owner(const T&)` (keeps T's memory alive)");
+        static_assert(adapter_borrow<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static T borrow(const dtype&, void* data, const tensor_layout&, "
+                      "bool writable, owner_handle)`");
+        static_assert(adapter_make<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static T make(const dtype&, const tensor_layout&, lowbit_layout)`");
+        return true;
+    }
+}
 
 /// npybridge's own tensor: a dtype (with params), a layout in elements, and
 /// memory shared through an owner handle. For users without a framework, and

@@ -1,6 +1,6 @@
 """Each .cpp here must fail to compile with the `// expect:` message on its first line.
 
-These are the compile errors SPEC.md promises (static_assert messages that start
+These are the compile errors npybridge promises (static_assert messages that start
 with `npybridge:`); a file that compiles, or fails for another reason, fails.
 Uses the system C++ compiler (CXX, else g++) on the pure-C++ headers.
 """

@@ -1,4 +1,4 @@
-"""ndarray <-> tensor through the example module: policies, dtypes, layouts, errors (SPEC.md §5, §6)."""
+"""ndarray <-> tensor through the example module: policies, dtypes, layouts, errors (docs/policies.md)."""
 import gc
 import sys
 import threading

@@ -1,4 +1,4 @@
-"""Python <-> C++ errors and the origin tracker, as a Python user sees them (SPEC.md §7)."""
+"""Python <-> C++ errors and the origin tracker, as a Python user sees them (docs/errors.md)."""
 import gc
 import sys
 import threading

@@ -1,4 +1,4 @@
-"""NumPy user dtypes bfloat16 and intb1/2/4 (SPEC.md §4), and tensors of them."""
+"""NumPy user dtypes bfloat16 and intb1/2/4 (docs/dtypes.md), and tensors of them."""
 import pickle
 import sys
 

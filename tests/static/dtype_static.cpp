@@ -1,4 +1,4 @@
-// Compile-time facts of the dtype table (SPEC.md §1, §2): compiling this file is passing.
+// Compile-time facts of the dtype table (docs/dtypes.md): compiling this file is passing.
 #include <npybridge/dtype.hpp>
 
 #include <complex>
@@ -12,7 +12,7 @@ using nb::dtype_enum;
 using nb::info;
 
 // ---- every row: MegDNN's enum value, name, bits, category, signedness, packing.
-// Values from SPEC.md §1 (MegDNN's dtype.h enum and bit widths).
+// Values from MegDNN's dtype.h (its enum and bit widths).
 constexpr bool row_is(dtype_enum id, std::uint32_t value, std::string_view name, unsigned bits, dtype_category category,
                       bool is_signed, bool packed) {
     const nb::dtype_info& e = info(id);
@@ -74,7 +74,7 @@ static_assert(info(dtype_enum::Quantized8Asymm).param_fields == 2 &&
               info(dtype_enum::Quantized8Asymm).param_keys[1] == "zero_point");
 static_assert(info(dtype_enum::QuantizedS4).param_fields == 1 && info(dtype_enum::QuantizedS4).param_keys[0] == "scale");
 
-// ---- sizes: ceil(n*bits/8) for packed dtypes, n*sizeof otherwise (SPEC.md §1).
+// ---- sizes: ceil(n*bits/8) for packed dtypes, n*sizeof otherwise.
 static_assert(nb::byte_size(dtype_enum::IntB4, 5) == 3);
 static_assert(nb::byte_size(dtype_enum::IntB2, 5) == 2);
 static_assert(nb::byte_size(dtype_enum::IntB1, 9) == 2);
@@ -86,7 +86,7 @@ static_assert(nb::byte_size(dtype_enum::Float16, 3) == 6);
 static_assert(nb::element_size<dtype_enum::Int16>() == 2 && nb::element_size<dtype_enum::BFloat16>() == 2);
 static_assert(info(dtype_enum::IntB4).element_size == 0, "a packed dtype has no element size");
 
-// ---- value ranges (SPEC.md §1: quint8, qint8, qint16, qint32, quint4, qint4, qint1; IntB odd values).
+// ---- value ranges (MegDNN's clamps: quint8, qint8, qint16, qint32, quint4, qint4, qint1; IntB odd values).
 static_assert(info(dtype_enum::Quantized8Asymm).range == nb::value_range{0, 255});
 static_assert(info(dtype_enum::QuantizedS8).range == nb::value_range{-128, 127});
 static_assert(info(dtype_enum::QuantizedS16).range == nb::value_range{-32768, 32767});

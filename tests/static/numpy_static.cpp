@@ -1,4 +1,4 @@
-// Compile-time facts of dtype -> NumPy type number (SPEC.md §2): compiling this file is passing.
+// Compile-time facts of dtype -> NumPy type number (docs/dtypes.md): compiling this file is passing.
 #include <npybridge/numpy.hpp>
 
 namespace nb = npybridge;

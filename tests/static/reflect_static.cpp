@@ -1,4 +1,4 @@
-// Compile-time facts of the param structs and their reflection (SPEC.md §2): compiling is passing.
+// Compile-time facts of the param structs and their reflection (docs/metadata.md): compiling is passing.
 #include <npybridge/reflect.hpp>
 #include <npybridge/quantization.hpp>
 

@@ -43,10 +43,10 @@ void reference_pack(dtype_enum id, const std::uint8_t* in, std::uint8_t* out) {
         const int v = static_cast<std::int8_t>(in[i]);
         int code;
         if (type.coding == nb::lowbit_coding::odd) {
-            if ((v & 1) == 0 || v < -static_cast<int>(top) || v > static_cast<int>(top)) throw nb::value_error("bad");
+            if ((v & 1) == 0 || v < -static_cast<int>(top) || v > static_cast<int>(top)) throw nb::value_range_error("bad");
             code = (v + static_cast<int>(top)) / 2;
         } else {
-            if (v < static_cast<int>(type.range.lo) || v > static_cast<int>(type.range.hi)) throw nb::value_error("bad");
+            if (v < static_cast<int>(type.range.lo) || v > static_cast<int>(type.range.hi)) throw nb::value_range_error("bad");
             code = v & static_cast<int>(top);
         }
         out[i * bits / 8] |= static_cast<std::uint8_t>(code << (i * bits % 8));

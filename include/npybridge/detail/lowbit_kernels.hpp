@@ -19,7 +19,7 @@ namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
 /// How one byte-per-element value becomes a b-bit code, for every coding in
-/// one form (SPEC.md §3): t = (uint8)(v + bias); the value is valid when
+/// one form (docs/lowbit.md): t = (uint8)(v + bias); the value is valid when
 /// (t & invalid) == 0; the code is ((t >> shift) ^ flip) & code_mask. Decoding
 /// is the table `decode[code]`.
 struct lowbit_codec {
