@@ -2,14 +2,18 @@
 
 These are the compile errors npybridge promises (static_assert messages that start
 with `npybridge:`); a file that compiles, or fails for another reason, fails.
-Uses the system C++ compiler (CXX, else g++) on the pure-C++ headers.
+Uses the system C++ compiler (CXX, else g++); CPython's and NumPy's headers are on the include path for the
+cases that need the Python-facing headers (npybridge/arg.hpp).
 """
 import os
 import pathlib
 import shutil
 import subprocess
 import sys
+import sysconfig
 import unittest
+
+import numpy
 
 HERE = pathlib.Path(__file__).resolve().parent
 # Boost.PFR from the system (libboost1.81-dev); the other headers used here are pure C++.
@@ -32,7 +36,8 @@ class CompileFailTest(unittest.TestCase):
             with self.subTest(case=case.name):
                 expect = case.read_text().splitlines()[0].removeprefix("// expect:").strip()
                 result = subprocess.run(
-                    [compiler, "-std=c++17", "-fsyntax-only", "-I", str(root / "include"), *(["-isystem", BOOST] if BOOST else []), str(case)],
+                    [compiler, "-std=c++17", "-fsyntax-only", "-I", str(root / "include"), *(["-isystem", BOOST] if BOOST else []),
+                     "-isystem", numpy.get_include(), "-isystem", sysconfig.get_paths()["include"], str(case)],
                     capture_output=True, text=True)
                 self.assertNotEqual(result.returncode, 0, f"{case.name} compiled but must not")
                 self.assertIn(expect, result.stderr, f"{case.name} failed for another reason")

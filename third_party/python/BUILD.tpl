@@ -38,3 +38,12 @@ py_runtime(
     interpreter_path = "%{interpreter}",
     python_version = "PY3",
 )
+
+# pybind11's headers, from the interpreter's pybind11 (pinned in tools/requirements.txt);
+# empty when that interpreter has no pybind11.
+cc_library(
+    name = "pybind11",
+    hdrs = glob(["pybind11_include/**/*.h"]),
+    includes = ["pybind11_include"],
+    deps = [":headers"],
+)

@@ -18,6 +18,11 @@ try:
     sites = site.getsitepackages()
 except AttributeError:
     sites = []
+try:  # optional: the binding-library headers (pybind11 casters and their example module)
+    import pybind11
+    pybind11_include = pybind11.get_include()
+except Exception:
+    pybind11_include = ""
 print(json.dumps({
     "executable": sys.executable,
     "version": "%d.%d" % sys.version_info[:2],
@@ -27,6 +32,7 @@ print(json.dumps({
     "libdir": libdir,
     "ldlibrary": ldlib,
     "site_packages": sites,
+    "pybind11_include": pybind11_include,
 }))
 """
 
@@ -80,6 +86,10 @@ def _python_configure_impl(rctx):
 
     rctx.symlink(info["include"], "python_include")
     rctx.symlink(info["numpy_include"], "numpy_include")
+    if info.get("pybind11_include"):
+        rctx.symlink(info["pybind11_include"], "pybind11_include")
+    else:
+        rctx.file("pybind11_include/MISSING", "pybind11 is not importable by %s\n" % info["executable"])
 
     libname = info["ldlibrary"]
     if libname.startswith("lib") and libname.endswith(".so"):

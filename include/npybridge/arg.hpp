@@ -1,0 +1,237 @@
+// npybridge/arg.hpp — tensor arguments whose dtype, ndim, policies and layout are fixed at compile time,
+// for binding-library casters (npybridge/bind/pybind11.hpp) and hand-written functions alike.
+#pragma once
+
+#include <npybridge/config.hpp>
+#include <npybridge/convert.hpp>
+#include <npybridge/dtype.hpp>
+#include <npybridge/errors.hpp>
+#include <npybridge/tensor.hpp>
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+
+// ---- Constraints: empty tag types, each writing one field of an arg_spec.
+
+/// What a constrained argument asks for, derived at compile time from its constraints.
+struct arg_spec {
+    bool has_dtype = false;
+    dtype_enum id = dtype_enum::Float32;
+    bool has_ndim = false;
+    std::size_t ndim = 0;
+    borrow_policy policy = borrow_policy::try_borrow;
+    narrowing narrow = narrowing::checked;
+    bool has_layout = false;
+    lowbit_layout layout = lowbit_layout::compact;
+    bool writable = false;
+    // How many constraints set each field (two of a kind are a compile error).
+    int dtypes = 0, ndims = 0, policies = 0, narrowings = 0, layouts = 0, writables = 0;
+};
+
+/// The tensor's dtype is Id (quantized: any params, read from the array's metadata).
+template <dtype_enum Id>
+struct dtype_is {
+    static constexpr void apply(arg_spec& s) noexcept { s.has_dtype = true; s.id = Id; ++s.dtypes; }
+};
+/// The array has exactly N dimensions.
+template <std::size_t N>
+struct ndim_is {
+    static constexpr void apply(arg_spec& s) noexcept { s.has_ndim = true; s.ndim = N; ++s.ndims; }
+};
+/// The tensor uses the array's memory, or the call fails saying why (borrow_policy::must_borrow).
+struct borrow_only {
+    static constexpr void apply(arg_spec& s) noexcept { s.policy = borrow_policy::must_borrow; ++s.policies; }
+};
+/// The tensor is always a copy (borrow_policy::copy).
+struct copy_always {
+    static constexpr void apply(arg_spec& s) noexcept { s.policy = borrow_policy::copy; ++s.policies; }
+};
+/// Narrowing mode other than the default 'checked'.
+template <narrowing Mode>
+struct narrowing_is {
+    static constexpr void apply(arg_spec& s) noexcept { s.narrow = Mode; ++s.narrowings; }
+};
+/// The tensor must be writable (a read-only array is copied, or refused with borrow_only).
+struct writable_only {
+    static constexpr void apply(arg_spec& s) noexcept { s.writable = true; ++s.writables; }
+};
+/// Packed dtypes: the tensor's bit layout.
+template <lowbit_layout Layout>
+struct layout_is {
+    static constexpr void apply(arg_spec& s) noexcept { s.has_layout = true; s.layout = Layout; ++s.layouts; }
+};
+
+namespace detail {
+
+template <class... Constraints>
+constexpr arg_spec make_arg_spec() noexcept {
+    arg_spec s;
+    (Constraints::apply(s), ...);
+    return s;
+}
+
+template <class C, class = void>
+struct is_constraint : std::false_type {};
+template <class C>
+struct is_constraint<C, std::void_t<decltype(C::apply(std::declval<arg_spec&>()))>> : std::true_type {};
+
+/// "numpy.ndarray[QuantizedS8, ndim=2, writable]" as a constant character array (what the binding
+/// library shows in signatures and docstrings).
+struct arg_text {
+    std::array<char, 96> chars{};
+    std::size_t size = 0;
+    constexpr void add(std::string_view text) noexcept {
+        for (char c : text) chars[size++] = c;
+    }
+    constexpr void add_number(std::size_t n) noexcept {
+        char digits[20] = {};
+        std::size_t count = 0;
+        do {
+            digits[count++] = static_cast<char>('0' + n % 10);
+            n /= 10;
+        } while (n != 0);
+        while (count > 0) chars[size++] = digits[--count];
+    }
+};
+
+constexpr arg_text render_arg_name(const arg_spec& s) noexcept {
+    arg_text t;
+    t.add("numpy.ndarray");
+    const bool any = s.has_dtype || s.has_ndim || s.writable;
+    if (!any) return t;
+    t.add("[");
+    bool first = true;
+    auto separator = [&] {
+        if (!first) t.add(", ");
+        first = false;
+    };
+    if (s.has_dtype) {
+        separator();
+        t.add(info(s.id).name);
+    }
+    if (s.has_ndim) {
+        separator();
+        t.add("ndim=");
+        t.add_number(s.ndim);
+    }
+    if (s.writable) {
+        separator();
+        t.add("writable");
+    }
+    t.add("]");
+    return t;
+}
+
+}  // namespace detail
+
+/// A tensor argument with compile-time constraints: `arg<tensor, dtype_is<dtype_enum::QuantizedS8>, ndim_is<2>>`.
+/// Every impossible combination is a compile error that says why; `options()` is the to_tensor_options the
+/// constraints mean, `check()` the run-time checks to_tensor does not do itself (quantized dtype, ndim).
+template <class Tensor, class... Constraints>
+class arg {
+    static_assert(check_adapter<Tensor>());
+    static_assert((detail::is_constraint<Constraints>::value && ...),
+                  "npybridge: arg<Tensor, ...> takes constraints only: dtype_is<>, ndim_is<>, borrow_only, copy_always, "
+                  "narrowing_is<>, writable_only, layout_is<>");
+
+public:
+    using tensor_type = Tensor;
+    using adapter = tensor_adapter<Tensor>;
+    static constexpr arg_spec spec = detail::make_arg_spec<Constraints...>();
+
+    static_assert(spec.dtypes <= 1, "npybridge: two dtype_is<> constraints on one argument");
+    static_assert(spec.ndims <= 1, "npybridge: two ndim_is<> constraints on one argument");
+    static_assert(spec.policies <= 1, "npybridge: borrow_only and copy_always contradict each other (choose one)");
+    static_assert(spec.narrowings <= 1, "npybridge: two narrowing_is<> constraints on one argument");
+    static_assert(spec.layouts <= 1, "npybridge: two layout_is<> constraints on one argument");
+    static_assert(!spec.has_ndim || spec.ndim <= adapter::max_ndim,
+                  "npybridge: ndim_is<N> is more dimensions than this tensor type holds (tensor_adapter<T>::max_ndim)");
+    static_assert(!spec.has_ndim || spec.ndim > 0 || adapter::has_scalar,
+                  "npybridge: ndim_is<0> for a tensor type that cannot be 0-d (tensor_adapter<T>::has_scalar is false)");
+    static_assert(!(spec.has_dtype && info(spec.id).form == numpy_form::none),
+                  "npybridge: this dtype has no NumPy form (Byte, UintB4): no array can become it");
+    static_assert(!(spec.has_dtype && info(spec.id).is_packed && spec.policy == borrow_policy::must_borrow),
+                  "npybridge: borrow_only with a packed dtype can never succeed: NumPy holds one byte per value and "
+                  "the tensor packs them (drop borrow_only, or use an unpacked dtype)");
+    static_assert(!spec.has_layout || (spec.has_dtype && info(spec.id).is_packed),
+                  "npybridge: layout_is<> needs a packed dtype_is<> (IntB1/2/4, QuantizedS4, Quantized4Asymm)");
+    static_assert(!(spec.narrow != narrowing::checked && spec.policy == borrow_policy::must_borrow),
+                  "npybridge: narrowing_is<> with borrow_only has no effect: a borrow never narrows (drop one)");
+
+    /// "numpy.ndarray[QuantizedS8, ndim=2]": the constraints as the binding library shows them.
+    static constexpr detail::arg_text python_name = detail::render_arg_name(spec);
+
+    /// The options to_tensor runs with (a quantized dtype_is<> is checked afterwards: its params come
+    /// from the array).
+    static to_tensor_options options() {
+        to_tensor_options o;
+        o.policy = spec.policy;
+        o.narrow = spec.narrow;
+        if (spec.has_layout) o.layout = spec.layout;
+        if (spec.writable) o.require_writable = true;
+        if (spec.has_dtype && !info(spec.id).is_quantized) o.type = dtype(spec.id);
+        return o;
+    }
+
+    /// Throws the conversion_error a mismatch in ndim or quantized dtype deserves (what to_tensor
+    /// cannot know); `ndim` is the array's.
+    static void check_ndim(std::size_t ndim) {
+        if (spec.has_ndim && ndim != spec.ndim) {
+            throw conversion_error("expected an array with ndim=" + std::to_string(spec.ndim) + ", got ndim=" +
+                                   std::to_string(ndim));
+        }
+    }
+    static void check_dtype(const dtype& got) {
+        if (spec.has_dtype && got.id() != spec.id) {
+            throw dtype_error("expected a " + std::string(info(spec.id).name) + " array, got " + got.to_string());
+        }
+    }
+
+    arg() = default;
+    explicit arg(to_tensor_result<Tensor>&& made)
+        : m_tensor(std::move(made.tensor)), m_borrowed(made.borrowed), m_copy_reason(std::move(made.copy_reason)) {}
+
+    Tensor& operator*() noexcept { return m_tensor; }
+    const Tensor& operator*() const noexcept { return m_tensor; }
+    Tensor* operator->() noexcept { return &m_tensor; }
+    const Tensor* operator->() const noexcept { return &m_tensor; }
+    Tensor& get() noexcept { return m_tensor; }
+    const Tensor& get() const noexcept { return m_tensor; }
+    /// True when the tensor uses the array's memory.
+    bool borrowed() const noexcept { return m_borrowed; }
+    /// Why it does not (empty when borrowed).
+    const std::string& copy_reason() const noexcept { return m_copy_reason; }
+
+private:
+    Tensor m_tensor{};
+    bool m_borrowed = false;
+    std::string m_copy_reason;
+};
+
+template <class T>
+struct is_arg : std::false_type {};
+template <class Tensor, class... Constraints>
+struct is_arg<arg<Tensor, Constraints...>> : std::true_type {};
+
+/// Converts obj for the constrained argument Arg (to_tensor with its options, then its checks).
+template <class Arg>
+Arg to_arg(PyObject* obj) {
+    static_assert(is_arg<Arg>::value, "npybridge: to_arg<A> needs an npybridge::arg<Tensor, ...>");
+    if (Arg::spec.has_ndim && PyArray_Check(obj)) {
+        Arg::check_ndim(static_cast<std::size_t>(PyArray_NDIM(reinterpret_cast<PyArrayObject*>(obj))));
+    }
+    Arg made(to_tensor<typename Arg::tensor_type>(obj, Arg::options()));
+    using adapter = typename Arg::adapter;
+    Arg::check_dtype(adapter::dtype_of(*made));
+    // (ndim_is<0> needs a tensor type that can be 0-d, so the tensor's ndim is the array's.)
+    if (Arg::spec.has_ndim) Arg::check_ndim(adapter::layout_of(*made).ndim);
+    return made;
+}
+
+}  // namespace npybridge

@@ -1,0 +1,235 @@
+// npybridge/bind/pybind11.hpp — pybind11 type casters for tensors, constrained tensor arguments and dtypes.
+//
+// Include it (after npybridge, before defining your module) in code that uses pybind11; npybridge.hpp does
+// not include it. Then:
+//   NPYBRIDGE_PYBIND11_TENSOR_CASTER(my::Tensor)   // once per tensor type with a tensor_adapter, at global scope
+//   PYBIND11_MODULE(m, m) { npybridge::pybind11_support::init(m); m.def("run", [](my::Tensor t) { ... }); }
+// npybridge::tensor and every npybridge::arg<Tensor, ...> of a tensor type with a caster work without a macro.
+#pragma once
+
+#include <npybridge/arg.hpp>
+#include <npybridge/convert.hpp>
+#include <npybridge/numpy.hpp>
+#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/python_errors.hpp>
+
+#include <pybind11/pybind11.h>
+
+#include <exception>
+#include <memory>
+#include <optional>
+#include <utility>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace pybind11_support {
+
+/// Module set-up: NumPy's C API, npybridge's exception classes as attributes of `m` (ConversionError,
+/// DTypeError, ... as in any npybridge module) and a translator (local to this module) that raises them for
+/// npybridge's C++ exceptions with the same messages. Call first in PYBIND11_MODULE.
+inline void init(pybind11::module_& m) {
+    if (!import_numpy() || !make_exception_classes(m.ptr())) throw pybind11::error_already_set();
+    pybind11::register_local_exception_translator([](std::exception_ptr thrown) {
+        if (!thrown) return;
+        try {
+            std::rethrow_exception(thrown);
+        } catch (const npybridge::error&) {
+            translate_exception();  // sets the Python error; other exceptions go on to pybind11's translators
+        }
+    });
+}
+
+namespace detail {
+
+/// pybind11's compile-time signature text from an npybridge arg_text.
+template <const npybridge::detail::arg_text& Text, std::size_t... I>
+constexpr auto signature_text(std::index_sequence<I...>) {
+    return pybind11::detail::descr<sizeof...(I)>(Text.chars[I]...);
+}
+
+/// The one conversion both casters make. On pybind11's first pass (`convert` false) only what can be
+/// borrowed as it is is accepted, and a refusal is a silent `false` (so that another overload, e.g. for
+/// another dtype, gets its turn). On the second pass an ndarray npybridge cannot convert raises
+/// npybridge's error (ConversionError, ValueRangeError, ...: the user sees why); any other object that
+/// cannot become an array is a silent `false`, leaving pybind11's "incompatible function arguments".
+template <class Arg>
+bool load_arg(pybind11::handle src, bool convert, std::optional<Arg>& out) {
+    if (!src) return false;
+    PyObject* obj = src.ptr();
+    const bool is_array = PyArray_Check(obj);
+    if (!convert) {
+        if (!is_array) return false;
+        if (Arg::spec.policy == borrow_policy::copy) return false;  // a copy is a conversion
+        try {
+            to_tensor_options options = Arg::options();
+            options.policy = borrow_policy::must_borrow;
+            if (Arg::spec.has_ndim) Arg::check_ndim(static_cast<std::size_t>(PyArray_NDIM(reinterpret_cast<PyArrayObject*>(obj))));
+            Arg made(to_tensor<typename Arg::tensor_type>(obj, options));
+            Arg::check_dtype(Arg::adapter::dtype_of(*made));
+            out.emplace(std::move(made));
+            return true;
+        } catch (const npybridge::error&) {
+            if (PyErr_Occurred()) PyErr_Clear();
+            return false;
+        }
+    }
+    if (is_array) {
+        out.emplace(to_arg<Arg>(obj));  // npybridge's error propagates to the translator
+        return true;
+    }
+    try {
+        out.emplace(to_arg<Arg>(obj));
+        return true;
+    } catch (const npybridge::error&) {
+        if (PyErr_Occurred()) PyErr_Clear();
+        return false;
+    }
+}
+
+/// tensor -> ndarray under a pybind11 return value policy: `copy` copies; every other policy shares memory
+/// (the array's base holds the tensor's owner, so the memory outlives the tensor, whatever the parent).
+template <class Tensor>
+pybind11::handle cast_tensor(const Tensor& src, pybind11::return_value_policy policy) {
+    const share_policy share =
+        policy == pybind11::return_value_policy::copy ? share_policy::copy : share_policy::try_share;
+    return to_array(src, share).release();
+}
+
+}  // namespace detail
+
+/// The caster of tensor type Tensor (what NPYBRIDGE_PYBIND11_TENSOR_CASTER specializes pybind11 with).
+template <class Tensor>
+class tensor_caster {
+    using plain = arg<Tensor>;
+    std::optional<plain> m_value;
+
+public:
+    static constexpr auto name = pybind11::detail::io_name("numpy.typing.ArrayLike", "numpy.ndarray");
+
+    bool load(pybind11::handle src, bool convert) { return detail::load_arg<plain>(src, convert, m_value); }
+
+    /// Returned by value (or moved): the array takes the tensor's owner over (to_array(std::move(t))).
+    static pybind11::handle cast(Tensor&& src, pybind11::return_value_policy policy, pybind11::handle) {
+        if (policy == pybind11::return_value_policy::copy) return detail::cast_tensor(src, policy);
+        return to_array(std::move(src)).release();
+    }
+    static pybind11::handle cast(const Tensor& src, pybind11::return_value_policy policy, pybind11::handle) {
+        if (policy == pybind11::return_value_policy::move) return to_array(Tensor(src)).release();
+        return detail::cast_tensor(src, policy);
+    }
+    static pybind11::handle cast(const Tensor* src, pybind11::return_value_policy policy, pybind11::handle parent) {
+        if (src == nullptr) return pybind11::none().release();
+        if (policy == pybind11::return_value_policy::take_ownership) {  // the tensor is ours to delete
+            std::unique_ptr<Tensor> owned(const_cast<Tensor*>(src));
+            return cast(std::move(*owned), policy, parent);
+        }
+        return cast(*src, policy, parent);
+    }
+
+    operator Tensor*() { return &m_value->get(); }
+    operator Tensor&() { return m_value->get(); }
+    operator Tensor&&() && { return std::move(m_value->get()); }
+    template <class T>
+    using cast_op_type = pybind11::detail::movable_cast_op_type<T>;
+};
+
+/// The caster of a constrained argument npybridge::arg<Tensor, Constraints...>.
+template <class Arg>
+class arg_caster {
+    std::optional<Arg> m_value;
+
+public:
+    static constexpr auto name = detail::signature_text<Arg::python_name>(std::make_index_sequence<Arg::python_name.size>());
+
+    bool load(pybind11::handle src, bool convert) { return detail::load_arg<Arg>(src, convert, m_value); }
+
+    static pybind11::handle cast(const Arg& src, pybind11::return_value_policy policy, pybind11::handle) {
+        return detail::cast_tensor(*src, policy);
+    }
+    static pybind11::handle cast(Arg&& src, pybind11::return_value_policy, pybind11::handle) {
+        return to_array(std::move(*src)).release();
+    }
+
+    operator Arg*() { return &*m_value; }
+    operator Arg&() { return *m_value; }
+    operator Arg&&() && { return std::move(*m_value); }
+    template <class T>
+    using cast_op_type = pybind11::detail::movable_cast_op_type<T>;
+};
+
+}  // namespace pybind11_support
+}  // namespace npybridge
+
+/// Makes pybind11 convert Tensor (a type with a tensor_adapter) to and from numpy arrays. At global scope.
+#define NPYBRIDGE_PYBIND11_TENSOR_CASTER(...)                                                        \
+    namespace pybind11 {                                                                             \
+    namespace detail {                                                                               \
+    template <>                                                                                      \
+    class type_caster<__VA_ARGS__> : public ::npybridge::pybind11_support::tensor_caster<__VA_ARGS__> {}; \
+    }                                                                                                \
+    }
+
+NPYBRIDGE_PYBIND11_TENSOR_CASTER(npybridge::tensor)
+
+namespace pybind11 {
+namespace detail {
+
+template <class Tensor, class... Constraints>
+class type_caster<::npybridge::arg<Tensor, Constraints...>>
+    : public ::npybridge::pybind11_support::arg_caster<::npybridge::arg<Tensor, Constraints...>> {};
+
+/// npybridge::dtype <-> numpy.dtype (quantized params in metadata["mgb_dtype"], as MegEngine writes them).
+/// First pass: numpy.dtype objects only; second pass: anything numpy.dtype() accepts, or an npybridge name
+/// of a dtype without params ("IntB4"). int64 / float64 are refused (they have no dtype of their own).
+template <>
+class type_caster<::npybridge::dtype> {
+public:
+    static constexpr auto name = io_name("numpy.typing.DTypeLike", "numpy.dtype");
+
+    bool load(handle src, bool convert) {
+        if (!src) return false;
+        PyObject* obj = src.ptr();
+        const bool is_descr = PyArray_DescrCheck(obj);
+        if (!is_descr && !convert) return false;
+        if (!is_descr && PyUnicode_Check(obj)) {
+            Py_ssize_t size = 0;
+            const char* text = PyUnicode_AsUTF8AndSize(obj, &size);
+            if (text == nullptr) {
+                PyErr_Clear();
+                return false;
+            }
+            const ::npybridge::dtype_info* found = ::npybridge::find_dtype(std::string_view(text, static_cast<std::size_t>(size)));
+            if (found != nullptr && found->param_fields == 0) {
+                value.emplace(found->id);
+                return true;
+            }
+        }
+        try {
+            value.emplace(::npybridge::from_numpy(obj, ::npybridge::narrowing::reject).type);
+            return true;
+        } catch (const ::npybridge::error&) {
+            if (is_descr) throw;  // a numpy.dtype npybridge refuses: say why
+            if (PyErr_Occurred()) PyErr_Clear();
+            return false;
+        }
+    }
+
+    static handle cast(const ::npybridge::dtype& src, return_value_policy, handle) {
+        return ::npybridge::to_numpy(src).release();
+    }
+    static handle cast(const ::npybridge::dtype* src, return_value_policy policy, handle parent) {
+        if (src == nullptr) return none().release();
+        return cast(*src, policy, parent);
+    }
+
+    operator ::npybridge::dtype*() { return &*value; }
+    operator ::npybridge::dtype&() { return *value; }
+    operator ::npybridge::dtype&&() && { return std::move(*value); }
+    template <class T>
+    using cast_op_type = movable_cast_op_type<T>;
+
+private:
+    std::optional<::npybridge::dtype> value;  // npybridge::dtype has no default
+};
+
+}  // namespace detail
+}  // namespace pybind11

@@ -1,0 +1,141 @@
+"""npybridge's pybind11 casters, as a user of a pybind11 module sees them (examples/npybridge_pybind11_example.cpp)."""
+import gc
+import sys
+
+import numpy as np
+import pytest
+
+import npybridge_example as nbx
+import npybridge_pybind11_example as m
+from conftest import mgb_dtype
+
+QS8 = mgb_dtype("int8", "QuantizedS8", 0.25)
+
+
+def test_a_tensor_argument_borrows_the_array():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    d = m.describe(a)
+    assert d["dtype"] == "Float32" and d["shape"] == [2, 3] and d["writable"]
+    assert d["data_address"] == a.ctypes.data
+    borrowed, reason, address = m.borrow_info(a.T)
+    assert borrowed and reason == "" and address == a.ctypes.data
+
+
+def test_a_conversion_says_why_it_copied():
+    borrowed, reason, _ = m.borrow_info(np.arange(3))  # int64: narrowed to Int32
+    assert not borrowed and reason == "dtype: int64 must be narrowed to Int32"
+    assert m.describe([1.5, 2.5])["dtype"] == "Float32"  # a list becomes an array first (float64, narrowed)
+
+
+def test_errors_are_npybridges_classes_with_its_messages():
+    with pytest.raises(m.ValueRangeError, match=r"value 1099511627776 at index \(1,\) does not fit Int32") as caught:
+        m.describe(np.array([1, 2**40]))
+    assert isinstance(caught.value, (TypeError, ValueError)) and isinstance(caught.value, m.ConversionError)
+    # The same message as the plain module's.
+    with pytest.raises(nbx.ValueRangeError) as plain:
+        nbx.Tensor.from_numpy(np.array([1, 2**40]))
+    assert str(caught.value) == str(plain.value)
+    with pytest.raises(m.DTypeError, match="narrowing='reject'"):
+        m.reject_narrowing(np.arange(3))
+    with pytest.raises(m.MetadataError, match="zero_point 300 is outside"):
+        m.quantized("Quantized8Asymm", 0.5, 300)
+
+
+def test_signatures_name_the_constraints():
+    assert "qs8_scale(arg0: numpy.ndarray[QuantizedS8, ndim=2]) -> float" in m.qs8_scale.__doc__
+    assert "numpy.ndarray[Float32, writable]" in m.fill.__doc__
+    assert "describe(arg0: numpy.typing.ArrayLike) -> dict" in m.describe.__doc__
+    assert "numpy.typing.DTypeLike" in m.dtype_name.__doc__
+
+
+def test_constraints_are_checked_with_named_errors():
+    assert m.qs8_scale(np.zeros((2, 2), QS8)) == 0.25
+    with pytest.raises(m.ConversionError, match="expected an array with ndim=2, got ndim=3"):
+        m.qs8_scale(np.zeros((2, 2, 2), QS8))
+    with pytest.raises(m.DTypeError, match="expected a QuantizedS8 array, got Int8"):
+        m.qs8_scale(np.zeros((2, 2), np.int8))
+    with pytest.raises(m.DTypeError, match="expected a QuantizedS8 array, got QuantizedS8|QuantizedS4"):
+        m.qs8_scale(np.zeros((2, 2), mgb_dtype("int8", "QuantizedS4", 0.5)))
+
+
+def test_borrow_only_arguments_share_or_fail():
+    a = np.ones(4, np.float32)
+    assert m.must_borrow_f32(a) == a.ctypes.data
+    with pytest.raises(m.ConversionError, match="must_borrow: .*byte order"):
+        m.must_borrow_f32(a.astype(">f4"))
+    with pytest.raises(m.ConversionError, match="must_borrow: .*the array is Int8, the tensor wants Float32"):
+        m.must_borrow_f32(np.ones(4, np.int8))
+
+
+def test_writable_borrows_write_through_and_refuse_read_only_arrays():
+    a = np.zeros(8, np.float32)
+    m.fill(a[::2], 2.5)
+    assert a.tolist() == [2.5, 0, 2.5, 0, 2.5, 0, 2.5, 0]
+    a.flags.writeable = False
+    with pytest.raises(m.ConversionError, match="read-only"):
+        m.fill(a, 1.0)
+    assert a.tolist() == [2.5, 0, 2.5, 0, 2.5, 0, 2.5, 0]
+
+
+def test_overloads_pick_by_dtype():
+    assert m.kind(np.zeros(2, np.float32)) == "Float32"
+    assert m.kind(np.zeros(2, np.int8)) == "Int8"
+    assert m.kind("text") == "str: text"
+    # No overload borrows int16: the second pass converts into the first that accepts it.
+    assert m.kind(np.zeros(2, np.int16)) == "Float32"
+
+
+def test_a_packed_constraint_packs():
+    assert m.pack_intb4(np.array([-15, 1, 15], np.int8)) == b"\x80\x0f"
+    with pytest.raises(m.ValueRangeError, match="IntB4: value 2 at index \\(1,\\) is not valid"):
+        m.pack_intb4(np.array([1, 2], np.int8))
+
+
+def test_results_share_memory_and_keep_it_alive():
+    z = m.zeros(np.dtype("float32"), [2, 3])
+    assert z.shape == (2, 3) and not z.any() and type(z.base).__name__ == "owner"
+    a = np.arange(4, dtype=np.float32)
+    same = m.identity(a)
+    assert same.ctypes.data == a.ctypes.data and same.base is a
+    quantized = m.identity(np.zeros(3, QS8))
+    assert quantized.dtype.metadata["mgb_dtype"] == {"name": "QuantizedS8", "scale": 0.25}
+
+
+def test_return_value_policies_of_a_member():
+    a = np.arange(6, dtype=np.float32)
+    h = m.Holder(a)
+    view = h.view()  # reference_internal: shares the tensor's memory
+    copy = h.copy()  # copy: its own memory
+    assert view.ctypes.data == a.ctypes.data and copy.ctypes.data != a.ctypes.data
+    del h
+    gc.collect()
+    assert view.tolist() == a.tolist()  # the owner keeps the memory alive without the holder
+
+
+def test_dtypes_both_ways():
+    assert m.dtype_name(np.dtype("float32")) == "Float32"
+    assert m.dtype_name("IntB4") == "IntB4"
+    assert m.dtype_name(QS8) == "QuantizedS8(scale=0.25)"
+    q = m.quantized("Quantized8Asymm", 0.5, 128)
+    assert q == np.uint8 and q.metadata["mgb_dtype"] == {"name": "Quantized8Asymm", "scale": 0.5, "zero_point": 128}
+    with pytest.raises(m.DTypeError, match="int64"):
+        m.dtype_name(np.dtype("int64"))  # no dtype of its own
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        m.dtype_name(3.5)
+
+
+def test_no_reference_is_leaked():
+    a = np.arange(6, dtype=np.float32)
+    before = sys.getrefcount(a)
+    for _ in range(100):
+        m.describe(a)
+        m.borrow_info(a)
+        m.identity(a)
+        with pytest.raises(m.ConversionError):
+            m.qs8_scale(a)  # ndim 1 and Float32: refused
+    assert sys.getrefcount(a) == before
+    z = m.zeros(np.dtype("int8"), [3])
+    owner = z.base
+    held = sys.getrefcount(owner)
+    del z
+    assert sys.getrefcount(owner) == held - 1  # the array was the owner's only other holder
