@@ -162,12 +162,13 @@ void fuzz_strided_copy(FuzzedDataProvider& in) {
     }
     const std::size_t ndim = in.ConsumeIntegralInRange<std::size_t>(0, 4);
     std::size_t shape[4] = {1, 1, 1, 1};
-    // Up to two long dimensions (tile edges), the rest short: a run stays well under a megabyte.
+    // Up to two long dimensions (tile edges), the rest short (at most 2 after two long ones): a run copies
+    // at most 70 x 70 x 5 x 5 elements, and usually far fewer.
     std::size_t long_dims = 0;
     for (std::size_t i = 0; i < ndim; ++i) {
         const bool long_dim = long_dims < 2 && in.ConsumeBool();
         long_dims += long_dim;
-        shape[i] = in.ConsumeIntegralInRange<std::size_t>(0, long_dim ? 70 : 5);
+        shape[i] = in.ConsumeIntegralInRange<std::size_t>(0, long_dim ? 70 : long_dims == 2 ? 2 : 5);
     }
     // A source buffer laid out in some permutation, then viewed with steps and signs.
     std::size_t perm[4] = {0, 1, 2, 3};

@@ -47,3 +47,31 @@ cc_library(
     includes = ["pybind11_include"],
     deps = [":headers"],
 )
+
+# nanobind: its headers, and its runtime compiled from its sources (nanobind
+# builds that into every extension); empty when the interpreter has no nanobind.
+cc_library(
+    name = "nanobind",
+    srcs = glob(["nanobind_root/src/nb_combined.cpp"]),
+    hdrs = glob([
+        "nanobind_root/include/**/*.h",
+        "nanobind_root/ext/robin_map/include/**/*.h",
+    ]),
+    copts = [
+        "-fvisibility=hidden",
+        "-fno-strict-aliasing",
+        "-w",  # nanobind's own sources: its warnings are not npybridge's to fix
+    ],
+    includes = [
+        "nanobind_root/include",
+        "nanobind_root/ext/robin_map/include",
+    ],
+    textual_hdrs = glob(
+        [
+            "nanobind_root/src/*.cpp",
+            "nanobind_root/src/*.h",
+        ],
+        exclude = ["nanobind_root/src/nb_combined.cpp"],
+    ),
+    deps = [":headers"],
+)

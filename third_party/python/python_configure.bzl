@@ -23,6 +23,11 @@ try:  # optional: the binding-library headers (pybind11 casters and their exampl
     pybind11_include = pybind11.get_include()
 except Exception:
     pybind11_include = ""
+try:  # optional: nanobind (its sources are compiled into each extension that uses it)
+    import nanobind, os
+    nanobind_root = os.path.dirname(nanobind.include_dir())
+except Exception:
+    nanobind_root = ""
 print(json.dumps({
     "executable": sys.executable,
     "version": "%d.%d" % sys.version_info[:2],
@@ -33,6 +38,7 @@ print(json.dumps({
     "ldlibrary": ldlib,
     "site_packages": sites,
     "pybind11_include": pybind11_include,
+    "nanobind_root": nanobind_root,
 }))
 """
 
@@ -90,6 +96,10 @@ def _python_configure_impl(rctx):
         rctx.symlink(info["pybind11_include"], "pybind11_include")
     else:
         rctx.file("pybind11_include/MISSING", "pybind11 is not importable by %s\n" % info["executable"])
+    if info.get("nanobind_root"):
+        rctx.symlink(info["nanobind_root"], "nanobind_root")
+    else:
+        rctx.file("nanobind_root/MISSING", "nanobind is not importable by %s\n" % info["executable"])
 
     libname = info["ldlibrary"]
     if libname.startswith("lib") and libname.endswith(".so"):

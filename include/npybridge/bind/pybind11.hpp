@@ -57,20 +57,8 @@ bool load_arg(pybind11::handle src, bool convert, std::optional<Arg>& out) {
     PyObject* obj = src.ptr();
     const bool is_array = PyArray_Check(obj);
     if (!convert) {
-        if (!is_array) return false;
-        if (Arg::spec.policy == borrow_policy::copy) return false;  // a copy is a conversion
-        try {
-            to_tensor_options options = Arg::options();
-            options.policy = borrow_policy::must_borrow;
-            if (Arg::spec.has_ndim) Arg::check_ndim(static_cast<std::size_t>(PyArray_NDIM(reinterpret_cast<PyArrayObject*>(obj))));
-            Arg made(to_tensor<typename Arg::tensor_type>(obj, options));
-            Arg::check_dtype(Arg::adapter::dtype_of(*made));
-            out.emplace(std::move(made));
-            return true;
-        } catch (const npybridge::error&) {
-            if (PyErr_Occurred()) PyErr_Clear();
-            return false;
-        }
+        out = borrow_as_is<Arg>(obj);
+        return out.has_value();
     }
     if (is_array) {
         out.emplace(to_arg<Arg>(obj));  // npybridge's error propagates to the translator

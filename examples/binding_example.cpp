@@ -1,18 +1,41 @@
-// npybridge_pybind11_example: npybridge's tensors and dtypes as pybind11 arguments and results.
-// Built from the public headers and npybridge/bind/pybind11.hpp only; tests/python/test_pybind11.py uses it.
+// npybridge's tensors and dtypes as arguments and results of a binding library's functions. One source, built
+// twice: npybridge_pybind11_example (-DNPYBRIDGE_EXAMPLE_PYBIND11, npybridge/bind/pybind11.hpp) and
+// npybridge_nanobind_example (-DNPYBRIDGE_EXAMPLE_NANOBIND, npybridge/bind/nanobind.hpp), from the public headers
+// only; tests/python/test_bindings.py runs the same tests against both.
 #include <npybridge/npybridge.hpp>
 
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#if defined(NPYBRIDGE_EXAMPLE_PYBIND11)
 #include <npybridge/bind/pybind11.hpp>
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+namespace bind = pybind11;
+#define EXAMPLE_MODULE(m) PYBIND11_MODULE(npybridge_pybind11_example, m)
+#define EXAMPLE_INIT(m) npybridge::pybind11_support::init(m)
+#define EXAMPLE_FACTORY(f) bind::init(f)
+using policy = bind::return_value_policy;
+#elif defined(NPYBRIDGE_EXAMPLE_NANOBIND)
+#include <npybridge/bind/nanobind.hpp>
 
-#include <cstdint>
-#include <cstring>
-#include <string>
-#include <vector>
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+namespace bind = nanobind;
+#define EXAMPLE_MODULE(m) NB_MODULE(npybridge_nanobind_example, m)
+#define EXAMPLE_INIT(m) npybridge::nanobind_support::init(m)
+#define EXAMPLE_FACTORY(f) bind::new_(f)
+using policy = bind::rv_policy;
+#else
+#error "define NPYBRIDGE_EXAMPLE_PYBIND11 or NPYBRIDGE_EXAMPLE_NANOBIND"
+#endif
 
-namespace py = pybind11;
 namespace npb = npybridge;
 
 namespace {
@@ -31,13 +54,13 @@ struct holder {
 
 }  // namespace
 
-PYBIND11_MODULE(npybridge_pybind11_example, m) {
-    npb::pybind11_support::init(m);
-    m.doc() = "npybridge's pybind11 casters: tensors, constrained tensor arguments and dtypes";
+EXAMPLE_MODULE(m) {
+    EXAMPLE_INIT(m);
+    m.doc() = "npybridge's casters: tensors, constrained tensor arguments and dtypes";
 
     // A plain tensor argument: any dtype npybridge knows, borrowed when possible (checked narrowing).
     m.def("describe", [](const npb::tensor& t) {
-        py::dict d;
+        bind::dict d;
         d["dtype"] = t.type().to_string();
         d["shape"] = shape_of(t);
         d["data_address"] = reinterpret_cast<std::uintptr_t>(t.data());
@@ -46,7 +69,7 @@ PYBIND11_MODULE(npybridge_pybind11_example, m) {
     });
     // The same with borrow information: arg<> keeps to_tensor's result.
     m.def("borrow_info", [](const npb::arg<npb::tensor>& a) {
-        return py::make_tuple(a.borrowed(), a.copy_reason(), reinterpret_cast<std::uintptr_t>(a->data()));
+        return bind::make_tuple(a.borrowed(), a.copy_reason(), reinterpret_cast<std::uintptr_t>(a->data()));
     });
 
     // Constrained arguments: the signature names them, the casters check them.
@@ -76,7 +99,7 @@ PYBIND11_MODULE(npybridge_pybind11_example, m) {
     });
     m.def("pack_intb4", [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::IntB4>, npb::layout_is<npb::lowbit_layout::compact>>& a) {
         const auto* bytes = static_cast<const unsigned char*>(a->data());
-        return py::bytes(reinterpret_cast<const char*>(bytes), a->storage_bytes());
+        return bind::bytes(reinterpret_cast<const char*>(bytes), a->storage_bytes());
     });
 
     // Overloads by dtype: the first pass only borrows, so each array finds its own overload.
@@ -101,8 +124,8 @@ PYBIND11_MODULE(npybridge_pybind11_example, m) {
     });
 
     // Return value policies on a member: reference_internal and copy.
-    py::class_<holder>(m, "Holder")
-        .def(py::init([](npb::tensor t) { return holder{std::move(t)}; }))
-        .def("view", &holder::view, py::return_value_policy::reference_internal)
-        .def("copy", &holder::view, py::return_value_policy::copy);
+    bind::class_<holder>(m, "Holder")
+        .def(EXAMPLE_FACTORY([](npb::tensor t) { return holder{std::move(t)}; }))
+        .def("view", &holder::view, policy::reference_internal)
+        .def("copy", &holder::view, policy::copy);
 }

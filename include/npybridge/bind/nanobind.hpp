@@ -1,0 +1,264 @@
+// npybridge/bind/nanobind.hpp — nanobind type casters for tensors, constrained tensor arguments and dtypes.
+//
+// Include it in code that uses nanobind (npybridge.hpp does not include it). Then:
+//   NPYBRIDGE_NANOBIND_TENSOR_CASTER(my::Tensor)   // once per tensor type with a tensor_adapter, at global scope
+//   NB_MODULE(m, m) { npybridge::nanobind_support::init(m); m.def("run", [](my::Tensor t) { ... }); }
+// npybridge::tensor and every npybridge::arg<Tensor, ...> of a tensor type with a caster work without a macro.
+//
+// nanobind casters must not throw. On the first pass a caster takes only what it can borrow as it is; on the
+// second pass an ndarray it cannot convert is still taken, with npybridge's error kept, and the error is
+// thrown when nanobind asks for the value (inside the call, where nanobind translates exceptions): the user
+// sees npybridge's class and message, not only "incompatible function arguments".
+#pragma once
+
+#include <npybridge/arg.hpp>
+#include <npybridge/convert.hpp>
+#include <npybridge/numpy.hpp>
+#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/python_errors.hpp>
+
+#include <nanobind/nanobind.h>
+
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace nanobind_support {
+
+/// Module set-up: NumPy's C API, npybridge's exception classes as attributes of `m`, and a translator that
+/// raises them for npybridge's C++ exceptions with the same messages. Call first in NB_MODULE.
+inline void init(nanobind::module_& m) {
+    if (!import_numpy() || !make_exception_classes(m.ptr())) throw nanobind::python_error();
+    nanobind::register_exception_translator([](const std::exception_ptr& thrown, void*) {
+        try {
+            std::rethrow_exception(thrown);
+        } catch (const npybridge::error&) {
+            translate_exception();  // sets the Python error; other exceptions go on to nanobind's translators
+        }
+    });
+}
+
+namespace detail {
+
+template <const npybridge::detail::arg_text& Text, std::size_t... I>
+constexpr auto signature_text(std::index_sequence<I...>) {
+    return nanobind::detail::descr<sizeof...(I)>(Text.chars[I]...);
+}
+
+/// An argument's value, or the npybridge error its conversion ended with (thrown when the value is asked for).
+template <class Arg>
+struct loaded_arg {
+    std::optional<Arg> value;
+    std::exception_ptr error;
+
+    bool load(nanobind::handle src, std::uint32_t flags) noexcept {
+        value.reset();
+        error = nullptr;
+        if (!src) return false;
+        PyObject* obj = src.ptr();
+        if (!(flags & static_cast<std::uint32_t>(nanobind::detail::cast_flags::convert))) {
+            value = borrow_as_is<Arg>(obj);
+            return value.has_value();
+        }
+        try {
+            value.emplace(to_arg<Arg>(obj));
+            return true;
+        } catch (...) {
+            if (PyErr_Occurred()) PyErr_Clear();
+            // An ndarray npybridge refuses: keep why (the call raises it). Anything else: not ours.
+            if (!PyArray_Check(obj)) return false;
+            error = std::current_exception();
+            return true;
+        }
+    }
+
+    Arg& get() {
+        if (error) std::rethrow_exception(error);
+        return *value;
+    }
+};
+
+template <class Tensor>
+nanobind::handle cast_tensor(const Tensor& src, nanobind::rv_policy policy) noexcept {
+    try {
+        const share_policy share = policy == nanobind::rv_policy::copy_v ? share_policy::copy : share_policy::try_share;
+        return to_array(src, share).release();
+    } catch (...) {
+        translate_exception();  // nanobind's from_cpp must not throw: a pending error and a null handle
+        return nanobind::handle();
+    }
+}
+
+template <class Tensor>
+nanobind::handle cast_tensor(Tensor&& src, nanobind::rv_policy policy) noexcept {
+    if (policy == nanobind::rv_policy::copy_v) return cast_tensor(static_cast<const Tensor&>(src), policy);
+    try {
+        return to_array(std::move(src)).release();  // the array takes the owner over
+    } catch (...) {
+        translate_exception();
+        return nanobind::handle();
+    }
+}
+
+}  // namespace detail
+
+/// The caster of tensor type Tensor (what NPYBRIDGE_NANOBIND_TENSOR_CASTER specializes nanobind with).
+/// From C++: `copy` copies; every other policy shares memory (the array's base holds the tensor's owner,
+/// so the memory outlives the tensor whatever the parent); a tensor returned by value hands its owner over.
+template <class Tensor>
+class tensor_caster {
+    detail::loaded_arg<arg<Tensor>> m_loaded;
+
+public:
+    using Value = Tensor;
+    static constexpr auto Name = nanobind::detail::const_name("numpy.ndarray");
+    template <class T>
+    using Cast = nanobind::detail::movable_cast_t<T>;
+    template <class T>
+    static constexpr bool can_cast() { return true; }
+
+    bool from_python(nanobind::handle src, std::uint32_t flags, nanobind::detail::cleanup_list*) noexcept {
+        return m_loaded.load(src, flags);
+    }
+    static nanobind::handle from_cpp(const Tensor& src, nanobind::rv_policy policy, nanobind::detail::cleanup_list*) noexcept {
+        if (policy == nanobind::rv_policy::move_v) return detail::cast_tensor(Tensor(src), policy);
+        return detail::cast_tensor(src, policy);
+    }
+    static nanobind::handle from_cpp(Tensor&& src, nanobind::rv_policy policy, nanobind::detail::cleanup_list*) noexcept {
+        return detail::cast_tensor(std::move(src), policy);
+    }
+    static nanobind::handle from_cpp(const Tensor* src, nanobind::rv_policy policy, nanobind::detail::cleanup_list* list) noexcept {
+        if (src == nullptr) return nanobind::none().release();
+        if (policy == nanobind::rv_policy::take_ownership_v) {
+            std::unique_ptr<Tensor> owned(const_cast<Tensor*>(src));
+            return detail::cast_tensor(std::move(*owned), policy);
+        }
+        return from_cpp(*src, policy, list);
+    }
+
+    explicit operator Tensor*() { return &m_loaded.get().get(); }
+    explicit operator Tensor&() { return m_loaded.get().get(); }
+    explicit operator Tensor&&() { return std::move(m_loaded.get().get()); }
+};
+
+/// The caster of a constrained argument npybridge::arg<Tensor, Constraints...>.
+template <class Arg>
+class arg_caster {
+    detail::loaded_arg<Arg> m_loaded;
+
+public:
+    using Value = Arg;
+    static constexpr auto Name = detail::signature_text<Arg::python_name>(std::make_index_sequence<Arg::python_name.size>());
+    template <class T>
+    using Cast = nanobind::detail::movable_cast_t<T>;
+    template <class T>
+    static constexpr bool can_cast() { return true; }
+
+    bool from_python(nanobind::handle src, std::uint32_t flags, nanobind::detail::cleanup_list*) noexcept {
+        return m_loaded.load(src, flags);
+    }
+    static nanobind::handle from_cpp(const Arg& src, nanobind::rv_policy policy, nanobind::detail::cleanup_list*) noexcept {
+        return detail::cast_tensor(*src, policy);
+    }
+
+    explicit operator Arg*() { return &m_loaded.get(); }
+    explicit operator Arg&() { return m_loaded.get(); }
+    explicit operator Arg&&() { return std::move(m_loaded.get()); }
+};
+
+}  // namespace nanobind_support
+}  // namespace npybridge
+
+/// Makes nanobind convert Tensor (a type with a tensor_adapter) to and from numpy arrays. At global scope.
+#define NPYBRIDGE_NANOBIND_TENSOR_CASTER(...)                                                          \
+    namespace nanobind {                                                                               \
+    namespace detail {                                                                                 \
+    template <>                                                                                        \
+    class type_caster<__VA_ARGS__> : public ::npybridge::nanobind_support::tensor_caster<__VA_ARGS__> {}; \
+    }                                                                                                  \
+    }
+
+NPYBRIDGE_NANOBIND_TENSOR_CASTER(npybridge::tensor)
+
+namespace nanobind {
+namespace detail {
+
+template <class Tensor, class... Constraints>
+class type_caster<::npybridge::arg<Tensor, Constraints...>>
+    : public ::npybridge::nanobind_support::arg_caster<::npybridge::arg<Tensor, Constraints...>> {};
+
+/// npybridge::dtype <-> numpy.dtype (quantized params in metadata["mgb_dtype"]). First pass: numpy.dtype
+/// objects only; second pass: anything numpy.dtype() accepts, or an npybridge name of a dtype without
+/// params ("IntB4"). A numpy.dtype npybridge refuses (int64, ...) raises npybridge's DTypeError.
+template <>
+class type_caster<::npybridge::dtype> {
+    std::optional<::npybridge::dtype> m_value;
+    std::exception_ptr m_error;
+
+public:
+    using Value = ::npybridge::dtype;
+    static constexpr auto Name = const_name("numpy.dtype");
+    template <class T>
+    using Cast = movable_cast_t<T>;
+    template <class T>
+    static constexpr bool can_cast() { return true; }
+
+    bool from_python(handle src, std::uint32_t flags, cleanup_list*) noexcept {
+        m_value.reset();
+        m_error = nullptr;
+        PyObject* obj = src.ptr();
+        const bool is_descr = obj != nullptr && PyArray_DescrCheck(obj);
+        if (!is_descr && !(flags & static_cast<std::uint32_t>(cast_flags::convert))) return false;
+        if (!is_descr && PyUnicode_Check(obj)) {
+            Py_ssize_t size = 0;
+            const char* text = PyUnicode_AsUTF8AndSize(obj, &size);
+            if (text == nullptr) {
+                PyErr_Clear();
+                return false;
+            }
+            const ::npybridge::dtype_info* found = ::npybridge::find_dtype(std::string_view(text, static_cast<std::size_t>(size)));
+            if (found != nullptr && found->param_fields == 0) {
+                m_value.emplace(found->id);
+                return true;
+            }
+        }
+        try {
+            m_value.emplace(::npybridge::from_numpy(obj, ::npybridge::narrowing::reject).type);
+            return true;
+        } catch (...) {
+            if (PyErr_Occurred()) PyErr_Clear();
+            if (!is_descr) return false;
+            m_error = std::current_exception();  // a numpy.dtype npybridge refuses: raised by the call
+            return true;
+        }
+    }
+
+    static handle from_cpp(const ::npybridge::dtype& src, rv_policy, cleanup_list*) noexcept {
+        try {
+            return ::npybridge::to_numpy(src).release();
+        } catch (...) {
+            ::npybridge::translate_exception();
+            return handle();
+        }
+    }
+    static handle from_cpp(const ::npybridge::dtype* src, rv_policy policy, cleanup_list* list) noexcept {
+        if (src == nullptr) return none().release();
+        return from_cpp(*src, policy, list);
+    }
+
+    explicit operator ::npybridge::dtype*() { return &get(); }
+    explicit operator ::npybridge::dtype&() { return get(); }
+    explicit operator ::npybridge::dtype&&() { return std::move(get()); }
+
+private:
+    ::npybridge::dtype& get() {
+        if (m_error) std::rethrow_exception(m_error);
+        return *m_value;
+    }
+};
+
+}  // namespace detail
+}  // namespace nanobind
