@@ -1,7 +1,8 @@
 """Writes every ```cpp block of README.md into one C++ file, so the build proves they compile.
 
 #include lines are gathered at the top; each block becomes its own namespace.
-Usage: readme_snippets.py README.md OUT.cpp
+Usage: readme_snippets.py README.md OUT.cpp [KIND]
+With KIND (pybind11, nanobind), writes the one ```cpp KIND block instead, as it is: a whole extension module.
 """
 import re
 import sys
@@ -30,5 +31,17 @@ def main(readme, out):
         sys.exit("readme_snippets: README.md has no ```cpp blocks")
 
 
+def module_block(readme, out, kind):
+    blocks = re.findall(r"```cpp " + re.escape(kind) + r"\n(.*?)```", open(readme).read(), re.S)
+    if len(blocks) != 1:
+        sys.exit(f"readme_snippets: README.md must have one ```cpp {kind} block, has {len(blocks)}")
+    with open(out, "w") as f:
+        f.write(f"// Generated from README.md's ```cpp {kind} block by tools/readme_snippets.py.\n")
+        f.write(blocks[0])
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) == 4:
+        module_block(sys.argv[1], sys.argv[2], sys.argv[3])
+    else:
+        main(sys.argv[1], sys.argv[2])

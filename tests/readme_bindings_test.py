@@ -1,0 +1,29 @@
+"""The README's pybind11 and nanobind modules (tests/BUILD builds them from the README as written) work."""
+import os
+import pathlib
+import sys
+import unittest
+
+import numpy as np
+
+HERE = pathlib.Path(os.environ.get("TEST_SRCDIR", pathlib.Path(__file__).resolve().parent.parent.parent)) / "npybridge" / "tests"
+sys.path.insert(0, str(HERE))
+
+import readme_nanobind  # noqa: E402
+import readme_pybind11  # noqa: E402
+
+
+class ReadmeBindingsTest(unittest.TestCase):
+    def test_both_modules_do_what_the_readme_says(self):
+        for module in (readme_pybind11, readme_nanobind):
+            with self.subTest(module=module.__name__):
+                self.assertEqual(module.rows(np.zeros((3, 2), np.float32)), 3)
+                with self.assertRaises(module.ConversionError):
+                    module.rows(np.zeros(3, np.float32))  # ndim 1
+                made = module.empty(np.dtype("int8"), 4)
+                self.assertEqual((made.shape, made.dtype), ((4,), np.int8))
+                self.assertIn("numpy.ndarray[Float32, ndim=2]", module.rows.__doc__)
+
+
+if __name__ == "__main__":
+    unittest.main()
