@@ -19,6 +19,7 @@ namespace bind = pybind11;
 #define EXAMPLE_MODULE(m) PYBIND11_MODULE(npybridge_pybind11_example, m)
 #define EXAMPLE_INIT(m) npybridge::pybind11_support::init(m)
 #define EXAMPLE_FACTORY(f) bind::init(f)
+#define EXAMPLE_LIBRARY "pybind11", PYBIND11_VERSION_MAJOR, PYBIND11_VERSION_MINOR
 using policy = bind::return_value_policy;
 #elif defined(NPYBRIDGE_EXAMPLE_NANOBIND)
 #include <npybridge/bind/nanobind.hpp>
@@ -31,6 +32,7 @@ namespace bind = nanobind;
 #define EXAMPLE_MODULE(m) NB_MODULE(npybridge_nanobind_example, m)
 #define EXAMPLE_INIT(m) npybridge::nanobind_support::init(m)
 #define EXAMPLE_FACTORY(f) bind::new_(f)
+#define EXAMPLE_LIBRARY "nanobind", NB_VERSION_MAJOR, NB_VERSION_MINOR
 using policy = bind::rv_policy;
 #else
 #error "define NPYBRIDGE_EXAMPLE_PYBIND11 or NPYBRIDGE_EXAMPLE_NANOBIND"
@@ -57,6 +59,7 @@ struct holder {
 EXAMPLE_MODULE(m) {
     EXAMPLE_INIT(m);
     m.doc() = "npybridge's casters: tensors, constrained tensor arguments and dtypes";
+    m.attr("binding_library") = bind::make_tuple(EXAMPLE_LIBRARY);  // ("pybind11", 3, 1)
 
     // A plain tensor argument: any dtype npybridge knows, borrowed when possible (checked narrowing).
     m.def("describe", [](const npb::tensor& t) {

@@ -20,6 +20,12 @@ def m(request):
     return request.param
 
 
+def test_the_binding_libraries_are_the_expected_ones(m):
+    library = m.binding_library
+    assert library[0] == ("pybind11" if m is PYBIND11 else "nanobind")
+    assert library[1:] >= (2, 10) if m is PYBIND11 else library[1:] >= (3, 1)
+
+
 def test_a_tensor_argument_borrows_the_array(m):
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     d = m.describe(a)
@@ -52,9 +58,12 @@ def test_errors_are_npybridges_classes_with_its_messages(m):
 def test_signatures_name_the_constraints(m):
     assert "qs8_scale(arg" in m.qs8_scale.__doc__ and ": numpy.ndarray[QuantizedS8, ndim=2]" in m.qs8_scale.__doc__
     assert "numpy.ndarray[Float32, writable]" in m.fill.__doc__
-    if m is PYBIND11:  # pybind11 tells what it takes from what it gives
+    if m.binding_library >= ("pybind11", 3):  # pybind11 3 tells what it takes from what it gives
         assert "describe(arg0: numpy.typing.ArrayLike) -> dict" in m.describe.__doc__
         assert "dtype_name(arg0: numpy.typing.DTypeLike) -> str" in m.dtype_name.__doc__
+    elif m is PYBIND11:
+        assert "describe(arg0: numpy.ndarray) -> dict" in m.describe.__doc__
+        assert "dtype_name(arg0: numpy.dtype) -> str" in m.dtype_name.__doc__
     else:
         assert "describe(arg: numpy.ndarray, /) -> dict" in m.describe.__doc__
         assert "dtype_name(arg: numpy.dtype, /) -> str" in m.dtype_name.__doc__

@@ -40,6 +40,13 @@ inline void init(pybind11::module_& m) {
 
 namespace detail {
 
+// pybind11 3 tells what a caster takes from what it gives (io_name); pybind11 2 has one name.
+#if PYBIND11_VERSION_MAJOR >= 3
+#define NPYBRIDGE_PYBIND11_IO_NAME(input, output) ::pybind11::detail::io_name(input, output)
+#else
+#define NPYBRIDGE_PYBIND11_IO_NAME(input, output) ::pybind11::detail::const_name(output)
+#endif
+
 /// pybind11's compile-time signature text from an npybridge arg_text.
 template <const npybridge::detail::arg_text& Text, std::size_t... I>
 constexpr auto signature_text(std::index_sequence<I...>) {
@@ -91,7 +98,7 @@ class tensor_caster {
     std::optional<plain> m_value;
 
 public:
-    static constexpr auto name = pybind11::detail::io_name("numpy.typing.ArrayLike", "numpy.ndarray");
+    static constexpr auto name = NPYBRIDGE_PYBIND11_IO_NAME("numpy.typing.ArrayLike", "numpy.ndarray");
 
     bool load(pybind11::handle src, bool convert) { return detail::load_arg<plain>(src, convert, m_value); }
 
@@ -171,7 +178,7 @@ class type_caster<::npybridge::arg<Tensor, Constraints...>>
 template <>
 class type_caster<::npybridge::dtype> {
 public:
-    static constexpr auto name = io_name("numpy.typing.DTypeLike", "numpy.dtype");
+    static constexpr auto name = NPYBRIDGE_PYBIND11_IO_NAME("numpy.typing.DTypeLike", "numpy.dtype");
 
     bool load(handle src, bool convert) {
         if (!src) return false;
