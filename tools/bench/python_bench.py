@@ -24,6 +24,7 @@ def build_peer(kind, out_dir):
     import pybind11
     source = HERE / "peers.cpp"
     flags = ["-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", "-fno-ipa-icf",
+             "-I", str(HERE.parent.parent / "include"), "-isystem", np.get_include(),
              "-I", sysconfig.get_paths()["include"]]
     if kind == "pybind11":
         flags += ["-DPEER_PYBIND11", "-I", pybind11.get_include()]
@@ -32,7 +33,9 @@ def build_peer(kind, out_dir):
         root = pathlib.Path(nanobind.include_dir()).parent
         flags += ["-DPEER_NANOBIND", "-I", nanobind.include_dir(), "-I", str(root / "ext" / "robin_map" / "include")]
         sources = [str(source), str(pathlib.Path(nanobind.source_dir()) / "nb_combined.cpp")]
-    key = hashlib.sha256((source.read_text() + " ".join(flags) + sys.version).encode()).hexdigest()[:12]
+    # The peers include npybridge's casters: its headers are part of the key.
+    headers = "".join(p.read_text() for p in sorted((HERE.parent.parent / "include").rglob("*.hpp")))
+    key = hashlib.sha256((source.read_text() + headers + " ".join(flags) + sys.version).encode()).hexdigest()[:12]
     target = out_dir / f"peer_{kind}.so"
     stamp = out_dir / f"peer_{kind}.key"
     if not target.exists() or not stamp.exists() or stamp.read_text() != key:
@@ -102,7 +105,8 @@ def main(bazel_bin):
     ns = dict(nbb=nbb, nbx=nbx, pb=peer_pybind11, nanob=peer_nanobind, np=np)
     for copy in range(nbb.copies):
         for check in (getattr(nbb, f"borrow_{copy}")(a), getattr(nbb, f"borrow_{copy}")(q),
-                      getattr(peer_pybind11, f"borrow_{copy}")(a), getattr(peer_nanobind, f"borrow_{copy}")(a)):
+                      getattr(peer_pybind11, f"borrow_{copy}")(a), getattr(peer_nanobind, f"borrow_{copy}")(a),
+                      getattr(peer_pybind11, f"borrow_caster_{copy}")(a), getattr(peer_nanobind, f"borrow_caster_{copy}")(a)):
             assert check == 1000
     n = 200_000
 
@@ -139,6 +143,8 @@ def main(bazel_bin):
         "pybind11 share (allocates per call)": timed_copies("pb.share_{copy}()"),
         "nanobind ndarray<float, c_contig, cpu>": timed_copies("nanob.borrow_{copy}(a)"),
         "nanobind share (allocates per call)": timed_copies("nanob.share_{copy}()"),
+        "npybridge's pybind11 caster (npybridge::tensor argument)": timed_copies("pb.borrow_caster_{copy}(a)"),
+        "npybridge's nanobind caster (npybridge::tensor argument)": timed_copies("nanob.borrow_caster_{copy}(a)"),
     }
     floor = calls[floor_name][0]
     bare = calls[bare_name][0]
@@ -175,10 +181,24 @@ def main(bazel_bin):
         ("nanobind share / npybridge share of a fresh tensor",
          calls["nanobind share (allocates per call)"] / calls["npybridge share of a fresh tensor (allocated per call)"]),
     ]
+    pb_caster = calls["npybridge's pybind11 caster (npybridge::tensor argument)"]
+    nanob_caster = calls["npybridge's nanobind caster (npybridge::tensor argument)"]
+    plain = calls["npybridge borrow (float32)"]
+    ratios += [
+        ("pybind11 array_t / npybridge's pybind11 caster, same module (target >= 3)",
+         calls["pybind11 array_t<float, c_style>"] / pb_caster),
+        ("nanobind ndarray / npybridge's nanobind caster, same module (target >= 1.5)",
+         calls["nanobind ndarray<float, c_contig, cpu>"] / nanob_caster),
+    ]
     print("\n| ratio | value |")
     print("|---|---|")
     for name, value in ratios:
         print(f"| {name} | {value:.2f} |")
+
+    print("\n| caster cost over npybridge's plain METH_O borrow (target <= 30 ns) | ns |")
+    print("|---|---|")
+    print(f"| pybind11 caster - plain borrow | {pb_caster - plain:.0f} |")
+    print(f"| nanobind caster - plain borrow | {nanob_caster - plain:.0f} |")
 
     big64 = np.random.default_rng(0).standard_normal(16 << 20)
     big32t = np.random.default_rng(1).standard_normal((4096, 4096)).astype(np.float32).T
