@@ -236,22 +236,25 @@ Arg to_arg(PyObject* obj) {
 }
 
 /// What a binding library's first overload pass may accept for Arg: an ndarray whose memory the tensor can
-/// use as it is (no copy, no cast, constraints met); nullopt otherwise, with no Python error left pending.
-/// Casters use it so that overloads differing in a constrained dtype each get the arrays they borrow.
+/// use as it is (no copy, no cast, constraints met), made in `out`; false otherwise, with `out` empty and no
+/// Python error left pending. Casters use it so that overloads differing in a constrained dtype each get the
+/// arrays they borrow.
 template <class Arg>
-std::optional<Arg> borrow_as_is(PyObject* obj) noexcept {
+bool borrow_as_is(PyObject* obj, std::optional<Arg>& out) noexcept {
     static_assert(is_arg<Arg>::value, "npybridge: borrow_as_is<A> needs an npybridge::arg<Tensor, ...>");
-    if (!PyArray_Check(obj) || Arg::spec.policy == borrow_policy::copy) return std::nullopt;
+    out.reset();
+    if (!PyArray_Check(obj) || Arg::spec.policy == borrow_policy::copy) return false;
     try {
         to_tensor_options options = Arg::options();
         options.policy = borrow_policy::must_borrow;
         if (Arg::spec.has_ndim) Arg::check_ndim(static_cast<std::size_t>(PyArray_NDIM(reinterpret_cast<PyArrayObject*>(obj))));
-        Arg made(to_tensor<typename Arg::tensor_type>(obj, options));
-        Arg::check_dtype(Arg::adapter::dtype_of(*made));
-        return made;
+        out.emplace(to_tensor<typename Arg::tensor_type>(obj, options));
+        Arg::check_dtype(Arg::adapter::dtype_of(**out));
+        return true;
     } catch (...) {
+        out.reset();
         if (PyErr_Occurred()) PyErr_Clear();
-        return std::nullopt;
+        return false;
     }
 }
 

@@ -24,7 +24,8 @@ def build_peer(kind, out_dir):
     import pybind11
     source = HERE / "peers.cpp"
     flags = ["-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", "-fno-ipa-icf",
-             "-I", str(HERE.parent.parent / "include"), "-isystem", np.get_include(),
+             # NumPy's headers before Python's: Debian's python3.X folder links its own NumPy's.
+             "-I", str(HERE.parent.parent / "include"), "-I", np.get_include(),
              "-I", sysconfig.get_paths()["include"]]
     if kind == "pybind11":
         flags += ["-DPEER_PYBIND11", "-I", pybind11.get_include()]

@@ -60,8 +60,7 @@ struct loaded_arg {
         if (!src) return false;
         PyObject* obj = src.ptr();
         if (!(flags & static_cast<std::uint32_t>(nanobind::detail::cast_flags::convert))) {
-            value = borrow_as_is<Arg>(obj);
-            return value.has_value();
+            return borrow_as_is<Arg>(obj, value);
         }
         try {
             value.emplace(to_arg<Arg>(obj));

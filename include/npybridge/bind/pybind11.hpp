@@ -64,8 +64,7 @@ bool load_arg(pybind11::handle src, bool convert, std::optional<Arg>& out) {
     PyObject* obj = src.ptr();
     const bool is_array = PyArray_Check(obj);
     if (!convert) {
-        out = borrow_as_is<Arg>(obj);
-        return out.has_value();
+        return borrow_as_is<Arg>(obj, out);
     }
     if (is_array) {
         out.emplace(to_arg<Arg>(obj));  // npybridge's error propagates to the translator
