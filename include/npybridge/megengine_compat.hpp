@@ -1,0 +1,116 @@
+// npybridge/megengine_compat.hpp — the names of MegEngine's python_helper (namespace npy and friends) over
+// npybridge, for any tensor type with a tensor_adapter. A MegBrain-based project replaces its helper file by
+// including this one and writing `namespace npy = npybridge::megengine;`. The README's "Migrating from
+// MegEngine's python_helper" maps every old name to its npybridge call; new code should call npybridge directly.
+#pragma once
+
+#include <npybridge/config.hpp>
+#include <npybridge/convert.hpp>
+#include <npybridge/numpy.hpp>
+#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/python.hpp>
+#include <npybridge/python_errors.hpp>
+#include <npybridge/tensor.hpp>
+#include <npybridge/tracker.hpp>
+
+#include <optional>
+#include <string>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace megengine {
+
+/// How np2tensor gets its tensor: borrow (share when possible, else copy), must_borrow (share or throw), or
+/// copy_into an existing tensor. MegEngine's comp-node argument is accepted and ignored: npybridge is CPU only.
+template <class Tensor = tensor>
+class Meth {
+public:
+    static Meth borrow() { return Meth(borrow_policy::try_borrow, nullptr); }
+    static Meth must_borrow() { return Meth(borrow_policy::must_borrow, nullptr); }
+    static Meth copy_into(Tensor* dest) { return Meth(borrow_policy::copy, dest); }
+    template <class CompNode>
+    static Meth borrow(const CompNode&) { return borrow(); }
+    template <class CompNode>
+    static Meth must_borrow(const CompNode&) { return must_borrow(); }
+
+    borrow_policy policy() const noexcept { return m_policy; }
+    Tensor* destination() const noexcept { return m_dest; }
+
+private:
+    Meth(borrow_policy policy, Tensor* dest) : m_policy(policy), m_dest(dest) {}
+    borrow_policy m_policy;
+    Tensor* m_dest;
+};
+
+/// numpy -> tensor, as MegEngine's npy::np2tensor: `type` empty means the array's own dtype (int64 / float64
+/// narrowed with a check). copy_into writes into the destination (same shape; untouched on any error) and
+/// returns it.
+template <class Tensor>
+Tensor np2tensor(PyObject* obj, const Meth<Tensor>& meth, const std::optional<dtype>& type = std::nullopt) {
+    to_tensor_options options;
+    options.type = type;
+    if (Tensor* dest = meth.destination()) {
+        copy_into(obj, *dest, options);
+        return *dest;
+    }
+    options.policy = meth.policy();
+    return to_tensor<Tensor>(obj, options).tensor;
+}
+
+/// MegEngine's npy::ShareType.
+enum class ShareType { MUST_SHARE, MUST_UNSHARE, TRY_SHARE };
+
+/// tensor -> numpy, as MegEngine's npy::ndarray_from_tensor; a new reference.
+template <class Tensor>
+PyObject* ndarray_from_tensor(const Tensor& value, ShareType share) {
+    const share_policy policy = share == ShareType::MUST_SHARE     ? share_policy::must_share
+                                : share == ShareType::MUST_UNSHARE ? share_policy::copy
+                                                                   : share_policy::try_share;
+    return to_array(value, policy).release();
+}
+
+/// dtype -> numpy, as MegEngine's npy::dtype_mgb2np: the numpy scalar type for a dtype without params
+/// (numpy.float32), the numpy dtype with metadata for a quantized one; a new reference.
+inline PyObject* dtype_mgb2np(const dtype& type) {
+    object descr = to_numpy(type);
+    if (type.info().param_fields != 0) return descr.release();
+    PyObject* scalar_type = reinterpret_cast<PyObject*>(reinterpret_cast<PyArray_Descr*>(descr.get())->typeobj);
+    Py_INCREF(scalar_type);
+    return scalar_type;
+}
+
+/// numpy -> dtype, as MegEngine's npy::dtype_np2mgb: anything numpy.dtype() accepts; a dtype MegBrain has no
+/// dtype for (int64, float64, ...) is a dtype_error naming it.
+inline dtype dtype_np2mgb(PyObject* obj) {
+    if (obj == nullptr || obj == Py_None) throw dtype_error("cannot convert None to a numpy dtype");
+    return from_numpy(obj, narrowing::reject).type;
+}
+
+/// As MegEngine's npy::to_mgb_supported_dtype: the numpy scalar type a dtype becomes in MegBrain (int64 ->
+/// int32, float64 -> float32, the others as they are); a new reference. Metadata is refused, as MegEngine does.
+inline PyObject* to_mgb_supported_dtype(PyObject* dtype_like) {
+    PyArray_Descr* raw = nullptr;
+    if (!PyArray_DescrConverter(dtype_like, &raw)) throw python_error();
+    object descr = object::steal(reinterpret_cast<PyObject*>(raw));
+    if (detail::descr_metadata(raw) != nullptr) {
+        throw dtype_error("to_mgb_supported_dtype: unexpected metadata in " + safe_repr(descr.get()) +
+                          " (quantized dtypes are MegBrain dtypes already)");
+    }
+    const dtype type = from_numpy(raw, narrowing::checked).type;
+    return dtype_mgb2np(type);
+}
+
+/// MegEngine's PyExceptionForward: a Python exception carried through C++ (python_error), with restore() and
+/// throw_(), which takes the pending Python error and throws it.
+class PyExceptionForward : public python_error {
+public:
+    using python_error::python_error;
+    [[noreturn]] static void throw_() { throw PyExceptionForward(); }
+};
+
+/// MegEngine's OprPyTracker, for any key: `tracker.enter(tag)` replaces begin_set_tracker / end_set_tracker
+/// (a scope object), `on_create(key)` tags, `blame(key, message)` adds "created at".
+template <class Key>
+using OprPyTracker = origin_tracker<Key>;
+
+}  // namespace megengine
+}  // namespace npybridge

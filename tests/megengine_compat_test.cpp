@@ -1,0 +1,110 @@
+// MegEngine's python_helper names (npybridge/megengine_compat.hpp) over the MegBrain-like tensor of
+// tests/support/megbrain_like.hpp: a project that used `npy::np2tensor` and friends keeps its calls.
+#include <catch2/catch.hpp>
+
+#include <npybridge/megengine_compat.hpp>
+
+#include "tests/support/megbrain_like.hpp"
+#include "tests/support/python.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace nb = npybridge;
+namespace npy = npybridge::megengine;
+using Catch::Matchers::Contains;
+using megbrain_like::host_tensor;
+
+TEST_CASE("np2tensor borrows, must_borrow shares or says why, copy_into fills a tensor", "[megengine]") {
+    test::owned array = test::eval("np.arange(6, dtype=np.float32).reshape(2, 3)");
+    void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.get()));
+    using Meth = npy::Meth<host_tensor>;
+
+    host_tensor borrowed = npy::np2tensor(array.get(), Meth::borrow());
+    CHECK(borrowed.ptr == data);
+    CHECK(npy::np2tensor(array.get(), Meth::must_borrow(0 /* a comp node: ignored */)).ptr == data);
+
+    test::owned reversed = test::eval("np.arange(6, dtype=np.float32)[::-1]");
+    host_tensor copied = npy::np2tensor(reversed.get(), Meth::borrow());
+    CHECK(copied.ptr != PyArray_DATA(reinterpret_cast<PyArrayObject*>(reversed.get())));
+    CHECK(static_cast<const float*>(copied.ptr)[0] == 5.0f);
+    CHECK_THAT(test::message_of<nb::conversion_error>([&] { npy::np2tensor(reversed.get(), Meth::must_borrow()); }),
+               Contains("must_borrow") && Contains("cannot be described by this tensor type"));
+
+    // With a dtype: int64 values into Int16, checked.
+    test::owned wide = test::eval("np.array([1, -2, 3])");
+    host_tensor narrow = npy::np2tensor(wide.get(), Meth::borrow(), nb::dtype(nb::dtype_enum::Int16));
+    CHECK(narrow.type.id() == nb::dtype_enum::Int16);
+    CHECK(static_cast<const std::int16_t*>(narrow.ptr)[1] == -2);
+
+    host_tensor dest = npy::np2tensor(test::eval("np.zeros((2, 3), np.float32)").get(), Meth::borrow());
+    test::owned source = test::eval("np.full((2, 3), 7, np.float32)");
+    host_tensor filled = npy::np2tensor(source.get(), Meth::copy_into(&dest));
+    CHECK(filled.ptr == dest.ptr);
+    CHECK(static_cast<const float*>(dest.ptr)[5] == 7.0f);
+    test::owned wrong = test::eval("np.ones((3, 2), np.float32)");
+    CHECK_THAT(test::message_of<nb::conversion_error>([&] { npy::np2tensor(wrong.get(), Meth::copy_into(&dest)); }),
+               Contains("shape"));
+    CHECK(static_cast<const float*>(dest.ptr)[0] == 7.0f);  // untouched
+}
+
+TEST_CASE("ndarray_from_tensor honours MUST_SHARE, MUST_UNSHARE and TRY_SHARE", "[megengine]") {
+    test::owned array = test::eval("np.arange(6, dtype=np.int32)");
+    host_tensor t = npy::np2tensor(array.get(), npy::Meth<host_tensor>::borrow());
+    test::owned shared{npy::ndarray_from_tensor(t, npy::ShareType::MUST_SHARE)};
+    CHECK(PyArray_DATA(reinterpret_cast<PyArrayObject*>(shared.get())) == t.ptr);
+    test::owned tried{npy::ndarray_from_tensor(t, npy::ShareType::TRY_SHARE)};
+    CHECK(PyArray_DATA(reinterpret_cast<PyArrayObject*>(tried.get())) == t.ptr);
+    test::owned copy{npy::ndarray_from_tensor(t, npy::ShareType::MUST_UNSHARE)};
+    CHECK(PyArray_DATA(reinterpret_cast<PyArrayObject*>(copy.get())) != t.ptr);
+    CHECK(static_cast<const std::int32_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(copy.get())))[5] == 5);
+
+    test::owned values = test::eval("np.array([1, -1, 1], np.int8)");
+    host_tensor packed = npy::np2tensor(values.get(), npy::Meth<host_tensor>::borrow(), nb::dtype(nb::dtype_enum::IntB1));
+    CHECK_THAT(test::message_of<nb::conversion_error>([&] { npy::ndarray_from_tensor(packed, npy::ShareType::MUST_SHARE); }),
+               Contains("must_share") && Contains("IntB1"));
+    test::owned unpacked{npy::ndarray_from_tensor(packed, npy::ShareType::TRY_SHARE)};
+    CHECK(PyArray_SIZE(reinterpret_cast<PyArrayObject*>(unpacked.get())) == 3);
+}
+
+TEST_CASE("dtype_mgb2np, dtype_np2mgb and to_mgb_supported_dtype", "[megengine]") {
+    test::owned float32_type{npy::dtype_mgb2np(nb::dtype(nb::dtype_enum::Float32))};
+    CHECK(float32_type.get() == reinterpret_cast<PyObject*>(&PyFloat32ArrType_Type));
+    test::owned quantized{npy::dtype_mgb2np(nb::dtype::quantized(nb::dtype_enum::QuantizedS8, 0.25))};
+    REQUIRE(PyArray_DescrCheck(quantized.get()));
+    CHECK(npy::dtype_np2mgb(quantized.get()) == nb::dtype::quantized(nb::dtype_enum::QuantizedS8, 0.25));
+    CHECK(npy::dtype_np2mgb(test::eval("'int16'").get()) == nb::dtype(nb::dtype_enum::Int16));
+    CHECK_THAT(test::message_of<nb::dtype_error>([] { npy::dtype_np2mgb(test::eval("np.int64").get()); }), Contains("int64"));
+    CHECK_THAT(test::message_of<nb::dtype_error>([] { npy::dtype_np2mgb(Py_None); }), Contains("None"));
+
+    test::owned supported{npy::to_mgb_supported_dtype(test::eval("np.float64").get())};
+    CHECK(supported.get() == reinterpret_cast<PyObject*>(&PyFloat32ArrType_Type));
+    test::owned same{npy::to_mgb_supported_dtype(test::eval("'uint8'").get())};
+    CHECK(same.get() == reinterpret_cast<PyObject*>(&PyUInt8ArrType_Type));
+    CHECK_THAT(test::message_of<nb::dtype_error>([&] { npy::to_mgb_supported_dtype(quantized.get()); }),
+               Contains("unexpected metadata"));
+}
+
+TEST_CASE("PyExceptionForward carries a Python error through C++ and restores it", "[megengine]") {
+    PyErr_SetString(PyExc_KeyError, "from python");
+    try {
+        npy::PyExceptionForward::throw_();
+        FAIL("throw_ returned");
+    } catch (npy::PyExceptionForward& e) {
+        CHECK_FALSE(PyErr_Occurred());
+        e.restore();
+        REQUIRE(PyErr_ExceptionMatches(PyExc_KeyError));
+        PyErr_Clear();
+    }
+}
+
+TEST_CASE("OprPyTracker tags keys created in a scope", "[megengine]") {
+    npy::OprPyTracker<int> tracker;
+    test::owned tag = test::eval("'graph building step'");
+    {
+        auto scope = tracker.enter(tag.get());
+        tracker.on_create(1);
+    }
+    CHECK_THAT(tracker.blame(1, "bad shape"), Contains("bad shape") && Contains("graph building step"));
+}
