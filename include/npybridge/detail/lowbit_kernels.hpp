@@ -2,18 +2,13 @@
 #pragma once
 
 #include <npybridge/config.hpp>
+#include <npybridge/detail/simd.hpp>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
-#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
-#if defined(__GNUC__) || defined(__clang__)
-#define NPYBRIDGE_LOWBIT_X86 1
-#include <immintrin.h>
-#endif
-#endif
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
@@ -77,7 +72,7 @@ inline void unpack_scalar(const lowbit_codec& c, const std::uint8_t* src, std::s
     }
 }
 
-#if NPYBRIDGE_LOWBIT_X86
+#if defined(NPYBRIDGE_X86)
 
 // SSSE3: 16 bytes per register. Packing is a tree of pmaddubsw + packuswb,
 // each level joining neighbours into fields twice as wide; unpacking splits
@@ -191,7 +186,7 @@ void unpack_ssse3(const lowbit_codec& c, const std::uint8_t* src, std::size_t co
     }
 }
 
-#endif  // NPYBRIDGE_LOWBIT_X86
+#endif  // NPYBRIDGE_X86
 
 /// The kernels this machine runs, chosen once at first use.
 struct lowbit_kernels {
@@ -203,7 +198,7 @@ struct lowbit_kernels {
 };
 
 inline lowbit_kernels choose_lowbit_kernels() noexcept {
-#if NPYBRIDGE_LOWBIT_X86
+#if defined(NPYBRIDGE_X86)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("ssse3")) {
         return {{pack_ssse3<1>, pack_ssse3<2>, pack_ssse3<4>}, {unpack_ssse3<1>, unpack_ssse3<2>, unpack_ssse3<4>}, "ssse3"};

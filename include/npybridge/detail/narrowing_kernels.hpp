@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/config.hpp>
+#include <npybridge/detail/simd.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +11,6 @@
 #include <limits>
 #include <type_traits>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define NPYBRIDGE_SSE2 1
-#include <emmintrin.h>
-#endif
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {

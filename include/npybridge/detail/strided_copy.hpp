@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/config.hpp>
+#include <npybridge/detail/simd.hpp>
 #include <npybridge/detail/narrowing_kernels.hpp>
 
 #include <algorithm>
@@ -11,9 +12,6 @@
 #include <cstring>
 #include <type_traits>
 
-#if defined(NPYBRIDGE_SSE2)
-#include <xmmintrin.h>
-#endif
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {

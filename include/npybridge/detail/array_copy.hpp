@@ -1,0 +1,598 @@
+// npybridge/detail/array_copy.hpp — how convert.hpp reads arrays and fills tensor memory: message texts,
+// array layouts, the copy plans of the tiled copier, value checks before narrowing, low-bit values for the
+// packers, and the fill of fresh tensor memory with its casts (docs/copies.md, docs/policies.md).
+#pragma once
+
+#include <npybridge/config.hpp>
+#include <npybridge/detail/narrowing_kernels.hpp>
+#include <npybridge/detail/strided_copy.hpp>
+#include <npybridge/errors.hpp>
+#include <npybridge/lowbit.hpp>
+#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/policies.hpp>
+#include <npybridge/python.hpp>
+#include <npybridge/python_errors.hpp>
+#include <npybridge/tensor.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+inline std::string index_text(std::size_t flat, const tensor_layout& layout) {
+    if (layout.ndim == 0) return "()";
+    std::vector<std::size_t> index(layout.ndim);
+    for (std::size_t i = layout.ndim; i-- > 0;) {
+        const std::size_t extent = layout.shape[i] == 0 ? 1 : layout.shape[i];
+        index[i] = flat % extent;
+        flat /= extent;
+    }
+    std::string text = "(";
+    for (std::size_t i = 0; i < index.size(); ++i) text += (i ? ", " : "") + std::to_string(index[i]);
+    return text + (index.size() == 1 ? ",)" : ")");
+}
+
+inline std::string array_text(PyArrayObject* array) {
+    tensor_layout shape;
+    shape.ndim = std::min<std::size_t>(static_cast<std::size_t>(PyArray_NDIM(array)), NPYBRIDGE_MAX_NDIM);
+    for (std::size_t i = 0; i < shape.ndim; ++i) shape.shape[i] = static_cast<std::size_t>(PyArray_DIM(array, static_cast<int>(i)));
+    std::string dims = static_cast<std::size_t>(PyArray_NDIM(array)) > NPYBRIDGE_MAX_NDIM
+                           ? std::to_string(PyArray_NDIM(array)) + "-d"
+                           : shape.shape_text();
+    return "array of shape " + dims + " and dtype " + descr_text(PyArray_DESCR(array));
+}
+
+inline std::string strides_text(PyArrayObject* array) {
+    std::string text = "(";
+    for (int i = 0; i < PyArray_NDIM(array); ++i) text += (i ? ", " : "") + std::to_string(PyArray_STRIDE(array, i));
+    return text + (PyArray_NDIM(array) == 1 ? ",)" : ")");
+}
+
+/// A Python error raised by numpy while converting, as a conversion_error
+/// that carries numpy's message.
+[[noreturn]] inline void throw_numpy_failure(const std::string& what) {
+    python_error cause;
+    std::string message = cause.what();
+    const auto last_line = message.rfind('\n');
+    if (last_line != std::string::npos) message = message.substr(last_line + 1);
+    throw conversion_error(what + ": " + message);
+}
+
+/// A plain ndarray over `data` with the numpy form of `type` (new reference).
+inline object array_over(const dtype& type, void* data, const tensor_layout& layout, bool writable) {
+    object descr = to_numpy(type);
+    const npy_intp itemsize = descr_elsize(reinterpret_cast<PyArray_Descr*>(descr.get()));
+    npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
+    npy_intp strides[NPYBRIDGE_MAX_NDIM + 1];
+    for (std::size_t i = 0; i < layout.ndim; ++i) {
+        dims[i] = static_cast<npy_intp>(layout.shape[i]);
+        strides[i] = static_cast<npy_intp>(layout.strides[i]) * itemsize;
+    }
+    PyObject* array = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr.release()),
+                                           static_cast<int>(layout.ndim), dims, strides, data,
+                                           writable ? NPY_ARRAY_WRITEABLE : 0, nullptr);
+    if (array == nullptr) throw_numpy_failure("npybridge: numpy could not describe the tensor's memory");
+    return object::steal(array);
+}
+
+/// Whether the bytes the array's elements occupy (any strides) meet
+/// [begin, begin + bytes).
+inline bool array_overlaps(PyArrayObject* array, const void* begin, std::size_t bytes) noexcept {
+    if (bytes == 0 || PyArray_SIZE(array) == 0) return false;
+    auto low = reinterpret_cast<std::intptr_t>(PyArray_DATA(array));
+    std::intptr_t high = low + static_cast<std::intptr_t>(PyArray_ITEMSIZE(array));
+    for (int i = 0; i < PyArray_NDIM(array); ++i) {
+        const std::intptr_t reach = static_cast<std::intptr_t>(PyArray_DIM(array, i) - 1) * PyArray_STRIDE(array, i);
+        (reach < 0 ? low : high) += reach;
+    }
+    const auto first = reinterpret_cast<std::intptr_t>(begin);
+    return low < first + static_cast<std::intptr_t>(bytes) && first < high;
+}
+
+/// The bytes a layout's elements occupy (any strides; data is element 0).
+struct byte_span {
+    const void* begin;
+    std::size_t bytes;
+};
+inline byte_span span_of(const void* data, const tensor_layout& layout, std::size_t itemsize) noexcept {
+    if (layout.count() == 0) return {data, 0};
+    std::ptrdiff_t low = 0, high = static_cast<std::ptrdiff_t>(itemsize);
+    for (std::size_t i = 0; i < layout.ndim; ++i) {
+        const std::ptrdiff_t reach = static_cast<std::ptrdiff_t>(layout.shape[i] - 1) * layout.strides[i] *
+                                     static_cast<std::ptrdiff_t>(itemsize);
+        (reach < 0 ? low : high) += reach;
+    }
+    return {static_cast<const unsigned char*>(data) + low, static_cast<std::size_t>(high - low)};
+}
+
+/// Same dtype up to byte order, or a quantized dtype over a plain array of its
+/// base type (the array's integers are the codes, as in MegEngine).
+inline bool same_storage(const numpy_dtype_match& source, const dtype& target) {
+    if (source.narrowed) return false;
+    if (source.type == target) return true;
+    return target.is_quantized() && !source.type.is_quantized() && !target.info().is_packed &&
+           numpy_type_num(source.type.id()) == numpy_type_num(target.id());
+}
+
+/// The bytes to reverse per element of a non-native array (each half of a
+/// complex number), 0 for native order.
+inline std::size_t swap_unit_of(PyArrayObject* array) noexcept {
+    if (PyArray_ISNOTSWAPPED(array)) return 0;
+    const auto size = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
+    return descr_kind(PyArray_DESCR(array)) == 'c' ? size / 2 : size;
+}
+
+/// A copy plan from the array (its byte strides) into memory of `into`'s
+/// element strides with `out_size`-byte elements; a 0-d array is one element.
+/// False when the copier cannot take it (more dimensions than it holds).
+inline bool copy_plan_of(PyArrayObject* array, const tensor_layout& into, std::size_t out_size, copy_plan& plan) noexcept {
+    const auto ndim = static_cast<std::size_t>(PyArray_NDIM(array));
+    if (ndim > copy_max_ndim || (ndim != 0 && ndim != into.ndim)) return false;
+    plan.ndim = ndim;
+    for (std::size_t i = 0; i < ndim; ++i) {
+        plan.shape[i] = static_cast<std::size_t>(PyArray_DIM(array, static_cast<int>(i)));
+        plan.src[i] = PyArray_STRIDE(array, static_cast<int>(i));
+        plan.dst[i] = into.strides[i] * static_cast<std::ptrdiff_t>(out_size);
+    }
+    return true;
+}
+
+/// The same into fresh C-ordered memory of `out_size`-byte elements.
+inline bool copy_plan_c_order(PyArrayObject* array, std::size_t out_size, copy_plan& plan) noexcept {
+    const auto ndim = static_cast<std::size_t>(PyArray_NDIM(array));
+    if (ndim > copy_max_ndim) return false;
+    plan.ndim = ndim;
+    auto stride = static_cast<std::ptrdiff_t>(out_size);
+    for (std::size_t i = ndim; i-- > 0;) {
+        plan.shape[i] = static_cast<std::size_t>(PyArray_DIM(array, static_cast<int>(i)));
+        plan.src[i] = PyArray_STRIDE(array, static_cast<int>(i));
+        plan.dst[i] = stride;
+        stride *= static_cast<std::ptrdiff_t>(std::max<std::size_t>(plan.shape[i], 1));
+    }
+    return true;
+}
+
+/// Runs `copy` without the GIL when it moves at least release_gil_bytes.
+template <class Copy>
+decltype(auto) without_gil_if_large(std::size_t bytes, Copy&& copy) {
+    return without_gil(bytes >= release_gil_bytes, std::forward<Copy>(copy));
+}
+
+/// The array's values in a new C-ordered array of its dtype (native byte
+/// order), copied by the tiled copier; the array itself when it already is one.
+inline object contiguous_copy(PyArrayObject* array, const std::string& purpose) {
+    if (PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array)) {
+        return object::borrow(reinterpret_cast<PyObject*>(array));
+    }
+    PyArray_Descr* descr = PyArray_DESCR(array);
+    Py_INCREF(descr);
+    if (!PyArray_ISNOTSWAPPED(array)) {
+        PyArray_Descr* native = PyArray_DescrNewByteorder(descr, NPY_NATIVE);
+        Py_DECREF(descr);
+        if (native == nullptr) throw_numpy_failure(purpose);
+        descr = native;
+    }
+    PyObject* made = PyArray_NewFromDescr(&PyArray_Type, descr, PyArray_NDIM(array), PyArray_DIMS(array), nullptr, nullptr, 0,
+                                          nullptr);
+    if (made == nullptr) throw_numpy_failure(purpose);
+    object result = object::steal(made);
+    auto* out = reinterpret_cast<PyArrayObject*>(made);
+    copy_plan plan;
+    if (PyArray_SIZE(array) == 0) return result;
+    if (!copy_plan_c_order(array, static_cast<std::size_t>(PyArray_ITEMSIZE(array)), plan)) {
+        if (PyArray_CopyInto(out, array) != 0) throw_numpy_failure(purpose);
+        return result;
+    }
+    const auto itemsize = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
+    without_gil_if_large(plan.count() * itemsize, [&] {
+        copy_strided(plan, PyArray_DATA(array), PyArray_DATA(out), itemsize, swap_unit_of(array));
+    });
+    return result;
+}
+
+namespace layout_detail {
+
+/// The strides loop of layout_of_array. Every dtype npybridge borrows has a
+/// power-of-two itemsize, so that instantiation masks and shifts; the other
+/// (divides; itemsize 0 gives contiguous strides) only serves arrays the
+/// general path rejects or copies, and stays out of line.
+template <bool PowerOfTwo>
+inline bool element_strides(const npy_intp* dims, const npy_intp* byte_strides, int ndim, npy_intp itemsize,
+                            tensor_layout& layout) noexcept {
+    const npy_intp mask = itemsize - 1;
+    const int shift = PowerOfTwo ? __builtin_ctzll(static_cast<unsigned long long>(itemsize)) : 0;
+    npy_intp misfit = 0;  // nonzero once a stride that matters is not whole elements
+    std::ptrdiff_t contiguous = 1;
+    for (int i = ndim; i-- > 0;) {
+        const auto extent = static_cast<std::size_t>(dims[i]);
+        const npy_intp stride = byte_strides[i];
+        const auto at = static_cast<std::size_t>(i);
+        layout.shape[at] = extent;
+        if (extent > 1 && (PowerOfTwo || itemsize > 0)) {
+            misfit |= PowerOfTwo ? stride & mask : stride % itemsize;
+            layout.strides[at] = static_cast<std::ptrdiff_t>(PowerOfTwo ? stride >> shift : stride / itemsize);
+        } else {
+            layout.strides[at] = contiguous;
+        }
+        contiguous *= static_cast<std::ptrdiff_t>(extent == 0 ? 1 : extent);
+    }
+    return misfit == 0;
+}
+
+[[gnu::noinline]] inline bool element_strides_any(const npy_intp* dims, const npy_intp* byte_strides, int ndim,
+                                                  npy_intp itemsize, tensor_layout& layout) noexcept {
+    return element_strides<false>(dims, byte_strides, ndim, itemsize, layout);
+}
+
+}  // namespace layout_detail
+
+/// Fills `layout` with the array's shape and element strides; size-1
+/// dimensions get the contiguous stride (theirs never matters: NumPy leaves them arbitrary), a
+/// 0-d array becomes shape (1,) for tensor types without 0-d. Returns false
+/// when a stride that matters is not a whole number of elements (that stride
+/// is then meaningless; why_not_borrow names it).
+inline bool layout_of_array(PyArrayObject* array, bool has_scalar, tensor_layout& layout) noexcept {
+    const int ndim = PyArray_NDIM(array);
+    if (ndim == 0 && !has_scalar) {
+        layout.ndim = 1;
+        layout.shape[0] = 1;
+        layout.strides[0] = 1;
+        return true;
+    }
+    layout.ndim = static_cast<std::size_t>(ndim);
+    const npy_intp itemsize = PyArray_ITEMSIZE(array);
+    if (itemsize > 0 && (itemsize & (itemsize - 1)) == 0) {
+        return layout_detail::element_strides<true>(PyArray_DIMS(array), PyArray_STRIDES(array), ndim, itemsize, layout);
+    }
+    return layout_detail::element_strides_any(PyArray_DIMS(array), PyArray_STRIDES(array), ndim, itemsize, layout);
+}
+
+/// A C-contiguous, aligned, native-order array with `type_num` values
+/// (the array itself when it already is one). Casting follows `casting`.
+inline object contiguous_as(PyArrayObject* array, int type_num, NPY_CASTING casting, const std::string& purpose) {
+    PyArray_Descr* descr = PyArray_DescrFromType(type_num);
+    if (!PyArray_CanCastArrayTo(array, descr, casting)) {
+        const std::string from = descr_text(PyArray_DESCR(array)), to = descr_text(descr);
+        Py_DECREF(descr);
+        throw dtype_error(purpose + ": cannot cast numpy " + from + " to " + to +
+                          (casting == NPY_UNSAFE_CASTING ? "" : " without losing values (pass narrowing='wrap' to cast anyway)"));
+    }
+    PyObject* result = PyArray_FromArray(array, descr, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST);
+    if (result == nullptr) throw_numpy_failure(purpose);
+    return object::steal(result);
+}
+
+/// What a value must satisfy to survive a cast: integer targets hold
+/// [lo, hi]; float targets keep every finite value below `overflow` in
+/// magnitude (above it, it would become infinite).
+struct value_bounds {
+    bool floating = false;
+    std::int64_t lo = 0, hi = 0;
+    double overflow = 0;
+};
+
+/// The bounds of a dtype's storage (the codes, for quantized dtypes); none
+/// for dtypes every numeric value survives the cast into (Bool, Byte) or
+/// that are packed (their valid sets are the packers' business).
+inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
+    if (type.is_packed) return std::nullopt;
+    if (type.category == dtype_category::floating || type.category == dtype_category::complex) {
+        return value_bounds{true, 0, 0, overflow_threshold(type.range.hi)};
+    }
+    if (type.category != dtype_category::integer && type.category != dtype_category::quantized) return std::nullopt;
+    const unsigned bits = static_cast<unsigned>(type.element_size * 8);
+    if (bits >= 64) return std::nullopt;
+    return type.is_signed ? value_bounds{false, -(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1, 0}
+                          : value_bounds{false, 0, (std::int64_t{1} << bits) - 1, 0};
+}
+
+/// The first value of the array (C order) that does not survive a cast into
+/// `bounds`: its index and its text. Integers are read as int64 / uint64 and
+/// floats as double (long double when wider), complex numbers part by part;
+/// other kinds are numpy's to judge.
+inline std::optional<std::pair<std::size_t, std::string>> first_unfit_value(PyArrayObject* array, const value_bounds& bounds) {
+    const char kind = descr_kind(PyArray_DESCR(array));
+    const bool wide_float = PyArray_ITEMSIZE(array) > (kind == 'c' ? 16 : 8);
+    const int wide_type = kind == 'i' ? NPY_INT64
+                          : kind == 'u' ? NPY_UINT64
+                          : kind == 'f' ? (wide_float ? NPY_LONGDOUBLE : NPY_DOUBLE)
+                          : kind == 'c' ? (wide_float ? NPY_CLONGDOUBLE : NPY_CDOUBLE)
+                                        : -1;
+    if (wide_type < 0) return std::nullopt;
+    object wide = contiguous_as(array, wide_type, NPY_SAFE_CASTING, "checked narrowing");
+    const void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(wide.get()));
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array)) * (kind == 'c' ? 2 : 1);
+    // Integers against a float's overflow: |v| <= the largest integer below it.
+    const double integer_limit = bounds.floating ? std::ceil(bounds.overflow) - 1 : 0;
+    std::size_t bad = n;
+    if (kind == 'i') {
+        const auto* in = static_cast<const std::int64_t*>(data);
+        if (!bounds.floating) {
+            bad = first_outside<std::int64_t>(in, n, bounds.lo, bounds.hi);
+        } else if (integer_limit < 9.2e18) {
+            const auto limit = static_cast<std::int64_t>(integer_limit);
+            bad = first_outside<std::int64_t>(in, n, -limit, limit);
+        }
+        if (bad != n) return std::pair{bad, std::to_string(in[bad])};
+    } else if (kind == 'u') {
+        const auto* in = static_cast<const std::uint64_t*>(data);
+        const auto hi = bounds.floating ? (integer_limit < 1.8e19 ? static_cast<std::uint64_t>(integer_limit) : ~std::uint64_t{0})
+                                        : static_cast<std::uint64_t>(std::max<std::int64_t>(bounds.hi, 0));
+        bad = first_outside<std::uint64_t>(in, n, 0, hi);  // every integer bound's lo is <= 0
+        if (bad != n) return std::pair{bad, std::to_string(in[bad])};
+    } else {
+        auto check = [&](const auto* in) {
+            using real = std::remove_cv_t<std::remove_pointer_t<decltype(in)>>;
+            return bounds.floating ? first_overflow<real>(in, n, static_cast<real>(bounds.overflow))
+                                   : first_outside<real>(in, n, static_cast<real>(bounds.lo), static_cast<real>(bounds.hi));
+        };
+        if (wide_float) {
+            const auto* in = static_cast<const long double*>(data);
+            bad = check(in);
+            if (bad == n) return std::nullopt;
+            if (kind == 'c') bad -= bad % 2;
+            return std::pair{kind == 'c' ? bad / 2 : bad,
+                             kind == 'c' ? "(" + number_text(static_cast<double>(in[bad])) + "+" +
+                                               number_text(static_cast<double>(in[bad + 1])) + "j)"
+                                         : number_text(static_cast<double>(in[bad]))};
+        }
+        const auto* in = static_cast<const double*>(data);
+        bad = check(in);
+        if (bad == n) return std::nullopt;
+        if (kind == 'c') bad -= bad % 2;
+        return std::pair{kind == 'c' ? bad / 2 : bad,
+                         kind == 'c' ? "(" + number_text(in[bad]) + "+" + number_text(in[bad + 1]) + "j)" : number_text(in[bad])};
+    }
+    return std::nullopt;
+}
+
+/// int64 -> Int32 / float64 -> Float32 into `out` (contiguous). checked: the
+/// first value that does not fit is an error naming index and value.
+/// check_first: every value is checked before the first is written, so a bad
+/// value leaves `out` untouched (for copy_into; costs a second read).
+inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing mode, const tensor_layout& layout,
+                        bool check_first = false) {
+    const bool to_int = target.id() == dtype_enum::Int32;
+    const int type_num = descr_type_num(PyArray_DESCR(array));
+    const bool wide_source = PyArray_ITEMSIZE(array) == 8 &&
+                             (to_int ? type_num == NPY_LONG || type_num == NPY_LONGLONG : type_num == NPY_DOUBLE);
+    // int64 / float64 of any strides and byte order are gathered and narrowed
+    // in one pass (checking while gathering); anything else numpy first makes
+    // one of those.
+    object converted;
+    if (!wide_source) converted = contiguous_as(array, to_int ? NPY_INT64 : NPY_FLOAT64, NPY_SAFE_CASTING, "narrowing");
+    auto* src = wide_source ? array : reinterpret_cast<PyArrayObject*>(converted.get());
+    copy_plan plan;
+    if (!copy_plan_c_order(src, 4, plan)) {  // more dimensions than a plan holds: numpy flattens first
+        converted = contiguous_as(src, to_int ? NPY_INT64 : NPY_FLOAT64, NPY_SAFE_CASTING, "narrowing");
+        src = reinterpret_cast<PyArrayObject*>(converted.get());
+        plan.ndim = 1;
+        plan.shape[0] = static_cast<std::size_t>(PyArray_SIZE(src));
+        plan.src[0] = 8;
+        plan.dst[0] = 4;
+    }
+    const bool swap = !PyArray_ISNOTSWAPPED(src);
+    const void* data = PyArray_DATA(src);
+    const std::size_t n = plan.count();
+    const std::size_t bad = without_gil_if_large(n * 8, [&]() -> std::size_t {
+        auto first_bad = [&] {
+            return to_int ? first_unfit_strided<std::int64_t, std::int32_t>(plan, data, swap)
+                          : first_unfit_strided<double, float>(plan, data, swap);
+        };
+        if (check_first && mode == narrowing::checked) {
+            const std::size_t found = first_bad();
+            if (found != n) return found;
+        }
+        const bool all_fit = to_int ? narrow_strided<std::int64_t, std::int32_t>(plan, data, out, swap)
+                                    : narrow_strided<double, float>(plan, data, out, swap);
+        return all_fit || mode != narrowing::checked ? n : first_bad();
+    });
+    if (bad != n) {
+        std::ptrdiff_t offset = 0;
+        std::size_t rest = bad;
+        for (std::size_t k = plan.ndim; k-- > 0;) {
+            offset += static_cast<std::ptrdiff_t>(rest % plan.shape[k]) * plan.src[k];
+            rest /= plan.shape[k];
+        }
+        const auto* at = static_cast<const unsigned char*>(data) + offset;
+        const std::string value =
+            to_int ? std::to_string(swap ? narrow_op<std::int64_t, std::int32_t, true>::load(at)
+                                         : narrow_op<std::int64_t, std::int32_t, false>::load(at))
+                   : number_text(swap ? narrow_op<double, float, true>::load(at) : narrow_op<double, float, false>::load(at));
+        throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
+                          ": value " + value + " at index " + index_text(bad, layout) + " does not fit " +
+                          std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
+    }
+}
+
+/// Sub-byte elements one per byte (DLPack's IS_SUBBYTE_TYPE_PADDED, and
+/// ml_dtypes' int4 / uint4): the value sits in the low `bits` bits; int
+/// codes are sign-extended. Gives an int8 / uint8 array of the values.
+inline object low_bits_as_bytes(PyArrayObject* bytes, unsigned bits, bool is_signed) {
+    object values = contiguous_copy(bytes, "low-bit values");
+    auto* array = reinterpret_cast<PyArrayObject*>(values.get());
+    if (values.get() == reinterpret_cast<PyObject*>(bytes)) {  // already contiguous: make it ours to change
+        PyObject* copied = PyArray_NewCopy(bytes, NPY_CORDER);
+        if (copied == nullptr) throw_numpy_failure("low-bit values");
+        values = object::steal(copied);
+        array = reinterpret_cast<PyArrayObject*>(copied);
+    }
+    auto* data = static_cast<std::uint8_t*>(PyArray_DATA(array));
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
+    const unsigned shift = 8 - bits;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto low = static_cast<std::uint8_t>(data[i] << shift);
+        data[i] = is_signed ? static_cast<std::uint8_t>(static_cast<std::int8_t>(low) >> shift) : static_cast<std::uint8_t>(low >> shift);
+    }
+    PyArray_Descr* descr = PyArray_DescrFromType(is_signed ? NPY_INT8 : NPY_UINT8);
+    PyObject* typed = PyArray_View(array, descr, nullptr);
+    if (typed == nullptr) throw_numpy_failure("low-bit values");
+    return object::steal(typed);
+}
+
+/// One byte per element, valid for the packed dtype, C order (new reference
+/// or the array itself). Integers of any width are checked against the
+/// dtype's valid set so that nothing wraps into a valid code.
+inline object lowbit_values(PyArrayObject* array, const dtype& target, const tensor_layout& layout) {
+    const dtype_info& type = target.info();
+    const int byte_type = type.is_signed ? NPY_INT8 : NPY_UINT8;
+    if (const std::optional<bool> is_signed = ml_dtypes_4bit_kind(PyArray_DESCR(array))) {
+        // ml_dtypes' int4 / uint4: the low nibble of each byte holds the value.
+        object values = low_bits_as_bytes(array, 4, *is_signed);
+        return lowbit_values(reinterpret_cast<PyArrayObject*>(values.get()), target, layout);
+    }
+    if (user_dtype_lookup_hook != nullptr) {
+        const std::optional<dtype_enum> user = user_dtype_lookup_hook(descr_type_num(PyArray_DESCR(array)));
+        if (user && info(*user).is_packed) {  // an intbN array holds its odd values as int8 bytes
+            return contiguous_copy(array, std::string(type.name));
+        }
+    }
+    const char kind = descr_kind(PyArray_DESCR(array));
+    if (kind != 'i' && kind != 'u' && kind != 'b') {
+        throw dtype_error(std::string(type.name) + " takes integer values, got numpy " + descr_text(PyArray_DESCR(array)));
+    }
+    if (descr_type_num(PyArray_DESCR(array)) == byte_type) return contiguous_copy(array, std::string(type.name));
+    if (PyArray_ITEMSIZE(array) == 1 && (kind == 'i') == type.is_signed && kind != 'b') {
+        return contiguous_as(array, byte_type, NPY_SAFE_CASTING, std::string(type.name));
+    }
+    // Only "fits a byte" is checked here (integers of any width, uint64
+    // too, so nothing wraps into a valid code); the packer's own codec judges
+    // the value set (and names the index) in pack_values.
+    const value_bounds byte_bounds{false, type.is_signed ? -128 : 0, type.is_signed ? 127 : 255, 0};
+    if (const auto unfit = first_unfit_value(array, byte_bounds)) {
+        throw value_range_error(std::string(type.name) + ": value " + unfit->second + " at index " + index_text(unfit->first, layout) +
+                          " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
+    }
+    return contiguous_as(array, byte_type, NPY_UNSAFE_CASTING, std::string(type.name));
+}
+
+/// Packs one-byte values into fresh storage; a bad value is named by its index in the array.
+inline void pack_values(PyArrayObject* values, const dtype& target, void* out, lowbit_layout packing,
+                        const tensor_layout& layout) {
+    const dtype_info& type = target.info();
+    const lowbit_codec codec = make_codec(type);
+    const auto* in = static_cast<const std::uint8_t*>(PyArray_DATA(values));
+    const std::size_t n = layout.count();
+    const bool ok = without_gil_if_large(n, [&] {
+        return pack_rows(active_lowbit_kernels(), codec, type.id, in, n, layout.innermost(), packing,
+                         static_cast<std::uint8_t*>(out));
+    });
+    if (!ok) {
+        for (std::size_t i = 0; i < n; ++i) {
+            std::uint8_t bad = 0;
+            encode(codec, in[i], bad);
+            if (bad == 0) continue;
+            const long value = type.is_signed ? static_cast<long>(static_cast<std::int8_t>(in[i])) : static_cast<long>(in[i]);
+            throw value_range_error(std::string(type.name) + ": value " + std::to_string(value) + " at index " + index_text(i, layout) +
+                              " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
+        }
+    }
+}
+
+/// A quantized array holds codes that mean something only with its scale and
+/// zero point: they go only into the same quantized dtype (packed or not).
+/// Anything else would requantize or drop the parameters silently.
+inline void refuse_requantizing(const std::optional<numpy_dtype_match>& source, const dtype& target) {
+    if (!source || !source->type.is_quantized() || source->type == target) return;
+    const std::string from = source->type.to_string();
+    throw dtype_error((target.is_quantized() ? "requantizing is not supported: the array is " + from + ", the tensor wants " +
+                                                   target.to_string()
+                                             : "the array holds " + from + " codes; converting them to " +
+                                                   target.to_string() + " would drop the quantization parameters") +
+                      " (take the raw codes with a view of the plain numpy dtype, e.g. a.view(np." +
+                      std::string(source->type.info().numpy_name()) + "), or dequantize first)");
+}
+
+/// Fills fresh, contiguous tensor memory from the array (any strides, byte
+/// order, alignment; casts as the options allow).
+inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_match>& source, const dtype& target,
+                      void* out, const tensor_layout& layout, lowbit_layout packing, const to_tensor_options& options) {
+    if (layout.count() == 0) return;
+    if (target.info().is_packed) {
+        object values = lowbit_values(array, target, layout);
+        pack_values(reinterpret_cast<PyArrayObject*>(values.get()), target, out, packing, layout);
+        return;
+    }
+    if (source && source->narrowed && source->type == target) {
+        narrow_into(array, target, out, options.narrow, layout);
+        return;
+    }
+    const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
+    if (source && same_storage(*source, target) &&
+        static_cast<std::size_t>(PyArray_ITEMSIZE(array)) == target.info().element_size) {
+        // The same values in another layout or byte order: the tiled copier.
+        copy_plan plan;
+        const std::size_t itemsize = target.info().element_size;
+        if (copy_plan_of(array, contiguous, itemsize, plan)) {
+            without_gil_if_large(plan.count() * itemsize, [&] {
+                copy_strided(plan, PyArray_DATA(array), out, itemsize, swap_unit_of(array));
+            });
+            return;
+        }
+    }
+    // The casting numpy may do: any byte order / layout change of the same
+    // storage; with narrowing='wrap' anything; with 'reject' only a cast that
+    // cannot lose a value; with 'checked' numpy's unsafe cast where every
+    // value is checked first (integers into any integer, float or complex
+    // dtype, floats into float and complex dtypes, complex into complex),
+    // else a cast within the kind.
+    const bool same = source && same_storage(*source, target);
+    const char kind = descr_kind(PyArray_DESCR(array));
+    const std::optional<value_bounds> bounds = storage_bounds(target.info());
+    const bool into_complex = target.info().category == dtype_category::complex;
+    const bool value_checked = options.narrow == narrowing::checked && !same && bounds &&
+                               (kind == 'i' || kind == 'u' || (kind == 'f' && bounds->floating) || (kind == 'c' && into_complex));
+    const NPY_CASTING casting = same || options.narrow == narrowing::wrap ? NPY_UNSAFE_CASTING
+                                : options.narrow == narrowing::reject     ? NPY_SAFE_CASTING
+                                : value_checked                           ? NPY_UNSAFE_CASTING
+                                                                          : NPY_SAME_KIND_CASTING;
+    object view = array_over(target, out, contiguous, true);
+    auto* destination = reinterpret_cast<PyArrayObject*>(view.get());
+    if (!PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), casting)) {
+        const char* word = casting == NPY_SAFE_CASTING ? "safe" : casting == NPY_SAME_KIND_CASTING ? "same_kind" : "unsafe";
+        const char* advice = options.narrow == narrowing::reject    ? " (narrowing='reject' allows no cast that can lose values; "
+                                                                      "'checked' checks every value, 'wrap' casts anyway)"
+                             : options.narrow == narrowing::checked ? " (narrowing='wrap' allows any cast numpy has)"
+                                                                    : " (numpy has no cast between them)";
+        throw dtype_error("cannot cast numpy " + descr_text(PyArray_DESCR(array)) + " to " + target.to_string() +
+                          " with casting='" + word + "'" + advice);
+    }
+    if (value_checked && !PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), NPY_SAFE_CASTING)) {
+        if (const auto unfit = first_unfit_value(array, *bounds)) {
+            throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
+                              ": value " + unfit->second + " at index " + index_text(unfit->first, layout) +
+                              " does not fit " + std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
+        }
+    }
+    // numpy's copy loops release the GIL themselves for large copies.
+    object source_view = object::borrow(reinterpret_cast<PyObject*>(array));
+    if (PyArray_NDIM(array) != PyArray_NDIM(destination)) {  // 0-d array into a shape-(1,) tensor
+        PyArray_Dims dims{PyArray_DIMS(destination), PyArray_NDIM(destination)};
+        PyObject* reshaped = PyArray_Newshape(array, &dims, NPY_CORDER);
+        if (reshaped == nullptr) throw_numpy_failure("npybridge: reshape of a 0-d array");
+        source_view = object::steal(reshaped);
+    }
+    if (PyArray_CopyInto(destination, reinterpret_cast<PyArrayObject*>(source_view.get())) != 0) {
+        throw_numpy_failure("npybridge: copying " + array_text(array));
+    }
+}
+
+/// The array for an object: the object itself when it is an ndarray, else
+/// numpy's own conversion (lists, scalars, __array__, buffers).
+inline object as_array(PyObject* obj) {
+    if (PyArray_Check(obj)) return object::borrow(obj);
+    PyObject* array = PyArray_FromAny(obj, nullptr, 0, 0, 0, nullptr);
+    if (array == nullptr) throw_numpy_failure("npybridge: cannot make an array from " + safe_repr(obj));
+    return object::steal(array);
+}
+
+}  // namespace detail
+}  // namespace npybridge

@@ -1,0 +1,20 @@
+// npybridge/detail/simd.hpp — the one place that says which SIMD instructions npybridge's kernels may use.
+// Python-free. Every kernel header includes this and tests these macros only.
+#pragma once
+
+#include <npybridge/config.hpp>
+
+// x86 with GCC or Clang: the SSSE3 low-bit kernels, compiled with a target attribute and chosen at run time
+// (__builtin_cpu_supports), so a binary built for plain x86 still runs everywhere.
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define NPYBRIDGE_X86 1
+#include <immintrin.h>
+#endif
+
+// x86-64: SSE2 is part of the architecture, so the narrowing checks and the tile transposes use it
+// unconditionally.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define NPYBRIDGE_SSE2 1
+#include <emmintrin.h>
+#include <xmmintrin.h>
+#endif

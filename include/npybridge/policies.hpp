@@ -1,0 +1,77 @@
+// npybridge/policies.hpp — the choices a conversion takes: borrow / share policies, narrowing, the options of
+// to_tensor and what it returns (docs/policies.md).
+#pragma once
+
+#include <npybridge/config.hpp>
+#include <npybridge/lowbit.hpp>
+#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/quantization.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+
+/// numpy → tensor (docs/policies.md).
+enum class borrow_policy : std::uint8_t {
+    try_borrow,   ///< share the array's memory when the tensor type can describe it, else copy
+    must_borrow,  ///< share, or fail saying why sharing is impossible
+    copy,         ///< always copy
+};
+
+/// tensor → numpy.
+enum class share_policy : std::uint8_t {
+    try_share,   ///< share the tensor's memory when numpy can describe it (not packed), else copy
+    must_share,  ///< share, or fail saying why
+    copy,        ///< always copy
+};
+
+/// How to_array gives numpy a packed tensor: one byte per element (int8 /
+/// uint8, with MegEngine's metadata when quantized: MegEngine's own form), or
+/// ml_dtypes' int4 / uint4 carrying the same metadata (QuantizedS4 and
+/// Quantized4Asymm only; the value in the low nibble, upper bits zero).
+enum class lowbit_format : std::uint8_t { int8, ml_dtypes };
+
+struct to_tensor_options {
+    std::optional<dtype> type;            ///< the tensor's dtype; nullopt: the array's
+    borrow_policy policy = borrow_policy::try_borrow;
+    narrowing narrow = narrowing::checked;
+    std::optional<lowbit_layout> layout;  ///< packed dtypes; nullopt: MegBrain's default
+    bool require_writable = false;        ///< a read-only array is then copied (or must_borrow fails)
+    /// false: a borrowed tensor does not hold a reference to the array; it is
+    /// valid only while the caller keeps the array alive (the argument of the
+    /// call being served, say). Saves making and releasing an owner per borrow.
+    bool keep_alive = true;
+
+    // Chainable setters: to_tensor_options().as(type).with(borrow_policy::copy)
+    to_tensor_options& as(const dtype& wanted) { type = wanted; return *this; }
+    to_tensor_options& with(borrow_policy wanted) { policy = wanted; return *this; }
+    to_tensor_options& with(narrowing wanted) { narrow = wanted; return *this; }
+    to_tensor_options& with(lowbit_layout wanted) { layout = wanted; return *this; }
+    to_tensor_options& writable() { require_writable = true; return *this; }
+    to_tensor_options& scoped() { keep_alive = false; return *this; }
+};
+
+/// What to_tensor made.
+template <class Tensor>
+struct to_tensor_result {
+    to_tensor_result(Tensor made, bool shared, std::string reason = {})
+        : tensor(std::move(made)), borrowed(shared), copy_reason(std::move(reason)) {}
+    /// Builds the tensor in place from `make()` (no move of a large tensor;
+    /// GCC also zero-fills aggregates that hold a std::string before building them).
+    template <class Make>
+    to_tensor_result(std::in_place_t, Make&& make, bool shared)
+        : tensor(std::forward<Make>(make)()), borrowed(shared) {}
+
+    Tensor tensor;
+    bool borrowed = false;
+    std::string copy_reason;  ///< why memory was not shared (empty when borrowed)
+};
+
+/// Copies of at least this many bytes give up the GIL while the bytes move.
+inline constexpr std::size_t release_gil_bytes = std::size_t{1} << 20;
+
+}  // namespace npybridge
