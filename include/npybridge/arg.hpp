@@ -258,4 +258,31 @@ bool borrow_as_is(PyObject* obj, std::optional<Arg>& out) noexcept {
     }
 }
 
+/// What a binding library's npybridge::dtype argument takes from obj. First pass (`convert` false): numpy.dtype
+/// objects only; second pass: anything numpy.dtype() accepts, or the npybridge name of a dtype without params
+/// ("IntB4"). nullopt when obj is not for this argument (no Python error left pending); npybridge's error
+/// when obj is a numpy.dtype npybridge refuses (int64, ...: no dtype of its own), so the user learns why.
+inline std::optional<dtype> dtype_argument(PyObject* obj, bool convert) {
+    if (obj == nullptr) return std::nullopt;
+    const bool is_descr = PyArray_DescrCheck(obj);
+    if (!is_descr && !convert) return std::nullopt;
+    if (!is_descr && PyUnicode_Check(obj)) {
+        Py_ssize_t size = 0;
+        const char* text = PyUnicode_AsUTF8AndSize(obj, &size);
+        if (text == nullptr) {
+            PyErr_Clear();
+            return std::nullopt;
+        }
+        const dtype_info* found = find_dtype(std::string_view(text, static_cast<std::size_t>(size)));
+        if (found != nullptr && found->param_fields == 0) return dtype(found->id);
+    }
+    try {
+        return from_numpy(obj, narrowing::reject).type;
+    } catch (const error&) {
+        if (is_descr) throw;
+        if (PyErr_Occurred()) PyErr_Clear();
+        return std::nullopt;
+    }
+}
+
 }  // namespace npybridge

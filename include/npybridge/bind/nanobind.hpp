@@ -208,28 +208,11 @@ public:
     bool from_python(handle src, std::uint32_t flags, cleanup_list*) noexcept {
         m_value.reset();
         m_error = nullptr;
-        PyObject* obj = src.ptr();
-        const bool is_descr = obj != nullptr && PyArray_DescrCheck(obj);
-        if (!is_descr && !(flags & static_cast<std::uint32_t>(cast_flags::convert))) return false;
-        if (!is_descr && PyUnicode_Check(obj)) {
-            Py_ssize_t size = 0;
-            const char* text = PyUnicode_AsUTF8AndSize(obj, &size);
-            if (text == nullptr) {
-                PyErr_Clear();
-                return false;
-            }
-            const ::npybridge::dtype_info* found = ::npybridge::find_dtype(std::string_view(text, static_cast<std::size_t>(size)));
-            if (found != nullptr && found->param_fields == 0) {
-                m_value.emplace(found->id);
-                return true;
-            }
-        }
         try {
-            m_value.emplace(::npybridge::from_numpy(obj, ::npybridge::narrowing::reject).type);
-            return true;
+            m_value = ::npybridge::dtype_argument(src.ptr(), flags & static_cast<std::uint32_t>(cast_flags::convert));
+            return m_value.has_value();
         } catch (...) {
             if (PyErr_Occurred()) PyErr_Clear();
-            if (!is_descr) return false;
             m_error = std::current_exception();  // a numpy.dtype npybridge refuses: raised by the call
             return true;
         }

@@ -180,31 +180,8 @@ public:
     static constexpr auto name = NPYBRIDGE_PYBIND11_IO_NAME("numpy.typing.DTypeLike", "numpy.dtype");
 
     bool load(handle src, bool convert) {
-        if (!src) return false;
-        PyObject* obj = src.ptr();
-        const bool is_descr = PyArray_DescrCheck(obj);
-        if (!is_descr && !convert) return false;
-        if (!is_descr && PyUnicode_Check(obj)) {
-            Py_ssize_t size = 0;
-            const char* text = PyUnicode_AsUTF8AndSize(obj, &size);
-            if (text == nullptr) {
-                PyErr_Clear();
-                return false;
-            }
-            const ::npybridge::dtype_info* found = ::npybridge::find_dtype(std::string_view(text, static_cast<std::size_t>(size)));
-            if (found != nullptr && found->param_fields == 0) {
-                value.emplace(found->id);
-                return true;
-            }
-        }
-        try {
-            value.emplace(::npybridge::from_numpy(obj, ::npybridge::narrowing::reject).type);
-            return true;
-        } catch (const ::npybridge::error&) {
-            if (is_descr) throw;  // a numpy.dtype npybridge refuses: say why
-            if (PyErr_Occurred()) PyErr_Clear();
-            return false;
-        }
+        value = ::npybridge::dtype_argument(src.ptr(), convert);  // a refused numpy.dtype raises npybridge's error
+        return value.has_value();
     }
 
     static handle cast(const ::npybridge::dtype& src, return_value_policy, handle) {
