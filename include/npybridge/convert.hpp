@@ -193,8 +193,10 @@ template <class Tensor>
     if (!layout.is_contiguous()) throw conversion_error(std::string(entry.name) + ": a packed tensor must be contiguous");
     const bool ml_4bit = format == lowbit_format::ml_dtypes;
     if (ml_4bit && (entry.bits != 4 || entry.coding == lowbit_coding::odd)) {
-        throw dtype_error(std::string(entry.name) + ": lowbit_format='ml_dtypes' holds 4-bit integers (int4 / uint4: "
-                          "QuantizedS4, Quantized4Asymm); " + std::string(entry.name) + " holds " + valid_set_text(entry));
+        const std::string four_bit_integers =
+            dtype_names([](const dtype_info& row) { return row.bits == 4 && row.coding != lowbit_coding::odd; });
+        throw dtype_error(std::string(entry.name) + ": lowbit_format='ml_dtypes' holds 4-bit integers (int4 / uint4: " +
+                          four_bit_integers + "); " + std::string(entry.name) + " holds " + valid_set_text(entry));
     }
     npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
     for (std::size_t i = 0; i < layout.ndim; ++i) dims[i] = static_cast<npy_intp>(layout.shape[i]);

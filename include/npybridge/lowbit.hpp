@@ -74,10 +74,24 @@ constexpr lowbit_codec make_codec(const dtype_info& type) noexcept {
     return c;
 }
 
+/// "IntB1, IntB2, ...": the names of the dtypes `keep` selects, in table order (for messages that list
+/// them: derived, so a new row shows up without editing a message).
+template <class Keep>
+std::string dtype_names(Keep keep) {
+    std::string names;
+    for (const dtype_info& row : dtype_table) {
+        if (!keep(row)) continue;
+        if (!names.empty()) names += ", ";
+        names += row.name;
+    }
+    return names;
+}
+
 inline const dtype_info& packed_info(dtype_enum id, const char* what) {
     if (!is_valid(id) || !info(id).is_packed) {
         throw dtype_error(std::string(what) + ": " + (is_valid(id) ? std::string(info(id).name) : std::string("this enum value")) +
-                          " is not a packed low-bit dtype (IntB1, IntB2, IntB4, UintB4, QuantizedS4, Quantized4Asymm)");
+                          " is not a packed low-bit dtype (" +
+                          dtype_names([](const dtype_info& row) { return row.is_packed; }) + ")");
     }
     return info(id);
 }
