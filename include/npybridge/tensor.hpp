@@ -25,6 +25,14 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
+/// Numbers as Python writes a tuple: "()", "(3,)", "(2, 3)" (shapes, strides and indices in messages).
+template <class Number>
+std::string tuple_text(const Number* values, std::size_t count) {
+    std::string text = "(";
+    for (std::size_t i = 0; i < count; ++i) text += (i ? ", " : "") + std::to_string(values[i]);
+    return text + (count == 1 ? ",)" : ")");
+}
+
 /// Shape and element strides of a tensor, up to NPYBRIDGE_MAX_NDIM dimensions.
 /// (The adapter of another tensor type fills one of these from its own.)
 struct tensor_layout {
@@ -83,9 +91,7 @@ struct tensor_layout {
         for (std::size_t i = 0; i < ndim; ++i) {
             const std::size_t extent = shape[i] == 0 ? 1 : shape[i];
             if (span > max_count / extent) {
-                std::string text = "(";
-                for (std::size_t k = 0; k < ndim; ++k) text += (k ? ", " : "") + std::to_string(shape[k]);
-                throw conversion_error("tensor_layout: shape " + text + (ndim == 1 ? ",)" : ")") +
+                throw conversion_error("tensor_layout: shape " + tuple_text(shape, ndim) +
                                        " spans more elements than memory can hold (at most " + std::to_string(max_count) + ")");
             }
             span *= extent;
@@ -112,11 +118,7 @@ struct tensor_layout {
         return layout;
     }
 
-    std::string shape_text() const {
-        std::string text = "(";
-        for (std::size_t i = 0; i < ndim; ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-        return text + (ndim == 1 ? ",)" : ")");
-    }
+    std::string shape_text() const { return tuple_text(shape.data(), ndim); }
 };
 
 /// What an owner handle points at: a reference count and the function that

@@ -28,16 +28,13 @@ namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
 inline std::string index_text(std::size_t flat, const tensor_layout& layout) {
-    if (layout.ndim == 0) return "()";
     std::vector<std::size_t> index(layout.ndim);
     for (std::size_t i = layout.ndim; i-- > 0;) {
         const std::size_t extent = layout.shape[i] == 0 ? 1 : layout.shape[i];
         index[i] = flat % extent;
         flat /= extent;
     }
-    std::string text = "(";
-    for (std::size_t i = 0; i < index.size(); ++i) text += (i ? ", " : "") + std::to_string(index[i]);
-    return text + (index.size() == 1 ? ",)" : ")");
+    return tuple_text(index.data(), index.size());
 }
 
 inline std::string array_text(PyArrayObject* array) {
@@ -51,9 +48,7 @@ inline std::string array_text(PyArrayObject* array) {
 }
 
 inline std::string strides_text(PyArrayObject* array) {
-    std::string text = "(";
-    for (int i = 0; i < PyArray_NDIM(array); ++i) text += (i ? ", " : "") + std::to_string(PyArray_STRIDE(array, i));
-    return text + (PyArray_NDIM(array) == 1 ? ",)" : ")");
+    return tuple_text(PyArray_STRIDES(array), static_cast<std::size_t>(PyArray_NDIM(array)));
 }
 
 /// A Python error raised by numpy while converting, as a conversion_error
