@@ -2,6 +2,8 @@
 // API and npybridge's public headers only.
 #include <npybridge/npybridge.hpp>
 
+#include "examples/example_support.hpp"
+
 #include <array>
 #include <cstring>
 #include <memory>
@@ -15,73 +17,6 @@
 namespace nb = npybridge;
 
 namespace {
-
-// ---- argument parsing helpers ---------------------------------------------
-
-std::string text_of(PyObject* obj, const char* what) {
-    if (!PyUnicode_Check(obj)) throw nb::conversion_error(std::string(what) + " must be a str, got " + nb::safe_repr(obj));
-    Py_ssize_t size = 0;
-    const char* utf8 = PyUnicode_AsUTF8AndSize(obj, &size);  // the whole text, a NUL inside included
-    if (utf8 == nullptr) throw nb::python_error();
-    return std::string(utf8, static_cast<std::size_t>(size));
-}
-
-/// One of a fixed set of option strings; nullptr (argument not given) gives
-/// the first choice. Anything else is an error listing the choices.
-template <class Value, std::size_t N>
-Value choice_of(PyObject* obj, const char* what, const std::pair<const char*, Value> (&choices)[N]) {
-    if (obj == nullptr) return choices[0].second;
-    if (!PyUnicode_Check(obj)) throw nb::conversion_error(std::string(what) + " must be a str, got " + nb::safe_repr(obj));
-    for (const auto& [name, value] : choices) {
-        if (PyUnicode_CompareWithASCIIString(obj, name) == 0) return value;
-    }
-    std::string allowed;
-    for (const auto& choice : choices) allowed += (allowed.empty() ? "'" : ", '") + std::string(choice.first) + "'";
-    throw nb::conversion_error(std::string(what) + " must be one of " + allowed + ", got " + nb::safe_repr(obj));
-}
-
-nb::borrow_policy borrow_policy_of(PyObject* obj) {
-    static const std::pair<const char*, nb::borrow_policy> choices[] = {
-        {"try_borrow", nb::borrow_policy::try_borrow},
-        {"must_borrow", nb::borrow_policy::must_borrow},
-        {"copy", nb::borrow_policy::copy}};
-    return choice_of(obj, "policy", choices);
-}
-
-nb::share_policy share_policy_of(PyObject* obj) {
-    static const std::pair<const char*, nb::share_policy> choices[] = {
-        {"try_share", nb::share_policy::try_share}, {"must_share", nb::share_policy::must_share}, {"copy", nb::share_policy::copy}};
-    return choice_of(obj, "policy", choices);
-}
-
-nb::narrowing narrowing_of(PyObject* obj) {
-    static const std::pair<const char*, nb::narrowing> choices[] = {
-        {"checked", nb::narrowing::checked}, {"wrap", nb::narrowing::wrap}, {"reject", nb::narrowing::reject}};
-    return choice_of(obj, "narrowing", choices);
-}
-
-std::optional<nb::lowbit_layout> layout_of(PyObject* obj) {
-    if (obj == nullptr || obj == Py_None) return std::nullopt;
-    static const std::pair<const char*, nb::lowbit_layout> choices[] = {
-        {"compact", nb::lowbit_layout::compact}, {"aligned", nb::lowbit_layout::row_aligned}};
-    return choice_of(obj, "layout", choices);
-}
-
-/// A dtype argument: an npybridge dtype name ("IntB4", "Int8"), or anything
-/// np.dtype() accepts (quantized dtypes carry their params in metadata).
-std::optional<nb::dtype> dtype_of(PyObject* obj, nb::narrowing mode) {
-    if (obj == nullptr || obj == Py_None) return std::nullopt;
-    if (PyUnicode_Check(obj)) {
-        if (const nb::dtype_info* found = nb::find_dtype(std::string_view(text_of(obj, "dtype")))) {
-            if (found->is_quantized) {
-                throw nb::dtype_error(std::string(found->name) +
-                                      " needs its params: pass a numpy dtype with metadata={'mgb_dtype': {...}}");
-            }
-            return nb::dtype(found->id);
-        }
-    }
-    return nb::from_numpy(obj, mode).type;
-}
 
 // ---- the Tensor type ---------------------------------------------------------
 
@@ -193,13 +128,7 @@ PyObject* tensor_from(const char* function, PyObject* const* args, Py_ssize_t na
         PyObject* slots[5];
         parse_arguments(function, args, PyVectorcall_NARGS(nargsf), kwnames, names, 1, slots);
         auto [obj, dtype, policy, narrowing, layout] = slots;
-        nb::to_tensor_options options;
-        if (dtype != nullptr || policy != nullptr || narrowing != nullptr || layout != nullptr) {
-            options.narrow = narrowing_of(narrowing);
-            options.policy = borrow_policy_of(policy);
-            options.layout = layout_of(layout);
-            options.type = dtype_of(dtype, options.narrow);
-        }
+        const nb::to_tensor_options options = example::to_tensor_options_of(dtype, policy, narrowing, layout);
         nb::to_tensor_result<nb::tensor> result = convert(obj, options);
         return wrap(std::move(result.tensor), std::move(result.copy_reason));
     });
@@ -215,18 +144,6 @@ PyObject* tensor_from_dlpack(PyObject*, PyObject* const* args, Py_ssize_t nargsf
                        [](PyObject* obj, const nb::to_tensor_options& options) { return nb::from_dlpack(obj, options); });
 }
 
-/// An optional (int, int) argument: max_version, dl_device.
-std::optional<std::pair<long, long>> int_pair_of(PyObject* obj, const char* what) {
-    if (obj == nullptr || obj == Py_None) return std::nullopt;
-    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2) {
-        throw nb::conversion_error(std::string(what) + " must be a tuple of two ints, got " + nb::safe_repr(obj));
-    }
-    const long first = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
-    const long second = PyLong_AsLong(PyTuple_GET_ITEM(obj, 1));
-    if (PyErr_Occurred()) throw nb::python_error();
-    return std::make_pair(first, second);
-}
-
 /// Tensor.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None, codes=False)
 PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
     return nb::guarded([&]() -> PyObject* {
@@ -239,29 +156,7 @@ PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargsf
         }
         parse_arguments("__dlpack__", args, 0, kwnames, names, 0, slots);
         auto [max_version, dl_device, copy, stream, codes] = slots;
-        if (stream != nullptr && stream != Py_None) {
-            throw nb::dlpack_error("__dlpack__: stream must be None for CPU memory, got " + nb::safe_repr(stream));
-        }
-        nb::dlpack_options options;
-        if (auto version = int_pair_of(max_version, "max_version")) {
-            options.max_version = nb::dlpack::api_version{static_cast<std::uint32_t>(version->first),
-                                                          static_cast<std::uint32_t>(version->second)};
-        }
-        if (auto device = int_pair_of(dl_device, "dl_device")) {
-            options.device = nb::dlpack::device_spec{static_cast<std::int32_t>(device->first),
-                                                     static_cast<std::int32_t>(device->second)};
-        }
-        if (copy != nullptr && copy != Py_None) {
-            const int truth = PyObject_IsTrue(copy);
-            if (truth < 0) throw nb::python_error();
-            options.copy = truth == 1;
-        }
-        if (codes != nullptr) {
-            const int truth = PyObject_IsTrue(codes);
-            if (truth < 0) throw nb::python_error();
-            options.codes = truth == 1;
-        }
-        return nb::to_dlpack(unwrap(self), options).release();
+        return nb::to_dlpack(unwrap(self), example::dlpack_options_of(stream, max_version, dl_device, copy, codes)).release();
     });
 }
 
@@ -276,51 +171,7 @@ PyObject* tensor_from_storage(PyObject*, PyObject* args, PyObject* kwargs) {
                                          &shape, &scale, &zero_point, &layout)) {
             return nullptr;
         }
-        const std::string dtype_name = text_of(name, "dtype_name");
-        const nb::dtype_info* found = nb::find_dtype(std::string_view(dtype_name));
-        if (found == nullptr) throw nb::dtype_error("from_storage: unknown dtype name " + nb::safe_repr(name));
-        std::optional<nb::dtype> type;
-        if (found->is_quantized) {
-            type = nb::quantized_dtype(found->id, scale, zero_point);  // validated as metadata is
-        } else {
-            if (scale != Py_None || zero_point != Py_None) {
-                throw nb::metadata_error(std::string(found->name) + " takes no scale or zero_point");
-            }
-            type = nb::dtype(found->id);
-        }
-        nb::object sequence = nb::object::steal(PySequence_Fast(shape, "shape must be a sequence of ints"));
-        if (!sequence) throw nb::python_error();
-        const Py_ssize_t ndim = PySequence_Fast_GET_SIZE(sequence.get());
-        if (ndim > NPYBRIDGE_MAX_NDIM) throw nb::conversion_error("from_storage: more than " + std::to_string(NPYBRIDGE_MAX_NDIM) + " dimensions");
-        std::size_t dims[NPYBRIDGE_MAX_NDIM] = {};
-        for (Py_ssize_t i = 0; i < ndim; ++i) {
-            const long long extent = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sequence.get(), i));
-            if (extent == -1 && PyErr_Occurred()) throw nb::python_error();
-            if (extent < 0) throw nb::conversion_error("from_storage: negative dimension in shape " + nb::safe_repr(shape));
-            dims[i] = static_cast<std::size_t>(extent);
-        }
-        // The size first (the layout refuses shapes memory cannot hold), then the memory.
-        const nb::tensor_layout contiguous = nb::tensor_layout::contiguous(dims, static_cast<std::size_t>(ndim));
-        const nb::lowbit_layout packing = layout_of(layout).value_or(nb::default_layout(type->id()));
-        const std::size_t expected = nb::tensor::storage_bytes_for(*type, contiguous, packing);
-        Py_buffer view;
-        if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0) throw nb::python_error();
-        const auto given = static_cast<std::size_t>(view.len);
-        if (given != expected) {
-            PyBuffer_Release(&view);
-            throw nb::conversion_error("from_storage: " + type->to_string() + " of shape " + contiguous.shape_text() +
-                                       " takes " + std::to_string(expected) + " bytes, got " + std::to_string(given));
-        }
-        nb::tensor made;
-        try {
-            made = nb::tensor::empty(*type, dims, static_cast<std::size_t>(ndim), packing);
-        } catch (...) {
-            PyBuffer_Release(&view);
-            throw;
-        }
-        std::memcpy(made.data(), view.buf, given);
-        PyBuffer_Release(&view);
-        return wrap(std::move(made), "from_storage copies the bytes");
+        return wrap(example::tensor_from_storage(data, name, shape, scale, zero_point, layout), example::from_storage_copy_reason);
     });
 }
 
@@ -332,16 +183,10 @@ PyObject* tensor_copy_from(PyObject* self, PyObject* const* args, Py_ssize_t nar
         PyObject* slots[2];
         parse_arguments("copy_from", args, PyVectorcall_NARGS(nargsf), kwnames, names, 1, slots);
         nb::to_tensor_options options;
-        options.narrow = narrowing_of(slots[1]);
+        options.narrow = example::narrowing_of(slots[1]);
         nb::copy_into(slots[0], unwrap(self), options);
         Py_RETURN_NONE;
     });
-}
-
-nb::lowbit_format lowbit_format_of(PyObject* obj) {
-    static const std::pair<const char*, nb::lowbit_format> choices[] = {
-        {"int8", nb::lowbit_format::int8}, {"ml_dtypes", nb::lowbit_format::ml_dtypes}};
-    return choice_of(obj, "lowbit_format", choices);
 }
 
 PyObject* tensor_numpy(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
@@ -349,7 +194,7 @@ PyObject* tensor_numpy(PyObject* self, PyObject* const* args, Py_ssize_t nargsf,
         static const char* const names[] = {"policy", "lowbit_format"};
         PyObject* slots[2];
         parse_arguments("numpy", args, PyVectorcall_NARGS(nargsf), kwnames, names, 0, slots);
-        return nb::to_array(unwrap(self), share_policy_of(slots[0]), lowbit_format_of(slots[1])).release();
+        return nb::to_array(unwrap(self), example::share_policy_of(slots[0]), example::lowbit_format_of(slots[1])).release();
     });
 }
 
@@ -357,40 +202,13 @@ int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) { return nb::ge
 void tensor_releasebuffer(PyObject*, Py_buffer* view) { nb::release_buffer(view); }
 
 PyObject* tensor_storage(PyObject* self, PyObject*) {
-    return nb::guarded([&]() -> PyObject* {
-        const nb::tensor& t = unwrap(self);
-        if (t.type().info().is_packed || t.layout().is_contiguous()) {
-            return PyBytes_FromStringAndSize(static_cast<const char*>(t.data()), static_cast<Py_ssize_t>(t.storage_bytes()));
-        }
-        // A strided view: its elements in C order.
-        nb::object copy = nb::to_array(t, nb::share_policy::copy);
-        return PyBytes_FromStringAndSize(static_cast<const char*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(copy.get()))),
-                                         static_cast<Py_ssize_t>(PyArray_NBYTES(reinterpret_cast<PyArrayObject*>(copy.get()))));
-    });
+    return nb::guarded([&] { return example::storage_bytes(unwrap(self)).release(); });
 }
 
 PyObject* tensor_repr(PyObject* self) {
-    return nb::guarded([&]() -> PyObject* {
-        const nb::tensor& t = unwrap(self);
-        const std::string text = "Tensor(" + t.type().to_string() + ", shape=" + t.layout().shape_text() +
-                                 (t.borrowed() ? ", borrowed" : "") + (t.writable() ? "" : ", read-only") + ")";
-        return PyUnicode_FromString(text.c_str());
-    });
+    return nb::guarded([&] { return PyUnicode_FromString(example::repr_text(unwrap(self)).c_str()); });
 }
 
-PyObject* tuple_of(const nb::tensor_layout& layout, bool strides) {
-    PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(layout.ndim));
-    if (tuple == nullptr) return nullptr;
-    for (std::size_t i = 0; i < layout.ndim; ++i) {
-        PyObject* item = strides ? PyLong_FromSsize_t(layout.strides[i]) : PyLong_FromSize_t(layout.shape[i]);
-        if (item == nullptr) {
-            Py_DECREF(tuple);
-            return nullptr;
-        }
-        PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), item);
-    }
-    return tuple;
-}
 
 PyObject* get_dtype_name(PyObject* self, void*) {
     const std::string_view name = unwrap(self).type().name();
@@ -398,12 +216,7 @@ PyObject* get_dtype_name(PyObject* self, void*) {
 }
 
 PyObject* get_dtype(PyObject* self, void*) {
-    return nb::guarded([&]() -> PyObject* {
-        const nb::dtype& type = unwrap(self).type();
-        const nb::dtype_info& entry = type.info();
-        if (entry.form == nb::numpy_form::none) Py_RETURN_NONE;
-        return nb::to_numpy(type).release();
-    });
+    return nb::guarded([&] { return example::numpy_dtype_or_none(unwrap(self).type()).release(); });
 }
 
 PyObject* get_scale(PyObject* self, void*) {
@@ -418,8 +231,12 @@ PyObject* get_zero_point(PyObject* self, void*) {
     return PyLong_FromLong(*zero_point);
 }
 
-PyObject* get_shape(PyObject* self, void*) { return tuple_of(unwrap(self).layout(), false); }
-PyObject* get_strides(PyObject* self, void*) { return tuple_of(unwrap(self).layout(), true); }
+PyObject* get_shape(PyObject* self, void*) {
+    return nb::guarded([&] { return example::shape_tuple(unwrap(self).layout()).release(); });
+}
+PyObject* get_strides(PyObject* self, void*) {
+    return nb::guarded([&] { return example::strides_tuple(unwrap(self).layout()).release(); });
+}
 PyObject* get_borrowed(PyObject* self, void*) { return PyBool_FromLong(unwrap(self).borrowed()); }
 PyObject* get_writable(PyObject* self, void*) { return PyBool_FromLong(unwrap(self).writable()); }
 
@@ -506,15 +323,10 @@ PyObject* call(PyObject*, PyObject* args) {
         if (count < 1) throw nb::error("call(fn, *args) needs fn");
         nb::object rest = nb::object::steal(PyTuple_GetSlice(args, 1, count));
         if (!rest) throw nb::python_error();
-        PyObject* result = PyObject_Call(PyTuple_GET_ITEM(args, 0), rest.get(), nullptr);
-        if (result == nullptr) throw nb::python_error();
-        return result;
+        return example::call_from_cpp(PyTuple_GET_ITEM(args, 0), rest.get()).release();
     });
 }
 
-struct not_a_std_exception {
-    int code;
-};
 
 /// throw_cpp(kind, message): throws a C++ exception of the named kind.
 PyObject* throw_cpp(PyObject*, PyObject* args) {
@@ -522,14 +334,7 @@ PyObject* throw_cpp(PyObject*, PyObject* args) {
         const char* kind = nullptr;
         const char* message = nullptr;
         if (!PyArg_ParseTuple(args, "ss:throw_cpp", &kind, &message)) return nullptr;
-        const std::string_view which(kind);
-        if (which == "out_of_range") throw std::out_of_range(message);
-        if (which == "bad_alloc") throw std::bad_alloc();
-        if (which == "runtime_error") throw std::runtime_error(message);
-        if (which == "conversion") throw nb::conversion_error(message);
-        if (which == "unknown") throw not_a_std_exception{42};
-        throw nb::conversion_error("throw_cpp: kind must be out_of_range, bad_alloc, runtime_error, conversion or unknown, got '" +
-                                   std::string(which) + "'");
+        example::throw_cpp(kind, message);
     });
 }
 
@@ -537,7 +342,7 @@ PyObject* throw_cpp(PyObject*, PyObject* args) {
 
 struct tracker_object {
     PyObject_HEAD
-    nb::origin_tracker<unsigned long long>* tracker;
+    example::tracker* tracker;
     unsigned long long next_key;
 };
 
@@ -545,13 +350,13 @@ struct scope_object {
     PyObject_HEAD
     PyObject* owner;  // the tracker_object (strong)
     PyObject* tag;    // strong
-    std::optional<nb::origin_tracker<unsigned long long>::scope>* active;
+    std::optional<example::tracker::scope>* active;
 };
 
 PyTypeObject* tracker_type = nullptr;
 PyTypeObject* scope_type = nullptr;
 
-nb::origin_tracker<unsigned long long>& tracker_of(PyObject* self) {
+example::tracker& tracker_of(PyObject* self) {
     return *reinterpret_cast<tracker_object*>(self)->tracker;
 }
 
@@ -563,7 +368,7 @@ PyObject* tracker_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
         }
         auto* self = reinterpret_cast<tracker_object*>(type->tp_alloc(type, 0));
         if (self == nullptr) return nullptr;
-        self->tracker = new nb::origin_tracker<unsigned long long>();
+        self->tracker = new example::tracker();
         self->next_key = 0;
         return reinterpret_cast<PyObject*>(self);
     });
@@ -592,7 +397,7 @@ int tracker_clear(PyObject* self) {
 
 PyObject* tracker_scope(PyObject* self, PyObject* tag) {
     return nb::guarded([&]() -> PyObject* {
-        auto active = std::make_unique<std::optional<nb::origin_tracker<unsigned long long>::scope>>();
+        auto active = std::make_unique<std::optional<example::tracker::scope>>();
         auto* scope = PyObject_GC_New(scope_object, scope_type);
         if (scope == nullptr) return nullptr;
         Py_INCREF(self);
@@ -734,35 +539,11 @@ PyType_Spec scope_spec = {"npybridge_example.TrackerScope", sizeof(scope_object)
 // ---- module functions -----------------------------------------------------------
 
 PyObject* dtype_table(PyObject*, PyObject*) {
-    return nb::guarded([&]() -> PyObject* {
-        nb::object list = nb::object::steal(PyList_New(0));
-        if (!list) throw nb::python_error();
-        for (const nb::dtype_info& entry : nb::dtype_table) {
-            const std::string numpy_name(entry.numpy_name());
-            const std::string category(nb::category_name(entry.category));
-            nb::object row = nb::object::steal(Py_BuildValue(
-                "{s:s#,s:k,s:I,s:s,s:O,s:O}", "name", entry.name.data(), static_cast<Py_ssize_t>(entry.name.size()), "enum",
-                static_cast<unsigned long>(entry.value()), "bits", entry.bits, "category",
-                category.c_str(), "packed", entry.is_packed ? Py_True : Py_False, "numpy",
-                Py_None));
-            if (!row) throw nb::python_error();
-            if (entry.form != nb::numpy_form::none) {
-                nb::object name = nb::object::steal(PyUnicode_FromString(numpy_name.c_str()));
-                if (!name || PyDict_SetItemString(row.get(), "numpy", name.get()) != 0) throw nb::python_error();
-            }
-            if (PyList_Append(list.get(), row.get()) != 0) throw nb::python_error();
-        }
-        return list.release();
-    });
+    return nb::guarded([&] { return example::dtype_table_rows().release(); });
 }
 
 PyObject* register_user_dtypes_again(PyObject* module, PyObject*) {
-    return nb::guarded([&]() -> PyObject* {
-        if (!nb::register_user_dtypes(module)) return nullptr;
-        const nb::user_dtype_set& set = nb::user_dtypes();
-        return Py_BuildValue("{s:i,s:i,s:i,s:i,s:O}", "bfloat16", set.bfloat16, "intb1", set.intb1, "intb2", set.intb2,
-                             "intb4", set.intb4, "bfloat16_from_ml_dtypes", set.bfloat16_from_ml_dtypes ? Py_True : Py_False);
-    });
+    return nb::guarded([&] { return example::user_dtype_numbers(module).release(); });
 }
 
 PyMethodDef module_methods[] = {

@@ -1,10 +1,21 @@
+"""What the Python suite shares: the example module under test and helpers.
+
+The suite runs once per example module (npybridge_example, written with the CPython API, and the same API
+written with pybind11 and with nanobind): NPYBRIDGE_EXAMPLE_MODULE names the one a run tests, and tests use
+`nbx` from here.
+"""
 import gc
+import importlib
+import os
 import sys
 
 import numpy as np
 import pytest
 
-import npybridge_example as nbx
+EXAMPLE_MODULE = os.environ.get("NPYBRIDGE_EXAMPLE_MODULE", "npybridge_example")
+nbx = importlib.import_module(EXAMPLE_MODULE)
+# The binding library the module under test is written with: "cpython", "pybind11" or "nanobind".
+BINDING = getattr(nbx, "binding_library", ("cpython",))[0]
 
 
 def mgb_dtype(base, name, scale, zero_point=None):

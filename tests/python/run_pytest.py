@@ -1,7 +1,9 @@
 """Runs this folder's pytest files against the example module Bazel built.
 
 Bazel's py_test runs this file; it puts examples/ of the runfiles on sys.path
-so `import npybridge_example` finds the freshly built extension.
+so the freshly built extensions import. `--module=NAME` picks the example
+module the suite tests (conftest.py: NPYBRIDGE_EXAMPLE_MODULE, which fresh
+interpreters started by a test inherit); the default is npybridge_example.
 """
 import os
 import pathlib
@@ -14,9 +16,14 @@ def main():
     here = pathlib.Path(__file__).resolve().parent
     runfiles = pathlib.Path(os.environ.get("TEST_SRCDIR", here.parent.parent.parent)) / "npybridge"
     sys.path.insert(0, str(runfiles / "examples"))
+    args = sys.argv[1:]
+    for arg in [a for a in args if a.startswith("--module=")]:
+        os.environ["NPYBRIDGE_EXAMPLE_MODULE"] = arg[len("--module="):]
+        args.remove(arg)
     import numpy
-    print(f"npybridge python tests: Python {sys.version.split()[0]}, NumPy {numpy.__version__}")
-    tests = sys.argv[1:] or [str(here)]
+    module = os.environ.get("NPYBRIDGE_EXAMPLE_MODULE", "npybridge_example")
+    print(f"npybridge python tests: Python {sys.version.split()[0]}, NumPy {numpy.__version__}, module {module}")
+    tests = args or [str(here)]
     return pytest.main(["-q", "-p", "no:cacheprovider", *tests])
 
 

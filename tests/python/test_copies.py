@@ -6,8 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-import npybridge_example as nbx
-from conftest import mgb_dtype
+from conftest import mgb_dtype, nbx
 
 Tensor = nbx.Tensor
 

@@ -8,8 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-import npybridge_example as nbx
-from conftest import mgb_dtype
+from conftest import mgb_dtype, nbx
 
 Tensor = nbx.Tensor
 NUMPY2 = int(np.__version__.split(".")[0]) >= 2

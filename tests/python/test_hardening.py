@@ -7,8 +7,7 @@ import textwrap
 import numpy as np
 import pytest
 
-import npybridge_example as nbx
-from conftest import mgb_dtype
+from conftest import BINDING, EXAMPLE_MODULE, mgb_dtype, nbx
 
 T = nbx.Tensor
 NUMPY2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
@@ -30,12 +29,16 @@ def run_python(code, timeout=60):
     "nbx.Tensor.from_numpy(big.T, dtype='Float32')",
 ])
 def test_exit_while_a_daemon_thread_converts_is_clean(work):
+    if BINDING == "nanobind" and sys.version_info < (3, 14):
+        pytest.skip("nanobind's dispatcher catches (...) and so swallows glibc's forced unwind of a thread that "
+                    "Python ends at exit (nanobind issue #890): the process aborts inside nanobind, whatever the "
+                    "function does; Python 3.14 no longer unwinds such threads")
     # The thread is ended by the interpreter while it takes the GIL back after a
     # long copy; that must pass through npybridge's frames to the thread's start.
     result = run_python(f"""
         import threading, time
         import numpy as np
-        import npybridge_example as nbx
+        import {EXAMPLE_MODULE} as nbx
         big = np.ones((1024, 1024 * 8))
         packed = nbx.Tensor.from_numpy(np.ones(8 << 20, np.int8), dtype="IntB4")
         def loop():
@@ -63,14 +66,14 @@ def test_a_scale_whose_float_deletes_it_raises_its_own_error():
     with pytest.raises(ArithmeticError, match="from __float__"):
         T.from_numpy(np.zeros(2, dtype))
     # Under PYTHONMALLOC=debug a use of the freed scale crashes: run it there too.
-    result = run_python("""
-        import numpy as np, npybridge_example as nbx
+    result = run_python(f"""
+        import numpy as np, {EXAMPLE_MODULE} as nbx
         class Evil(int):
             def __float__(self):
                 del fields["scale"]; raise ValueError("mine")
-        fields = {"name": "QuantizedS8", "scale": Evil(1)}
+        fields = {{"name": "QuantizedS8", "scale": Evil(1)}}
         try:
-            nbx.Tensor.from_numpy(np.zeros(2, np.dtype("i1", metadata={"mgb_dtype": fields})))
+            nbx.Tensor.from_numpy(np.zeros(2, np.dtype("i1", metadata={{"mgb_dtype": fields}})))
         except ValueError as e:
             print("raised", e)
     """)
@@ -521,7 +524,7 @@ def test_registration_survives_a_removed_registry_module(order):
     result = run_python(f"""
         import sys
         import numpy as np
-        import npybridge_example as nbx
+        import {EXAMPLE_MODULE} as nbx
         before = nbx.register_user_dtypes()
         old = np.array([1, 3], np.int8).astype(nbx.intb4)
         del sys.modules["_npybridge_user_dtypes"]

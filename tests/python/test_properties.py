@@ -4,8 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
-import npybridge_example as nbx
-from conftest import mgb_dtype
+from conftest import mgb_dtype, nbx
 
 Tensor = nbx.Tensor
 

@@ -5,7 +5,8 @@ import sys
 import numpy as np
 import pytest
 
-import npybridge_example as nbx
+from conftest import nbx
+
 
 bf16 = nbx.bfloat16
 

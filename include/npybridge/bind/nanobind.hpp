@@ -33,6 +33,9 @@ namespace nanobind_support {
 inline void init(nanobind::module_& m) {
     if (!import_numpy() || !make_exception_classes(m.ptr())) throw nanobind::python_error();
     nanobind::register_exception_translator([](const std::exception_ptr& thrown, void*) {
+        // Null for an exception that is not C++'s: glibc's forced unwind of a thread that Python ends at exit,
+        // which nanobind's dispatcher catches (nanobind issue #890); rethrowing null is undefined behaviour.
+        if (!thrown) return;
         try {
             std::rethrow_exception(thrown);
         } catch (const npybridge::error&) {
