@@ -3,7 +3,7 @@
 Order of preference:
   1. the environment variable PYTHON_BIN_PATH (always wins when set);
   2. the `interpreter` attribute (absolute, or relative to the main workspace),
-     when that file exists;
+     when that file exists (with `interpreter_only`, it or nothing);
   3. `python3`, `python` on PATH and `/usr/bin/python3`: the first that can
      `import numpy`.
 Fails with a message that says what to install when none can.
@@ -58,6 +58,8 @@ def _candidates(rctx):
         if not path.startswith("/"):
             root = rctx.path(Label("@//:WORKSPACE")).dirname
             path = str(root) + "/" + path
+        if rctx.attr.interpreter_only:
+            return [("interpreter attribute", path)], True
         if rctx.path(path).exists:
             tried.append(("interpreter attribute", path))
     for name in ["python3", "python"]:
@@ -80,7 +82,7 @@ def _python_configure_impl(rctx):
             break
         failures.append("%s (%s): %s" % (python, origin, " ".join(error)))
     if not info:
-        hint = ("PYTHON_BIN_PATH is set, so only it was tried. " if forced else "")
+        hint = ("Only %s was tried (PYTHON_BIN_PATH, or interpreter_only). " % candidates[0][1] if forced else "")
         fail(("npybridge: no Python interpreter that can import numpy was found.\n  tried:\n    %s\n" +
               "  %sInstall the headers and NumPy (Debian: apt-get install python3-dev python3-numpy),\n" +
               "  or set PYTHON_BIN_PATH to an interpreter that has numpy and its headers.") %
@@ -128,6 +130,7 @@ python_configure = repository_rule(
     implementation = _python_configure_impl,
     attrs = {
         "interpreter": attr.string(doc = "Preferred interpreter (absolute or workspace-relative path)."),
+        "interpreter_only": attr.bool(doc = "Use the interpreter attribute or fail: no other Python stands in."),
         "_build_tpl": attr.label(default = Label("//third_party/python:BUILD.tpl")),
     },
     environ = ["PYTHON_BIN_PATH", "PATH"],
