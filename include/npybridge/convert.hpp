@@ -208,7 +208,7 @@ template <class Tensor>
         Py_XINCREF(metadata);
         set_metadata(reinterpret_cast<PyArray_Descr*>(descr.get()), metadata);
     } else {
-        PyArray_Descr* user = !type.is_quantized() && user_dtype_descr_hook ? user_dtype_descr_hook(entry.id) : nullptr;
+        PyArray_Descr* user = !type.is_quantized() && user_dtype_descr_hook ? user_dtype_descr_hook(entry.id, user_dtype_choice::preferred) : nullptr;
         descr = type.is_quantized() ? to_numpy(type)
                 : user != nullptr   ? object::steal(reinterpret_cast<PyObject*>(user))  // intbN
                                     : object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_INT8)));
@@ -247,7 +247,7 @@ object to_array(const Tensor& source, share_policy policy, Tensor* consumed, low
     const tensor_layout layout = adapter::layout_of(source);
     if (type.info().is_packed) return unpacked_array(source, type, layout, policy, format);
     // A dtype without a numpy form (Byte) fails in array_over's to_numpy, naming it.
-    object view = array_over(type, adapter::data(source), layout, adapter::writable(source));
+    object view = array_over(type, adapter::data(source), layout, adapter::writable(source), user_dtype_choice::preferred);
     if (policy == share_policy::copy) {
         auto* from = reinterpret_cast<PyArrayObject*>(view.get());
         if (layout.is_contiguous()) {
@@ -340,7 +340,7 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
             });
             return;
         }
-        object into = detail::array_over(target, adapter::data(destination), dest_layout, true);
+        object into = detail::array_over(target, adapter::data(destination), dest_layout, true, user_dtype_choice::own);
         if (PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(into.get()), array) != 0) {
             detail::throw_numpy_failure("copy_into");
         }
@@ -365,7 +365,7 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
         return;
     }
     object from = to_array(staged, share_policy::try_share);
-    object into = detail::array_over(target, adapter::data(destination), dest_layout, true);
+    object into = detail::array_over(target, adapter::data(destination), dest_layout, true, user_dtype_choice::own);
     if (PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(into.get()), reinterpret_cast<PyArrayObject*>(from.get())) != 0) {
         detail::throw_numpy_failure("copy_into");
     }

@@ -457,7 +457,7 @@ inline object numpy_descr_for(dlpack::data_type type) {
         case complex_code: type_num = type.bits == 64 ? NPY_COMPLEX64 : type.bits == 128 ? NPY_COMPLEX128 : -1; break;
         case bool_code: type_num = type.bits == 8 ? NPY_BOOL : -1; break;
         case bfloat_code:
-            if (type.bits == 16) return to_numpy(dtype(dtype_enum::BFloat16));
+            if (type.bits == 16) return to_numpy(dtype(dtype_enum::BFloat16), user_dtype_choice::own);
             break;
         default: break;
     }

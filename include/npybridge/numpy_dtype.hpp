@@ -489,10 +489,18 @@ struct descr_pointer_hash {
 
 }  // namespace detail
 
+/// Which numpy user dtype stands for BFloat16 / IntB1 / IntB2 / IntB4 when
+/// several libraries registered one (docs/dtypes.md): `preferred` is the one
+/// results are made of (MegEngine's while MegEngine is imported, else
+/// ml_dtypes', else npybridge's own), `own` the one npybridge registered
+/// (what its conversions cast through, whatever else is imported).
+enum class user_dtype_choice { preferred, own };
+
 /// Hooks set by register_user_dtypes() (user_dtypes.hpp) for the numpy user
-/// dtypes bfloat16 and intb1/2/4: dtype -> registered descr (new reference,
-/// or nullptr), and numpy type number -> dtype. Unset: no user dtypes.
-inline PyArray_Descr* (*user_dtype_descr_hook)(dtype_enum) = nullptr;
+/// dtypes bfloat16 and intb1/2/4: dtype -> descr (new reference, or
+/// nullptr), and numpy type number -> dtype (npybridge's own types and other
+/// libraries' it recognizes). Unset: no user dtypes.
+inline PyArray_Descr* (*user_dtype_descr_hook)(dtype_enum, user_dtype_choice) = nullptr;
 inline std::optional<dtype_enum> (*user_dtype_lookup_hook)(int) = nullptr;
 
 /// The npybridge dtype of a numpy dtype. Requires the GIL and import_numpy().
@@ -585,13 +593,13 @@ namespace detail {
 
 /// to_numpy for quantized dtypes and user dtypes (out of line: the common
 /// case stays a table lookup and one call).
-[[gnu::noinline]] inline object to_numpy_slow(const dtype& type, std::size_t row) {
+[[gnu::noinline]] inline object to_numpy_slow(const dtype& type, std::size_t row, user_dtype_choice choice) {
     const dtype_info& entry = dtype_table[row];
     if (entry.form == numpy_form::none) {
         throw dtype_error(std::string(entry.name) + " has no numpy form (MegEngine gives it none either)");
     }
     if (entry.form == numpy_form::user_dtype) {
-        PyArray_Descr* descr = user_dtype_descr_hook ? user_dtype_descr_hook(entry.id) : nullptr;
+        PyArray_Descr* descr = user_dtype_descr_hook ? user_dtype_descr_hook(entry.id, choice) : nullptr;
         if (descr == nullptr) {
             throw dtype_error(std::string(entry.name) + "'s numpy user dtype '" + std::string(entry.numpy_name()) +
                               "' is not registered in this interpreter");
@@ -639,13 +647,14 @@ namespace detail {
 /// The numpy dtype of an npybridge dtype (new reference): quantized dtypes get
 /// metadata {"mgb_dtype": {"name", "scale"[, "zero_point"]}} exactly as
 /// MegEngine writes it. Equal dtypes get the same object back (cached).
-inline object to_numpy(const dtype& type) {
+/// BFloat16 / IntBn: the user dtype `choice` names (user_dtype_choice).
+inline object to_numpy(const dtype& type, user_dtype_choice choice = user_dtype_choice::preferred) {
     const std::size_t row = table_index(type.id());
     const dtype_info& entry = dtype_table[row];
     if (entry.form == numpy_form::builtin && !entry.is_quantized) {  // the common case: numpy's own descr
         return object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(detail::numpy_type_nums[row])));
     }
-    return detail::to_numpy_slow(type, row);
+    return detail::to_numpy_slow(type, row, choice);
 }
 
 }  // namespace npybridge

@@ -2,600 +2,26 @@
 #pragma once
 
 #include <npybridge/config.hpp>
+#include <npybridge/detail/user_dtype_kinds.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
-#include <npybridge/scalar_types.hpp>
 
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
-
-/// The four user dtypes as this interpreter has them (type numbers and scalar
-/// types), after register_user_dtypes().
-struct user_dtype_set {
-    int bfloat16 = -1;
-    int intb1 = -1;
-    int intb2 = -1;
-    int intb4 = -1;
-    PyObject* bfloat16_type = nullptr;  ///< scalar types (strong references)
-    PyObject* intb1_type = nullptr;
-    PyObject* intb2_type = nullptr;
-    PyObject* intb4_type = nullptr;
-    bool bfloat16_from_ml_dtypes = false;
-};
-
 namespace detail {
 
-inline user_dtype_set& user_dtypes_state() noexcept {
-    static user_dtype_set set;
-    return set;
-}
-
-/// Class attribute of the scalar types npybridge registers: the dtype's name.
-inline constexpr const char* registration_mark = "__npybridge_user_dtype__";
-
-// ---- the scalar values -----------------------------------------------------------
-
-/// intbN: one int8 holding the odd value itself, |v| <= 2^N - 1.
-template <unsigned Bits>
-struct intb_traits {
-    static constexpr int top = (1 << Bits) - 1;
-    static constexpr bool valid(long long v) noexcept { return v >= -top && v <= top && (v & 1) != 0; }
-};
-
-template <class Value>
-struct scalar_object {
-    PyObject_HEAD
-    Value value;
-};
-
-inline std::string value_text(double v) {
-    char buffer[40];
-    std::snprintf(buffer, sizeof buffer, "%.6g", v);
-    return buffer;
-}
-
-/// A Python number as double, or a Python error (-1 returned, error set).
-inline bool number_of(PyObject* obj, double& out) {
-    if (PyFloat_Check(obj)) {
-        out = PyFloat_AS_DOUBLE(obj);
-        return true;
-    }
-    object as_float = object::steal(PyNumber_Float(obj));
-    if (!as_float) return false;
-    out = PyFloat_AS_DOUBLE(as_float.get());
-    return true;
-}
-
-/// An integral Python number for intbN, or ValueError / TypeError.
-template <unsigned Bits>
-bool intb_of(PyObject* obj, std::int8_t& out) {
-    long long value = 0;
-    if (PyLong_Check(obj) || PyArray_IsScalar(obj, Integer) || PyArray_IsScalar(obj, Bool) || PyBool_Check(obj)) {
-        object index = object::steal(PyNumber_Index(obj));
-        if (!index) {
-            PyErr_Clear();
-            object as_long = object::steal(PyNumber_Long(obj));
-            if (!as_long) return false;
-            index = std::move(as_long);
-        }
-        value = PyLong_AsLongLong(index.get());
-        if (value == -1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "intb%u: %S is out of range [-%d, %d]", Bits, obj, intb_traits<Bits>::top,
-                         intb_traits<Bits>::top);
-            return false;
-        }
-    } else {
-        double d = 0;
-        if (!number_of(obj, d)) return false;
-        if (!(d == std::floor(d)) || std::fabs(d) > 1e18) {
-            PyErr_Format(PyExc_ValueError, "intb%u: %S is not an odd integer in [-%d, %d]", Bits, obj,
-                         intb_traits<Bits>::top, intb_traits<Bits>::top);
-            return false;
-        }
-        value = static_cast<long long>(d);
-    }
-    if (!intb_traits<Bits>::valid(value)) {
-        PyErr_Format(PyExc_ValueError, "intb%u: %lld is not an odd integer in [-%d, %d]", Bits, value,
-                     intb_traits<Bits>::top, intb_traits<Bits>::top);
-        return false;
-    }
-    out = static_cast<std::int8_t>(value);
-    return true;
-}
-
-/// Per-type behaviour shared by the generic scalar, ArrFuncs and cast code.
-struct bf16_kind {
-    using storage = bfloat16;
-    static constexpr const char* name = "bfloat16";
-    static int& type_num() { return user_dtypes_state().bfloat16; }
-    static PyObject*& type_object() { return user_dtypes_state().bfloat16_type; }
-    static double to_double(storage v) { return static_cast<double>(v.to_float()); }
-    static bool from_object(PyObject* obj, storage& out) {
-        double d = 0;
-        if (!number_of(obj, d)) return false;
-        out = bfloat16::from_float(static_cast<float>(d));
-        return true;
-    }
-    static PyObject* to_python_number(storage v) { return PyFloat_FromDouble(to_double(v)); }
-    static std::string text(storage v) { return value_text(to_double(v)); }
-    static void swap(storage& v) { v.bits = static_cast<std::uint16_t>((v.bits >> 8) | (v.bits << 8)); }
-};
-
-template <unsigned Bits>
-struct intb_kind {
-    using storage = std::int8_t;
-    static constexpr const char* name = Bits == 1 ? "intb1" : Bits == 2 ? "intb2" : "intb4";
-    static int& type_num() {
-        auto& s = user_dtypes_state();
-        return Bits == 1 ? s.intb1 : Bits == 2 ? s.intb2 : s.intb4;
-    }
-    static PyObject*& type_object() {
-        auto& s = user_dtypes_state();
-        return Bits == 1 ? s.intb1_type : Bits == 2 ? s.intb2_type : s.intb4_type;
-    }
-    static double to_double(storage v) { return static_cast<double>(v); }
-    static bool from_object(PyObject* obj, storage& out) { return intb_of<Bits>(obj, out); }
-    static PyObject* to_python_number(storage v) { return PyLong_FromLong(v); }
-    static std::string text(storage v) { return std::to_string(static_cast<int>(v)); }
-    static void swap(storage&) {}
-};
-
-// ---- scalar type slots --------------------------------------------------------------
-
-template <class Kind>
-PyObject* scalar_new_value(typename Kind::storage value) {
-    auto* type = reinterpret_cast<PyTypeObject*>(Kind::type_object());
-    auto* self = reinterpret_cast<scalar_object<typename Kind::storage>*>(type->tp_alloc(type, 0));
-    if (self == nullptr) return nullptr;
-    self->value = value;
-    return reinterpret_cast<PyObject*>(self);
-}
-
-template <class Kind>
-typename Kind::storage& scalar_value(PyObject* obj) {
-    return reinterpret_cast<scalar_object<typename Kind::storage>*>(obj)->value;
-}
-
-template <class Kind>
-bool is_scalar(PyObject* obj) {
-    return Kind::type_object() != nullptr && PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(Kind::type_object()));
-}
-
-template <class Kind>
-PyObject* scalar_tp_new(PyTypeObject*, PyObject* args, PyObject* kwargs) {
-    PyObject* value = nullptr;
-    static const char* keywords[] = {"value", nullptr};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O", const_cast<char**>(keywords), &value)) return nullptr;
-    typename Kind::storage stored{};
-    if (value == nullptr) {
-        if constexpr (!std::is_same_v<Kind, bf16_kind>) stored = 1;  // 0 is not an intb value
-    } else if (is_scalar<Kind>(value)) {
-        stored = scalar_value<Kind>(value);
-    } else if (!Kind::from_object(value, stored)) {
-        return nullptr;
-    }
-    return scalar_new_value<Kind>(stored);
-}
-
-template <class Kind>
-PyObject* scalar_repr(PyObject* self) {
-    return PyUnicode_FromString(Kind::text(scalar_value<Kind>(self)).c_str());
-}
-
-template <class Kind>
-PyObject* scalar_float(PyObject* self) {
-    return PyFloat_FromDouble(Kind::to_double(scalar_value<Kind>(self)));
-}
-
-template <class Kind>
-PyObject* scalar_int(PyObject* self) {
-    const double value = Kind::to_double(scalar_value<Kind>(self));
-    if (!std::isfinite(value)) {
-        PyErr_SetString(PyExc_ValueError, "cannot convert a non-finite value to int");
-        return nullptr;
-    }
-    return PyLong_FromDouble(value);
-}
-
-template <class Kind>
-int scalar_bool(PyObject* self) {
-    return Kind::to_double(scalar_value<Kind>(self)) != 0.0;
-}
-
-template <class Kind>
-Py_hash_t scalar_hash(PyObject* self) {
-    object number = object::steal(PyFloat_FromDouble(Kind::to_double(scalar_value<Kind>(self))));
-    return number ? PyObject_Hash(number.get()) : -1;
-}
-
-template <class Kind>
-PyObject* scalar_richcompare(PyObject* a, PyObject* b, int op) {
-    // Compare as Python floats: exact for both bfloat16 and intbN values.
-    object left = object::steal(is_scalar<Kind>(a) ? PyFloat_FromDouble(Kind::to_double(scalar_value<Kind>(a)))
-                                                   : (Py_INCREF(a), a));
-    object right = object::steal(is_scalar<Kind>(b) ? PyFloat_FromDouble(Kind::to_double(scalar_value<Kind>(b)))
-                                                    : (Py_INCREF(b), b));
-    if (!left || !right) return nullptr;
-    return PyObject_RichCompare(left.get(), right.get(), op);
-}
-
-template <class Kind>
-PyObject* scalar_reduce(PyObject* self, PyObject*) {
-    object number = object::steal(Kind::to_python_number(scalar_value<Kind>(self)));
-    if (!number) return nullptr;
-    return Py_BuildValue("(O(O))", reinterpret_cast<PyObject*>(Py_TYPE(self)), number.get());
-}
-
-// ---- ArrFuncs -----------------------------------------------------------------------
-
-template <class Kind>
-PyObject* array_getitem(void* data, void* array) {
-    typename Kind::storage value;
-    std::memcpy(&value, data, sizeof value);
-    if (array != nullptr && !PyArray_ISNOTSWAPPED(static_cast<PyArrayObject*>(array))) Kind::swap(value);
-    return scalar_new_value<Kind>(value);
-}
-
-template <class Kind>
-int array_setitem(PyObject* item, void* data, void* array) {
-    typename Kind::storage value{};
-    if (is_scalar<Kind>(item)) {
-        value = scalar_value<Kind>(item);
-    } else if (!Kind::from_object(item, value)) {
-        return -1;
-    }
-    if (array != nullptr && !PyArray_ISNOTSWAPPED(static_cast<PyArrayObject*>(array))) Kind::swap(value);
-    std::memcpy(data, &value, sizeof value);
-    return 0;
-}
-
-template <class Kind>
-void array_copyswapn(void* dst, npy_intp dst_stride, void* src, npy_intp src_stride, npy_intp n, int swap, void*) {
-    using storage = typename Kind::storage;
-    // No source: swap dst in place (ndarray.byteswap); numpy's contract for copyswapn.
-    auto* out = static_cast<char*>(dst);
-    const auto* in = src != nullptr ? static_cast<const char*>(src) : out;
-    const npy_intp in_stride = src != nullptr ? src_stride : dst_stride;
-    if (src == nullptr && !swap) return;
-    for (npy_intp i = 0; i < n; ++i) {
-        storage value;
-        std::memcpy(&value, in + i * in_stride, sizeof value);
-        if (swap) Kind::swap(value);
-        std::memcpy(out + i * dst_stride, &value, sizeof value);
-    }
-}
-
-template <class Kind>
-void array_copyswap(void* dst, void* src, int swap, void* array) {
-    array_copyswapn<Kind>(dst, 0, src, 0, 1, swap, array);
-}
-
-template <class Kind>
-npy_bool array_nonzero(void* data, void* array) {
-    typename Kind::storage value;
-    std::memcpy(&value, data, sizeof value);
-    if (array != nullptr && !PyArray_ISNOTSWAPPED(static_cast<PyArrayObject*>(array))) Kind::swap(value);
-    return Kind::to_double(value) != 0.0;
-}
-
-template <class Kind>
-int array_compare(const void* a, const void* b, void*) {
-    typename Kind::storage x, y;
-    std::memcpy(&x, a, sizeof x);
-    std::memcpy(&y, b, sizeof y);
-    const double dx = Kind::to_double(x), dy = Kind::to_double(y);
-    // NumPy's order for floats: NaN after everything, NaNs equal among themselves.
-    if (std::isnan(dx) || std::isnan(dy)) return std::isnan(dx) ? (std::isnan(dy) ? 0 : 1) : -1;
-    return dx < dy ? -1 : dx > dy ? 1 : 0;
-}
-
-template <class Kind>
-int array_argmax(void* data, npy_intp n, npy_intp* index, void*) {
-    const auto* values = static_cast<const typename Kind::storage*>(data);
-    double best = -std::numeric_limits<double>::infinity();
-    *index = 0;
-    for (npy_intp i = 0; i < n; ++i) {
-        const double v = Kind::to_double(values[i]);
-        if (v > best || std::isnan(v)) {
-            best = v;
-            *index = i;
-            if (std::isnan(v)) break;
-        }
-    }
-    return 0;
-}
-
-/// As NumPy's float argmin: the first NaN if there is one, else the first smallest.
-template <class Kind>
-int array_argmin(void* data, npy_intp n, npy_intp* index, void*) {
-    const auto* values = static_cast<const typename Kind::storage*>(data);
-    double best = std::numeric_limits<double>::infinity();
-    *index = 0;
-    for (npy_intp i = 0; i < n; ++i) {
-        const double v = Kind::to_double(values[i]);
-        if (std::isnan(v)) {
-            *index = i;
-            break;
-        }
-        if (v < best) {
-            best = v;
-            *index = i;
-        }
-    }
-    return 0;
-}
-
-// ---- casts --------------------------------------------------------------------------
-
-/// A float cast to a C integer type as NumPy's float32 casts come out on
-/// x86-64, where C leaves out-of-range values undefined and NumPy's loops use
-/// the truncating conversions, whose "invalid" answer is the lowest integer:
-/// signed types up to 32 bits (and the small unsigned ones) through int32,
-/// int64 through int64, uint32 / uint64 through the signed conversion of the
-/// same width, shifted by 2^31 / 2^63 for values at or above it. NaN and
-/// infinities come out as those conversions give them.
-template <class Integer>
-Integer integer_like_numpy(float value) {
-    auto truncate = [](double v, auto lowest) -> decltype(lowest) {
-        using wide = decltype(lowest);
-        const double limit = -static_cast<double>(lowest);  // 2^31 or 2^63
-        return v > -limit - 1 && v < limit ? static_cast<wide>(v) : lowest;
-    };
-    const double v = value;
-    if constexpr (sizeof(Integer) < 4 || (sizeof(Integer) == 4 && std::is_signed_v<Integer>)) {
-        return static_cast<Integer>(truncate(v, INT32_MIN));
-    } else if constexpr (std::is_signed_v<Integer>) {
-        return static_cast<Integer>(truncate(v, INT64_MIN));
-    } else if constexpr (sizeof(Integer) == 4) {
-        if (v >= 2147483648.0) return static_cast<Integer>(static_cast<std::uint32_t>(truncate(v - 2147483648.0, INT32_MIN)) ^ 0x80000000u);
-        return static_cast<Integer>(static_cast<std::uint32_t>(truncate(v, INT32_MIN)));
-    } else {
-        constexpr double two63 = 9223372036854775808.0;
-        if (v >= two63) return static_cast<Integer>(static_cast<std::uint64_t>(truncate(v - two63, INT64_MIN)) ^ (std::uint64_t{1} << 63));
-        return static_cast<Integer>(static_cast<std::uint64_t>(truncate(v, INT64_MIN)));
-    }
-}
-
-/// Tag for numpy's bool (npy_bool is unsigned char, the same C type as uint8).
-struct numpy_bool_tag {
-    using type = npy_bool;
-};
-/// Tag for numpy's half (npy_half is uint16, the same C type as npy_uint16).
-struct numpy_half_tag {
-    using type = npy_half;
-};
-
-template <class T>
-struct cast_storage {
-    using type = T;
-};
-template <>
-struct cast_storage<numpy_bool_tag> {
-    using type = npy_bool;
-};
-template <>
-struct cast_storage<numpy_half_tag> {
-    using type = npy_half;
-};
-
-template <class Kind, class Builtin>
-void cast_from_user(void* from, void* to, npy_intp n, void*, void*) {
-    using out_t = typename cast_storage<Builtin>::type;
-    const auto* in = static_cast<const typename Kind::storage*>(from);
-    auto* out = static_cast<out_t*>(to);
-    for (npy_intp i = 0; i < n; ++i) {
-        const double value = Kind::to_double(in[i]);
-        if constexpr (std::is_same_v<Builtin, numpy_half_tag>) {
-            out[i] = half::from_float(static_cast<float>(value)).bits;
-        } else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) {
-            out[i] = value != 0.0;
-        } else if constexpr (std::is_integral_v<Builtin>) {
-            out[i] = integer_like_numpy<Builtin>(static_cast<float>(value));  // exact: bfloat16 and intbN values are floats
-        } else {
-            out[i] = static_cast<Builtin>(value);
-        }
-    }
-}
-
-template <class Kind, class Builtin>
-void cast_to_user(void* from, void* to, npy_intp n, void*, void*) {
-    const auto* in = static_cast<const typename cast_storage<Builtin>::type*>(from);
-    auto* out = static_cast<typename Kind::storage*>(to);
-    for (npy_intp i = 0; i < n; ++i) {
-        double value;
-        if constexpr (std::is_same_v<Builtin, numpy_half_tag>) value = static_cast<double>(half{in[i]}.to_float());
-        else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) value = in[i] != 0;  // any nonzero byte is True
-        else value = static_cast<double>(in[i]);
-        if constexpr (std::is_same_v<Kind, bf16_kind>) {
-            out[i] = bfloat16::from_float(static_cast<float>(value));
-        } else {
-            constexpr unsigned bits = Kind::name[4] - '0';
-            if (!(value == std::floor(value)) || !intb_traits<bits>::valid(static_cast<long long>(value))) {
-                // Casts run with the GIL (the dtype needs the Python API): numpy reports this error.
-                // numpy hands a cast loop a buffered chunk, not the array: the
-                // position in the array is unknown here, so none is named.
-                if (!PyErr_Occurred()) {
-                    PyErr_Format(PyExc_ValueError,
-                                 "%s: cannot hold %s, which is not an odd integer in [-%d, %d] (numpy's cast does not tell "
-                                 "where it is; npybridge's own conversions name the index)",
-                                 Kind::name, value_text(value).c_str(), intb_traits<bits>::top, intb_traits<bits>::top);
-                }
-                out[i] = 1;
-                continue;
-            }
-            out[i] = static_cast<std::int8_t>(value);
-        }
-    }
-}
-
-template <class Kind>
-void user_to_user_identity(void* from, void* to, npy_intp n, void*, void*) {
-    std::memcpy(to, from, static_cast<std::size_t>(n) * sizeof(typename Kind::storage));
-}
-
-// ---- ufunc loops: comparisons ---------------------------------------------------------
-
-template <class Kind, int Op>
-void compare_loop(char** args, npy_intp const* dimensions, npy_intp const* steps, void*) {
-    const npy_intp n = dimensions[0];
-    for (npy_intp i = 0; i < n; ++i) {
-        typename Kind::storage a, b;
-        std::memcpy(&a, args[0] + i * steps[0], sizeof a);
-        std::memcpy(&b, args[1] + i * steps[1], sizeof b);
-        const double x = Kind::to_double(a), y = Kind::to_double(b);
-        bool r = false;
-        switch (Op) {
-            case Py_EQ: r = x == y; break;
-            case Py_NE: r = x != y; break;
-            case Py_LT: r = x < y; break;
-            case Py_LE: r = x <= y; break;
-            case Py_GT: r = x > y; break;
-            case Py_GE: r = x >= y; break;
-        }
-        *reinterpret_cast<npy_bool*>(args[2] + i * steps[2]) = r;
-    }
-}
-
-// ---- registration ------------------------------------------------------------------------
-
-template <class Kind>
-bool register_casts(PyArray_Descr* user_descr, int type_num) {
-    bool ok = true;
-    auto both = [&](int builtin, PyArray_VectorUnaryFunc* from_user, PyArray_VectorUnaryFunc* to_user, bool safe_out) {
-        ok = ok && PyArray_RegisterCastFunc(user_descr, builtin, from_user) == 0;
-        PyArray_Descr* builtin_descr = PyArray_DescrFromType(builtin);
-        ok = ok && PyArray_RegisterCastFunc(builtin_descr, type_num, to_user) == 0;
-        if (ok && safe_out) ok = PyArray_RegisterCanCast(user_descr, builtin, NPY_NOSCALAR) == 0;
-        Py_DECREF(builtin_descr);
-    };
-    constexpr bool is_bf16 = std::is_same_v<Kind, bf16_kind>;
-    both(NPY_BOOL, cast_from_user<Kind, numpy_bool_tag>, cast_to_user<Kind, numpy_bool_tag>, false);
-    both(NPY_INT8, cast_from_user<Kind, npy_int8>, cast_to_user<Kind, npy_int8>, !is_bf16);
-    both(NPY_UINT8, cast_from_user<Kind, npy_uint8>, cast_to_user<Kind, npy_uint8>, false);
-    both(NPY_INT16, cast_from_user<Kind, npy_int16>, cast_to_user<Kind, npy_int16>, !is_bf16);
-    both(NPY_UINT16, cast_from_user<Kind, npy_uint16>, cast_to_user<Kind, npy_uint16>, false);
-    both(NPY_INT32, cast_from_user<Kind, npy_int32>, cast_to_user<Kind, npy_int32>, !is_bf16);
-    both(NPY_UINT32, cast_from_user<Kind, npy_uint32>, cast_to_user<Kind, npy_uint32>, false);
-    both(NPY_INT64, cast_from_user<Kind, npy_int64>, cast_to_user<Kind, npy_int64>, !is_bf16);
-    both(NPY_UINT64, cast_from_user<Kind, npy_uint64>, cast_to_user<Kind, npy_uint64>, false);
-    // 'q' / 'Q' (np.longlong, array.array("q")): their own type numbers even where they are 64 bits like NPY_INT64.
-    if (NPY_LONGLONG != NPY_INT64) {
-        both(NPY_LONGLONG, cast_from_user<Kind, npy_longlong>, cast_to_user<Kind, npy_longlong>, !is_bf16);
-        both(NPY_ULONGLONG, cast_from_user<Kind, npy_ulonglong>, cast_to_user<Kind, npy_ulonglong>, false);
-    }
-    both(NPY_HALF, cast_from_user<Kind, numpy_half_tag>, cast_to_user<Kind, numpy_half_tag>, !is_bf16);
-    both(NPY_FLOAT32, cast_from_user<Kind, npy_float32>, cast_to_user<Kind, npy_float32>, true);
-    both(NPY_FLOAT64, cast_from_user<Kind, npy_float64>, cast_to_user<Kind, npy_float64>, true);
-    return ok;
-}
-
-template <class Kind>
-bool register_comparisons(int type_num) {
-    object numpy = object::steal(PyImport_ImportModule("numpy"));
-    if (!numpy) return false;
-    struct entry {
-        const char* ufunc;
-        PyUFuncGenericFunction loop;
-    };
-    const entry loops[] = {
-        {"equal", compare_loop<Kind, Py_EQ>}, {"not_equal", compare_loop<Kind, Py_NE>},
-        {"less", compare_loop<Kind, Py_LT>},  {"less_equal", compare_loop<Kind, Py_LE>},
-        {"greater", compare_loop<Kind, Py_GT>}, {"greater_equal", compare_loop<Kind, Py_GE>},
-    };
-    const int types[] = {type_num, type_num, NPY_BOOL};
-    for (const entry& e : loops) {
-        object ufunc = object::steal(PyObject_GetAttrString(numpy.get(), e.ufunc));
-        if (!ufunc) return false;
-        if (PyUFunc_RegisterLoopForType(reinterpret_cast<PyUFuncObject*>(ufunc.get()), type_num, e.loop, types, nullptr) < 0) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/// Registers one user dtype: its scalar type (a subclass of np.generic named
-/// `<module>.<name>`), ArrFuncs, casts and comparison loops.
-template <class Kind>
-bool register_one(const std::string& module_name, char type_char) {
-    using storage = typename Kind::storage;
-    static const std::string qualified = module_name + "." + Kind::name;
-    static PyMethodDef methods[] = {
-        {"__reduce__", scalar_reduce<Kind>, METH_NOARGS, nullptr},
-        {nullptr, nullptr, 0, nullptr},
-    };
-    static PyType_Slot slots[] = {
-        {Py_tp_new, reinterpret_cast<void*>(scalar_tp_new<Kind>)},
-        {Py_tp_repr, reinterpret_cast<void*>(scalar_repr<Kind>)},
-        {Py_tp_str, reinterpret_cast<void*>(scalar_repr<Kind>)},
-        {Py_tp_hash, reinterpret_cast<void*>(scalar_hash<Kind>)},
-        {Py_tp_richcompare, reinterpret_cast<void*>(scalar_richcompare<Kind>)},
-        {Py_nb_float, reinterpret_cast<void*>(scalar_float<Kind>)},
-        {Py_nb_int, reinterpret_cast<void*>(scalar_int<Kind>)},
-        {Py_nb_bool, reinterpret_cast<void*>(scalar_bool<Kind>)},
-        {Py_tp_methods, methods},
-        {0, nullptr},
-    };
-    static PyType_Spec spec = {qualified.c_str(), static_cast<int>(sizeof(scalar_object<storage>)), 0,
-                               Py_TPFLAGS_DEFAULT, slots};
-    object bases = object::steal(PyTuple_Pack(1, reinterpret_cast<PyObject*>(&PyGenericArrType_Type)));
-    if (!bases) return false;
-    PyObject* type = PyType_FromSpecWithBases(&spec, bases.get());
-    if (type == nullptr) return false;
-    Kind::type_object() = type;
-    // The mark by which any npybridge module finds this registration again (find_registered).
-    object mark = object::steal(PyUnicode_FromString(Kind::name));
-    if (!mark || PyObject_SetAttrString(type, registration_mark, mark.get()) != 0) return false;
-
-    static PyArray_ArrFuncs funcs;
-    PyArray_InitArrFuncs(&funcs);
-    funcs.getitem = array_getitem<Kind>;
-    funcs.setitem = array_setitem<Kind>;
-    funcs.copyswap = array_copyswap<Kind>;
-    funcs.copyswapn = array_copyswapn<Kind>;
-    funcs.nonzero = array_nonzero<Kind>;
-    funcs.compare = array_compare<Kind>;
-    funcs.argmax = array_argmax<Kind>;
-    funcs.argmin = array_argmin<Kind>;
-
-#if NPY_ABI_VERSION >= 0x02000000
-    static PyArray_DescrProto proto;
-#else
-    static PyArray_Descr proto;
-#endif
-    std::memset(static_cast<void*>(&proto), 0, sizeof proto);
-    Py_SET_TYPE(reinterpret_cast<PyObject*>(&proto), &PyArrayDescr_Type);
-    Py_SET_REFCNT(reinterpret_cast<PyObject*>(&proto), 1);
-    proto.typeobj = reinterpret_cast<PyTypeObject*>(type);
-    proto.kind = 'V';
-    proto.type = type_char;
-    proto.byteorder = sizeof(storage) > 1 ? '=' : '|';
-    proto.flags = NPY_NEEDS_PYAPI | NPY_USE_GETITEM | NPY_USE_SETITEM;
-    proto.type_num = 0;
-    proto.elsize = static_cast<int>(sizeof(storage));
-    proto.alignment = static_cast<int>(alignof(storage));
-    proto.f = &funcs;
-    proto.hash = -1;
-    const int type_num = PyArray_RegisterDataType(&proto);
-    if (type_num < 0) return false;
-    Kind::type_num() = type_num;
-    PyArray_Descr* descr = PyArray_DescrFromType(type_num);
-    if (descr == nullptr) return false;
-    const bool ok = register_casts<Kind>(descr, type_num) && register_comparisons<Kind>(type_num);
-    Py_DECREF(descr);
-    return ok;
-}
-
-inline PyArray_Descr* user_descr_for(dtype_enum id) {
+inline PyArray_Descr* own_descr_for(dtype_enum id) {
     const user_dtype_set& s = user_dtypes_state();
     const int type_num = id == dtype_enum::BFloat16 ? s.bfloat16
                          : id == dtype_enum::IntB1  ? s.intb1
@@ -605,7 +31,7 @@ inline PyArray_Descr* user_descr_for(dtype_enum id) {
     return type_num < 0 ? nullptr : PyArray_DescrFromType(type_num);
 }
 
-inline std::optional<dtype_enum> user_dtype_of(int type_num) {
+inline std::optional<dtype_enum> own_dtype_of(int type_num) {
     const user_dtype_set& s = user_dtypes_state();
     if (type_num < 0) return std::nullopt;
     if (type_num == s.bfloat16) return dtype_enum::BFloat16;
@@ -613,6 +39,148 @@ inline std::optional<dtype_enum> user_dtype_of(int type_num) {
     if (type_num == s.intb2) return dtype_enum::IntB2;
     if (type_num == s.intb4) return dtype_enum::IntB4;
     return std::nullopt;
+}
+
+// ---- other libraries' bfloat16 / intbN ----------------------------------------------------
+
+/// A NumPy user dtype of another library that holds the values of one of npybridge's with the same bytes
+/// (bfloat16: the upper half of a float32; intbN: one byte holding the value). One row each, in the order of
+/// preference for results (docs/dtypes.md).
+struct foreign_user_dtype {
+    const char* module;  ///< the module whose scalar type it is (looked up in sys.modules, never imported)
+    const char* name;    ///< the scalar type's name in that module
+    dtype_enum id;
+};
+
+inline constexpr foreign_user_dtype foreign_user_dtypes[] = {
+    {"megengine.core._imperative_rt", "pybfloat16", dtype_enum::BFloat16},
+    {"megengine.core._imperative_rt", "pyintb1", dtype_enum::IntB1},
+    {"megengine.core._imperative_rt", "pyintb2", dtype_enum::IntB2},
+    {"megengine.core._imperative_rt", "pyintb4", dtype_enum::IntB4},
+    {"ml_dtypes", "bfloat16", dtype_enum::BFloat16},
+};
+inline constexpr std::size_t foreign_user_dtype_count = sizeof(foreign_user_dtypes) / sizeof(foreign_user_dtypes[0]);
+
+/// The bytes one element of `id` takes in its numpy form (bfloat16 2, intbN 1).
+constexpr npy_intp unpacked_itemsize(dtype_enum id) noexcept { return id == dtype_enum::BFloat16 ? 2 : 1; }
+
+/// The row a numpy user dtype is, when its scalar type is `<module>.<name>` of a row and its items have the
+/// row's size; nullopt otherwise.
+inline std::optional<dtype_enum> foreign_row_of(PyArray_Descr* descr) {
+    auto* scalar = reinterpret_cast<PyObject*>(descr->typeobj);
+    object module = object::steal(PyObject_GetAttrString(scalar, "__module__"));
+    object name = module ? object::steal(PyObject_GetAttrString(scalar, "__name__")) : object{};
+    const std::optional<std::string_view> module_text = module ? utf8_text(module.get()) : std::nullopt;
+    const std::optional<std::string_view> name_text = name ? utf8_text(name.get()) : std::nullopt;
+    PyErr_Clear();
+    if (!module_text || !name_text) return std::nullopt;
+    for (const foreign_user_dtype& row : foreign_user_dtypes) {
+        if (*module_text == row.module && *name_text == row.name && descr_elsize(descr) == unpacked_itemsize(row.id)) {
+            return row.id;
+        }
+    }
+    return std::nullopt;
+}
+
+/// What each user type number is, found once per number (NumPy never removes a registration, so a number
+/// keeps its type for the life of the process). GIL required.
+class foreign_type_nums {
+public:
+    std::optional<dtype_enum> lookup(int type_num) {
+        const int slot = type_num - NPY_USERDEF;
+        if (slot < 0) return std::nullopt;
+        if (slot >= static_cast<int>(cached.size())) return find(type_num);  // past the cache: asked every time
+        std::int8_t& entry = cached[static_cast<std::size_t>(slot)];
+        if (entry == unknown) {
+            const std::optional<dtype_enum> found = find(type_num);
+            entry = found ? static_cast<std::int8_t>(table_index(*found)) : not_foreign;
+        }
+        if (entry == not_foreign) return std::nullopt;
+        return dtype_table[static_cast<std::size_t>(entry)].id;
+    }
+
+private:
+    static constexpr std::int8_t unknown = -1, not_foreign = -2;
+    static std::optional<dtype_enum> find(int type_num) {
+        PyArray_Descr* descr = PyArray_DescrFromType(type_num);
+        if (descr == nullptr) {
+            PyErr_Clear();
+            return std::nullopt;
+        }
+        object held = object::steal(reinterpret_cast<PyObject*>(descr));
+        return foreign_row_of(descr);
+    }
+    std::array<std::int8_t, 64> cached = filled();
+    static constexpr std::array<std::int8_t, 64> filled() {
+        std::array<std::int8_t, 64> all{};
+        for (auto& entry : all) entry = unknown;
+        return all;
+    }
+};
+
+inline foreign_type_nums& foreign_types() {
+    static foreign_type_nums types;
+    return types;
+}
+
+/// The descr of a row whose module is imported now, or nullptr. Each row keeps the module object it saw and
+/// the descr it found there (strong references, for the life of the process): a call costs one sys.modules
+/// lookup, and a module imported again is looked at again. GIL required.
+inline PyArray_Descr* foreign_descr(std::size_t row_index) {
+    struct seen {
+        PyObject* key = nullptr;     // the module's name, interned
+        PyObject* module = nullptr;  // the module object the descr came from
+        PyArray_Descr* descr = nullptr;
+    };
+    static std::array<seen, foreign_user_dtype_count> rows{};
+    const foreign_user_dtype& row = foreign_user_dtypes[row_index];
+    seen& s = rows[row_index];
+    if (s.key == nullptr && (s.key = PyUnicode_InternFromString(row.module)) == nullptr) {
+        PyErr_Clear();
+        return nullptr;
+    }
+    PyObject* module = PyDict_GetItemWithError(PyImport_GetModuleDict(), s.key);  // borrowed
+    if (module == nullptr) {
+        PyErr_Clear();
+        return nullptr;
+    }
+    if (module != s.module) {
+        Py_XDECREF(s.descr);
+        s.descr = nullptr;
+        Py_INCREF(module);
+        Py_XSETREF(s.module, module);
+        object type = object::steal(PyObject_GetAttrString(module, row.name));
+        PyArray_Descr* descr = nullptr;
+        if (type && PyArray_DescrConverter(type.get(), &descr)) {
+            if (descr_type_num(descr) >= NPY_USERDEF && foreign_row_of(descr) == row.id) {
+                s.descr = descr;
+            } else {
+                Py_DECREF(descr);
+            }
+        }
+        PyErr_Clear();
+    }
+    if (s.descr == nullptr) return nullptr;
+    Py_INCREF(s.descr);
+    return s.descr;
+}
+
+/// The descr for `id`: with `preferred`, the first row of foreign_user_dtypes whose module is imported,
+/// else npybridge's own (which may itself be ml_dtypes' bfloat16, adopted at registration).
+inline PyArray_Descr* user_descr_for(dtype_enum id, user_dtype_choice choice) {
+    if (choice == user_dtype_choice::preferred) {
+        for (std::size_t row = 0; row < foreign_user_dtype_count; ++row) {
+            if (foreign_user_dtypes[row].id != id) continue;
+            if (PyArray_Descr* descr = foreign_descr(row)) return descr;
+        }
+    }
+    return own_descr_for(id);
+}
+
+/// The npybridge dtype of a user type number: npybridge's own, or another library's of foreign_user_dtypes.
+inline std::optional<dtype_enum> user_dtype_of(int type_num) {
+    if (const std::optional<dtype_enum> own = own_dtype_of(type_num)) return own;
+    return foreign_types().lookup(type_num);
 }
 
 /// Where registrations live for the whole interpreter, so that every module

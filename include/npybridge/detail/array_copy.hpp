@@ -61,9 +61,12 @@ inline std::string strides_text(PyArrayObject* array) {
     throw conversion_error(what + ": " + message);
 }
 
-/// A plain ndarray over `data` with the numpy form of `type` (new reference).
-inline object array_over(const dtype& type, void* data, const tensor_layout& layout, bool writable) {
-    object descr = to_numpy(type);
+/// A plain ndarray over `data` with the numpy form of `type` (new reference):
+/// BFloat16 / IntBn as the user dtype `choice` names (a result: the preferred
+/// one; memory npybridge casts into: its own, so casts do not depend on what
+/// else is imported).
+inline object array_over(const dtype& type, void* data, const tensor_layout& layout, bool writable, user_dtype_choice choice) {
+    object descr = to_numpy(type, choice);
     const npy_intp itemsize = descr_elsize(reinterpret_cast<PyArray_Descr*>(descr.get()));
     npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
     npy_intp strides[NPYBRIDGE_MAX_NDIM + 1];
@@ -549,7 +552,7 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
                                 : options.narrow == narrowing::reject     ? NPY_SAFE_CASTING
                                 : value_checked                           ? NPY_UNSAFE_CASTING
                                                                           : NPY_SAME_KIND_CASTING;
-    object view = array_over(target, out, contiguous, true);
+    object view = array_over(target, out, contiguous, true, user_dtype_choice::own);
     auto* destination = reinterpret_cast<PyArrayObject*>(view.get());
     if (!PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), casting)) {
         const char* word = casting == NPY_SAFE_CASTING ? "safe" : casting == NPY_SAME_KIND_CASTING ? "same_kind" : "unsafe";
