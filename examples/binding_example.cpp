@@ -302,6 +302,11 @@ EXAMPLE_MODULE(m) {
           "call(fn, *args): fn(*args) called from C++; its exceptions come back unchanged.");
     m.def("throw_cpp", [](const std::string& kind, const std::string& message) { example::throw_cpp(kind, message); },
           "throw_cpp(kind, message): throws a C++ exception: out_of_range, bad_alloc, runtime_error, conversion, unknown.");
+    m.def("quantize", [](bind::handle values, bind::handle dtype) { return to_python(example::quantize_values(values.ptr(), dtype.ptr())); },
+          bind::arg("values"), bind::arg("dtype"),
+          "The codes of real values in a quantized dtype (npybridge::quantize: MegDNN's rounding).");
+    m.def("dequantize", [](bind::handle codes) { return to_python(example::dequantize_codes(codes.ptr())); }, bind::arg("codes"),
+          "The float32 values of a quantized array (npybridge::dequantize).");
     m.def("dtype_table", [] { return to_python(example::dtype_table_rows()); },
           "One dict per dtype: name, enum, bits, category, packed, numpy (dtype string or None).");
 

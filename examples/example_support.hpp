@@ -277,6 +277,57 @@ inline npb::object user_dtype_numbers(PyObject* module) {
     return npb::object::steal(numbers);
 }
 
+/// The quantized dtype a dtype-like object names, or a DTypeError naming it.
+inline npb::dtype quantized_dtype_of(PyObject* dtype_like, const char* function) {
+    const npb::dtype type = npb::from_numpy(dtype_like, npb::narrowing::reject).type;
+    if (!type.is_quantized()) throw npb::dtype_error(std::string(function) + ": " + type.to_string() + " is not a quantized dtype");
+    return type;
+}
+
+/// quantize(values, dtype): real values -> their codes by npybridge::quantize (MegDNN's rounding, half away
+/// from zero, and clamps), as an array of the quantized numpy dtype (codes of 4- and 1-bit dtypes one per byte).
+inline npb::object quantize_values(PyObject* values, PyObject* dtype_like) {
+    const npb::dtype type = quantized_dtype_of(dtype_like, "quantize");
+    npb::object input = npb::object::steal(PyArray_FROM_OTF(values, NPY_FLOAT32, NPY_ARRAY_IN_ARRAY));
+    if (!input) throw npb::python_error();
+    auto* in = reinterpret_cast<PyArrayObject*>(input.get());
+    npb::object descr = npb::to_numpy(type);
+    PyObject* made = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr.release()), PyArray_NDIM(in),
+                                          PyArray_DIMS(in), nullptr, nullptr, 0, nullptr);
+    if (made == nullptr) throw npb::python_error();
+    npb::object result = npb::object::steal(made);
+    auto* out = reinterpret_cast<PyArrayObject*>(made);
+    const auto* from = static_cast<const float*>(PyArray_DATA(in));
+    const npy_intp count = PyArray_SIZE(in);
+    for (npy_intp i = 0; i < count; ++i) {
+        const std::int32_t code = npb::quantize(type, from[i]);
+        switch (PyArray_ITEMSIZE(out)) {
+            case 1: static_cast<std::int8_t*>(PyArray_DATA(out))[i] = static_cast<std::int8_t>(code); break;
+            case 4: static_cast<std::int32_t*>(PyArray_DATA(out))[i] = code; break;
+            default: throw npb::dtype_error("quantize: " + type.to_string() + " has no code storage this example writes");
+        }
+    }
+    return result;
+}
+
+/// dequantize(codes): an array of a quantized numpy dtype -> float32 values by npybridge::dequantize.
+inline npb::object dequantize_codes(PyObject* codes) {
+    if (!PyArray_Check(codes)) throw npb::conversion_error("dequantize: codes must be a numpy array, got " + npb::safe_repr(codes));
+    auto* array = reinterpret_cast<PyArrayObject*>(codes);
+    const npb::dtype type = quantized_dtype_of(reinterpret_cast<PyObject*>(PyArray_DESCR(array)), "dequantize");
+    npb::object input = npb::object::steal(PyArray_FROM_OTF(codes, NPY_INT32, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST));
+    if (!input) throw npb::python_error();
+    auto* in = reinterpret_cast<PyArrayObject*>(input.get());
+    PyObject* made = PyArray_SimpleNew(PyArray_NDIM(in), PyArray_DIMS(in), NPY_FLOAT32);
+    if (made == nullptr) throw npb::python_error();
+    npb::object result = npb::object::steal(made);
+    const auto* from = static_cast<const std::int32_t*>(PyArray_DATA(in));
+    auto* to = static_cast<float*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(made)));
+    const npy_intp count = PyArray_SIZE(in);
+    for (npy_intp i = 0; i < count; ++i) to[i] = npb::dequantize(type, from[i]);
+    return result;
+}
+
 /// call(fn, *args): fn(*args) called from C++; a Python exception travels through the C++ frames as
 /// npybridge::python_error and comes back as the same object.
 inline npb::object call_from_cpp(PyObject* fn, PyObject* args) {

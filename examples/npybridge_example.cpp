@@ -546,7 +546,22 @@ PyObject* register_user_dtypes_again(PyObject* module, PyObject*) {
     return nb::guarded([&] { return example::user_dtype_numbers(module).release(); });
 }
 
+PyObject* quantize(PyObject*, PyObject* args) {
+    return nb::guarded([&]() -> PyObject* {
+        PyObject *values = nullptr, *dtype = nullptr;
+        if (!PyArg_ParseTuple(args, "OO:quantize", &values, &dtype)) return nullptr;
+        return example::quantize_values(values, dtype).release();
+    });
+}
+
+PyObject* dequantize(PyObject*, PyObject* codes) {
+    return nb::guarded([&] { return example::dequantize_codes(codes).release(); });
+}
+
 PyMethodDef module_methods[] = {
+    {"quantize", quantize, METH_VARARGS,
+     "quantize(values, dtype): the codes of real values in a quantized dtype (npybridge::quantize: MegDNN's rounding)."},
+    {"dequantize", dequantize, METH_O, "dequantize(codes): the float32 values of a quantized array (npybridge::dequantize)."},
     {"register_user_dtypes", register_user_dtypes_again, METH_NOARGS,
      "Registers bfloat16 / intb1 / intb2 / intb4 (a no-op after the first time); returns their type numbers."},
     {"call", call, METH_VARARGS, "call(fn, *args): fn(*args) called from C++; its exceptions come back unchanged."},

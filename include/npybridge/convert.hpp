@@ -146,7 +146,8 @@ template <class Tensor>
     const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
     const lowbit_layout packing = options.layout.value_or(default_layout(target.id()));
     Tensor made = adapter::make(target, contiguous, packing);
-    fill_copy(array, source, target, adapter::data(made), layout, packing, options);
+    const object values = through_own_user_dtype(array, source);
+    fill_copy(reinterpret_cast<PyArrayObject*>(values.get()), source, target, adapter::data(made), layout, packing, options);
     return to_tensor_result<Tensor>(std::move(made), false, std::move(reason));
 }
 
@@ -303,6 +304,10 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
     using adapter = tensor_adapter<Tensor>;
     object owner = detail::as_array(obj);
     auto* array = reinterpret_cast<PyArrayObject*>(owner.get());
+    if (PyArray_TYPE(array) >= NPY_USERDEF) {  // another library's bfloat16 / intbN: through npybridge's own
+        owner = detail::through_own_user_dtype(array, from_numpy(PyArray_DESCR(array), options.narrow));
+        array = reinterpret_cast<PyArrayObject*>(owner.get());
+    }
     tensor_layout layout;
     detail::checked_layout<Tensor>(array, layout);  // copied, never borrowed: partial strides do not matter
     const dtype target = adapter::dtype_of(destination);

@@ -509,6 +509,29 @@ inline void refuse_requantizing(const std::optional<numpy_dtype_match>& source, 
                       std::string(source->type.info().numpy_name()) + "), or dequantize first)");
 }
 
+/// An array of another library's bfloat16 / intbN (user_dtypes.hpp recognizes MegEngine's and ml_dtypes')
+/// seen through npybridge's own user dtype: a view of the same bytes, so that every cast is npybridge's,
+/// whichever casts that library registered. Any other array is returned as it is.
+inline object through_own_user_dtype(PyArrayObject* array, const std::optional<numpy_dtype_match>& source) {
+    object same = object::borrow(reinterpret_cast<PyObject*>(array));
+    if (!source || source->type.info().form != numpy_form::user_dtype || user_dtype_descr_hook == nullptr) return same;
+    PyArray_Descr* own = user_dtype_descr_hook(source->type.id(), user_dtype_choice::own);
+    if (own == nullptr) return same;
+    if (descr_type_num(own) == descr_type_num(PyArray_DESCR(array))) {
+        Py_DECREF(own);
+        return same;
+    }
+    if (!PyArray_ISNOTSWAPPED(array)) {
+        PyArray_Descr* swapped = PyArray_DescrNewByteorder(own, NPY_SWAP);
+        Py_DECREF(own);
+        if (swapped == nullptr) throw_numpy_failure("npybridge: a byte-swapped view of the " + array_text(array));
+        own = swapped;
+    }
+    PyObject* view = PyArray_View(array, own, nullptr);  // steals own
+    if (view == nullptr) throw_numpy_failure("npybridge: a view of the " + array_text(array));
+    return object::steal(view);
+}
+
 /// Fills fresh, contiguous tensor memory from the array (any strides, byte
 /// order, alignment; casts as the options allow).
 inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_match>& source, const dtype& target,
