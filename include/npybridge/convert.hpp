@@ -3,6 +3,7 @@
 
 #include <npybridge/config.hpp>
 #include <npybridge/detail/array_copy.hpp>
+#include <npybridge/detail/array_fill.hpp>
 #include <npybridge/errors.hpp>
 #include <npybridge/lowbit.hpp>
 #include <npybridge/numpy_dtype.hpp>

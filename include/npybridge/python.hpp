@@ -6,11 +6,22 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <atomic>
 #include <cstdio>
 #include <string>
 #include <utility>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+/// Set once Python has ended a thread inside npybridge (a daemon thread that
+/// took the GIL back while the interpreter finalizes: gil_release). From then
+/// on, references are dropped without a decref: the unwinding thread holds no
+/// GIL and, from Python 3.12, has no interpreter state to free memory with;
+/// the process is exiting, so what is left is left to the operating system.
+inline std::atomic<bool> python_ended_a_thread{false};
+
+}  // namespace detail
 
 /// An owning reference to a Python object: move-only, releases on destruction.
 /// Destroy it with the GIL held (or after giving it up with release()).
@@ -35,7 +46,9 @@ public:
     }
     object(const object&) = delete;
     object& operator=(const object&) = delete;
-    ~object() { Py_XDECREF(m_ptr); }
+    ~object() {
+        if (m_ptr != nullptr && !detail::python_ended_a_thread.load(std::memory_order_relaxed)) Py_DECREF(m_ptr);
+    }
 
     PyObject* get() const noexcept { return m_ptr; }
     /// Gives the reference to the caller.
@@ -68,7 +81,14 @@ private:
 class gil_release {
 public:
     gil_release() noexcept : m_state(PyEval_SaveThread()) {}
-    ~gil_release() noexcept(false) { PyEval_RestoreThread(m_state); }
+    ~gil_release() noexcept(false) {
+        try {
+            PyEval_RestoreThread(m_state);
+        } catch (...) {  // glibc's forced unwind: Python ends this thread (see python_ended_a_thread)
+            detail::python_ended_a_thread.store(true, std::memory_order_relaxed);
+            throw;
+        }
+    }
     gil_release(const gil_release&) = delete;
     gil_release& operator=(const gil_release&) = delete;
 

@@ -266,6 +266,9 @@ inline bool register_user_dtypes(PyObject* module) {
             return false;
         }
     }
+    if (!known && state.bfloat16_type != nullptr) {  // found, not made here: ml_dtypes' bfloat16 has no mark of ours
+        state.bfloat16_from_ml_dtypes = PyObject_HasAttrString(state.bfloat16_type, detail::registration_mark) == 0;
+    }
     if (registry == nullptr) {  // the registry for the next module (again, if it was removed)
         object made = object::steal(PyModule_New(detail::registry_module));
         if (!made) return false;

@@ -165,3 +165,23 @@ def test_no_reference_is_leaked(m):
     held = sys.getrefcount(owner)
     del z
     assert sys.getrefcount(owner) == held - 1  # the array was the owner's only other holder
+
+
+def public_names(namespace):
+    return {name for name in dir(namespace) if not name.startswith("_") or name in ("__dlpack__", "__dlpack_device__")}
+
+
+# What only the caster modules have: the casters' own demonstrations (not part of npybridge_example's API).
+CASTER_DEMOS = {"binding_library", "describe", "borrow_info", "qs8_scale", "must_borrow_f32", "fill", "reject_narrowing",
+                "pack_intb4", "kind", "zeros", "identity", "dtype_name", "quantized", "Holder"}
+
+
+def test_the_caster_modules_expose_the_whole_api_of_the_plain_module(m):
+    assert public_names(m) - CASTER_DEMOS == public_names(nbx)
+    for name in ("Tensor", "OriginTracker", "TrackerScope"):
+        assert public_names(getattr(m, name)) == public_names(getattr(nbx, name)), name
+    for name in ("Error", "ConversionError", "DTypeError", "MetadataError", "ValueRangeError", "DLPackError"):
+        assert [c.__name__ for c in getattr(m, name).__mro__] == [c.__name__ for c in getattr(nbx, name).__mro__]
+    # The user dtypes are the same NumPy types, whichever module registered them first.
+    assert m.bfloat16 is nbx.bfloat16 and m.intb4 is nbx.intb4
+    assert m.register_user_dtypes() == nbx.register_user_dtypes()

@@ -1,0 +1,141 @@
+// npybridge/detail/array_fill.hpp — filling fresh tensor memory from an array (convert.hpp's copies): the
+// requantizing refusal, other libraries' bfloat16 / intbN seen through npybridge's own, and the casts numpy
+// may make under each narrowing mode (docs/policies.md).
+#pragma once
+
+#include <npybridge/config.hpp>
+#include <npybridge/detail/array_copy.hpp>
+#include <npybridge/errors.hpp>
+#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/policies.hpp>
+#include <npybridge/python.hpp>
+#include <npybridge/tensor.hpp>
+
+#include <optional>
+#include <string>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+/// A quantized array holds codes that mean something only with its scale and
+/// zero point: they go only into the same quantized dtype (packed or not).
+/// Anything else would requantize or drop the parameters silently.
+inline void refuse_requantizing(const std::optional<numpy_dtype_match>& source, const dtype& target) {
+    if (!source || !source->type.is_quantized() || source->type == target) return;
+    const std::string from = source->type.to_string();
+    throw dtype_error((target.is_quantized() ? "requantizing is not supported: the array is " + from + ", the tensor wants " +
+                                                   target.to_string()
+                                             : "the array holds " + from + " codes; converting them to " +
+                                                   target.to_string() + " would drop the quantization parameters") +
+                      " (take the raw codes with a view of the plain numpy dtype, e.g. a.view(np." +
+                      std::string(source->type.info().numpy_name()) + "), or dequantize first)");
+}
+
+/// An array of another library's bfloat16 / intbN (user_dtypes.hpp recognizes MegEngine's and ml_dtypes')
+/// seen through npybridge's own user dtype: a view of the same bytes, so that every cast is npybridge's,
+/// whichever casts that library registered. Any other array is returned as it is.
+inline object through_own_user_dtype(PyArrayObject* array, const std::optional<numpy_dtype_match>& source) {
+    object same = object::borrow(reinterpret_cast<PyObject*>(array));
+    if (!source || source->type.info().form != numpy_form::user_dtype || user_dtype_descr_hook == nullptr) return same;
+    PyArray_Descr* own = user_dtype_descr_hook(source->type.id(), user_dtype_choice::own);
+    if (own == nullptr) return same;
+    if (descr_type_num(own) == descr_type_num(PyArray_DESCR(array))) {
+        Py_DECREF(own);
+        return same;
+    }
+    if (!PyArray_ISNOTSWAPPED(array)) {
+        PyArray_Descr* swapped = PyArray_DescrNewByteorder(own, NPY_SWAP);
+        Py_DECREF(own);
+        if (swapped == nullptr) throw_numpy_failure("npybridge: a byte-swapped view of the " + array_text(array));
+        own = swapped;
+    }
+    PyObject* view = PyArray_View(array, own, nullptr);  // steals own
+    if (view == nullptr) throw_numpy_failure("npybridge: a view of the " + array_text(array));
+    return object::steal(view);
+}
+
+/// Fills fresh, contiguous tensor memory from the array (any strides, byte
+/// order, alignment; casts as the options allow).
+inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_match>& source, const dtype& target,
+                      void* out, const tensor_layout& layout, lowbit_layout packing, const to_tensor_options& options) {
+    if (layout.count() == 0) return;
+    if (target.info().is_packed) {
+        object values = lowbit_values(array, target, layout);
+        pack_values(reinterpret_cast<PyArrayObject*>(values.get()), target, out, packing, layout);
+        return;
+    }
+    if (source && source->narrowed && source->type == target) {
+        narrow_into(array, target, out, options.narrow, layout);
+        return;
+    }
+    const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
+    if (source && same_storage(*source, target) &&
+        static_cast<std::size_t>(PyArray_ITEMSIZE(array)) == target.info().element_size) {
+        // The same values in another layout or byte order: the tiled copier.
+        copy_plan plan;
+        const std::size_t itemsize = target.info().element_size;
+        if (copy_plan_of(array, contiguous, itemsize, plan)) {
+            without_gil_if_large(plan.count() * itemsize, [&] {
+                copy_strided(plan, PyArray_DATA(array), out, itemsize, swap_unit_of(array));
+            });
+            return;
+        }
+    }
+    // The casting numpy may do: any byte order / layout change of the same
+    // storage; with narrowing='wrap' anything; with 'reject' only a cast that
+    // cannot lose a value; with 'checked' numpy's unsafe cast where every
+    // value is checked first (integers into any integer, float or complex
+    // dtype, floats into float and complex dtypes, complex into complex),
+    // else a cast within the kind.
+    const bool same = source && same_storage(*source, target);
+    const char kind = descr_kind(PyArray_DESCR(array));
+    const std::optional<value_bounds> bounds = storage_bounds(target.info());
+    const bool into_complex = target.info().category == dtype_category::complex;
+    const bool value_checked = options.narrow == narrowing::checked && !same && bounds &&
+                               (kind == 'i' || kind == 'u' || (kind == 'f' && bounds->floating) || (kind == 'c' && into_complex));
+    const NPY_CASTING casting = same || options.narrow == narrowing::wrap ? NPY_UNSAFE_CASTING
+                                : options.narrow == narrowing::reject     ? NPY_SAFE_CASTING
+                                : value_checked                           ? NPY_UNSAFE_CASTING
+                                                                          : NPY_SAME_KIND_CASTING;
+    object view = array_over(target, out, contiguous, true, user_dtype_choice::own);
+    auto* destination = reinterpret_cast<PyArrayObject*>(view.get());
+    if (!PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), casting)) {
+        const char* word = casting == NPY_SAFE_CASTING ? "safe" : casting == NPY_SAME_KIND_CASTING ? "same_kind" : "unsafe";
+        const char* advice = options.narrow == narrowing::reject    ? " (narrowing='reject' allows no cast that can lose values; "
+                                                                      "'checked' checks every value, 'wrap' casts anyway)"
+                             : options.narrow == narrowing::checked ? " (narrowing='wrap' allows any cast numpy has)"
+                                                                    : " (numpy has no cast between them)";
+        throw dtype_error("cannot cast numpy " + descr_text(PyArray_DESCR(array)) + " to " + target.to_string() +
+                          " with casting='" + word + "'" + advice);
+    }
+    if (value_checked && !PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), NPY_SAFE_CASTING)) {
+        if (const auto unfit = first_unfit_value(array, *bounds)) {
+            throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
+                              ": value " + unfit->second + " at index " + index_text(unfit->first, layout) +
+                              " does not fit " + std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
+        }
+    }
+    // numpy's copy loops release the GIL themselves for large copies.
+    object source_view = object::borrow(reinterpret_cast<PyObject*>(array));
+    if (PyArray_NDIM(array) != PyArray_NDIM(destination)) {  // 0-d array into a shape-(1,) tensor
+        PyArray_Dims dims{PyArray_DIMS(destination), PyArray_NDIM(destination)};
+        PyObject* reshaped = PyArray_Newshape(array, &dims, NPY_CORDER);
+        if (reshaped == nullptr) throw_numpy_failure("npybridge: reshape of a 0-d array");
+        source_view = object::steal(reshaped);
+    }
+    if (PyArray_CopyInto(destination, reinterpret_cast<PyArrayObject*>(source_view.get())) != 0) {
+        throw_numpy_failure("npybridge: copying " + array_text(array));
+    }
+}
+
+/// The array for an object: the object itself when it is an ndarray, else
+/// numpy's own conversion (lists, scalars, __array__, buffers).
+inline object as_array(PyObject* obj) {
+    if (PyArray_Check(obj)) return object::borrow(obj);
+    PyObject* array = PyArray_FromAny(obj, nullptr, 0, 0, 0, nullptr);
+    if (array == nullptr) throw_numpy_failure("npybridge: cannot make an array from " + safe_repr(obj));
+    return object::steal(array);
+}
+
+}  // namespace detail
+}  // namespace npybridge
