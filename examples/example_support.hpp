@@ -7,6 +7,7 @@
 #include <npybridge/npybridge.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -217,27 +218,25 @@ inline std::string repr_text(const npb::tensor& t) {
            (t.writable() ? "" : ", read-only") + ")";
 }
 
-/// Tensor.shape / Tensor.strides (in elements) as tuples.
-inline npb::object shape_tuple(const npb::tensor_layout& layout) {
-    npb::object tuple = npb::object::steal(PyTuple_New(static_cast<Py_ssize_t>(layout.ndim)));
+/// Tensor.shape / Tensor.strides (in elements) as tuples: item(i) is the Python int of dimension i.
+template <class Item>
+npb::object tuple_of(std::size_t ndim, Item item) {
+    npb::object tuple = npb::object::steal(PyTuple_New(static_cast<Py_ssize_t>(ndim)));
     if (!tuple) throw npb::python_error();
-    for (std::size_t i = 0; i < layout.ndim; ++i) {
-        PyObject* extent = PyLong_FromSize_t(layout.shape[i]);
-        if (extent == nullptr) throw npb::python_error();
-        PyTuple_SET_ITEM(tuple.get(), static_cast<Py_ssize_t>(i), extent);
+    for (std::size_t i = 0; i < ndim; ++i) {
+        PyObject* value = item(i);
+        if (value == nullptr) throw npb::python_error();
+        PyTuple_SET_ITEM(tuple.get(), static_cast<Py_ssize_t>(i), value);
     }
     return tuple;
 }
 
+inline npb::object shape_tuple(const npb::tensor_layout& layout) {
+    return tuple_of(layout.ndim, [&](std::size_t i) { return PyLong_FromSize_t(layout.shape[i]); });
+}
+
 inline npb::object strides_tuple(const npb::tensor_layout& layout) {
-    npb::object tuple = npb::object::steal(PyTuple_New(static_cast<Py_ssize_t>(layout.ndim)));
-    if (!tuple) throw npb::python_error();
-    for (std::size_t i = 0; i < layout.ndim; ++i) {
-        PyObject* stride = PyLong_FromSsize_t(layout.strides[i]);
-        if (stride == nullptr) throw npb::python_error();
-        PyTuple_SET_ITEM(tuple.get(), static_cast<Py_ssize_t>(i), stride);
-    }
-    return tuple;
+    return tuple_of(layout.ndim, [&](std::size_t i) { return PyLong_FromSsize_t(layout.strides[i]); });
 }
 
 /// Tensor.dtype: the numpy dtype (with metadata when quantized), or None for a dtype without a numpy form.
