@@ -13,6 +13,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
@@ -421,6 +422,31 @@ using element_t = typename detail::row_t<table_index_v<Id>>::element_type;
 /// Parameter struct of dtype Id (no_param, scale_param or asymm_param).
 template <dtype_enum Id>
 using param_t = typename detail::row_t<table_index_v<Id>>::param_type;
+
+namespace detail {
+
+template <class Variant, class T>
+struct with_alternative;
+template <class... Ts, class T>
+struct with_alternative<std::variant<Ts...>, T> {
+    using type = std::conditional_t<(std::is_same_v<T, Ts> || ...), std::variant<Ts...>, std::variant<Ts..., T>>;
+};
+
+template <class Variant, std::size_t I, std::size_t N>
+struct row_params {
+    using type = typename row_params<typename with_alternative<Variant, typename row_t<I>::param_type>::type, I + 1, N>::type;
+};
+template <class Variant, std::size_t N>
+struct row_params<Variant, N, N> {
+    using type = Variant;
+};
+
+}  // namespace detail
+
+/// Every param struct the table's rows use, each once, in row order after
+/// no_param: what a dtype object can carry (a new param struct in a new row
+/// joins it by itself).
+using params_variant = typename detail::row_params<std::variant<no_param>, 0, dtype_count>::type;
 
 /// Bytes of one element. Packed dtypes have none: asking is a compile error.
 template <dtype_enum Id>

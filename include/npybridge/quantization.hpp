@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
@@ -53,13 +54,22 @@ void check_field(const dtype_info& type, std::string_view key, double value) {
     }
 }
 
+template <class P, class = void>
+struct has_scale : std::false_type {};
+template <class P>
+struct has_scale<P, std::void_t<decltype(std::declval<const P&>().scale)>> : std::true_type {};
+template <class P, class = void>
+struct has_zero_point : std::false_type {};
+template <class P>
+struct has_zero_point<P, std::void_t<decltype(std::declval<const P&>().zero_point)>> : std::true_type {};
+
 }  // namespace detail
 
 /// A dtype together with its params. Plain dtypes have none; quantized ones
 /// carry scale (and zero_point for the two Asymm dtypes), always validated.
 class dtype {
 public:
-    using params = std::variant<no_param, scale_param, asymm_param>;
+    using params = params_variant;  // derived from the table's rows
 
     /// A dtype without params. Throws dtype_error for a quantized dtype or an
     /// enum value that is not a dtype.
@@ -142,16 +152,23 @@ public:
     }
     const params& all_params() const noexcept { return m_params; }
 
-    /// Scale of a quantized dtype; nullopt otherwise.
+    /// Scale of a quantized dtype (its params' `scale` field); nullopt otherwise.
     std::optional<float> scale() const noexcept {
-        if (auto* p = std::get_if<scale_param>(&m_params)) return p->scale;
-        if (auto* p = std::get_if<asymm_param>(&m_params)) return p->scale;
-        return std::nullopt;
+        return std::visit(
+            [](const auto& p) -> std::optional<float> {
+                if constexpr (detail::has_scale<std::decay_t<decltype(p)>>::value) return p.scale;
+                return std::nullopt;
+            },
+            m_params);
     }
-    /// Zero point of an Asymm dtype; nullopt otherwise.
+    /// Zero point of an Asymm dtype (its params' `zero_point` field); nullopt otherwise.
     std::optional<int> zero_point() const noexcept {
-        if (auto* p = std::get_if<asymm_param>(&m_params)) return p->zero_point;
-        return std::nullopt;
+        return std::visit(
+            [](const auto& p) -> std::optional<int> {
+                if constexpr (detail::has_zero_point<std::decay_t<decltype(p)>>::value) return p.zero_point;
+                return std::nullopt;
+            },
+            m_params);
     }
 
     /// "Int8", "QuantizedS8(scale=0.5)", "Quantized8Asymm(scale=0.25, zero_point=128)".

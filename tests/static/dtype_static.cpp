@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <variant>
 
 namespace nb = npybridge;
 using nb::dtype_category;
@@ -70,6 +71,8 @@ static_assert(std::is_same_v<nb::param_t<dtype_enum::Quantized8Asymm>, nb::asymm
 static_assert(std::is_same_v<nb::param_t<dtype_enum::Quantized4Asymm>, nb::asymm_param>);
 static_assert(std::is_same_v<nb::param_t<dtype_enum::QuantizedS16>, nb::scale_param>);
 static_assert(std::is_same_v<nb::param_t<dtype_enum::Int8>, nb::no_param>);
+// The params a dtype object carries are derived from the rows: each param struct once, no_param first.
+static_assert(std::is_same_v<nb::params_variant, std::variant<nb::no_param, nb::asymm_param, nb::scale_param>>);
 static_assert(info(dtype_enum::Quantized8Asymm).param_fields == 2 &&
               info(dtype_enum::Quantized8Asymm).param_keys[1] == "zero_point");
 static_assert(info(dtype_enum::QuantizedS4).param_fields == 1 && info(dtype_enum::QuantizedS4).param_keys[0] == "scale");
