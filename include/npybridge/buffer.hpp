@@ -18,17 +18,8 @@ namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 /// lost) and BFloat16 (PEP 3118 has no code for it).
 constexpr const char* buffer_format_of(const dtype_info& entry) noexcept {
     if (entry.is_packed || entry.is_quantized) return nullptr;
-    const std::string_view s = entry.storage;
-    if (s == "bool") return "?";
-    if (s == "int8") return "b";
-    if (s == "uint8" || s == "byte") return "B";
-    if (s == "int16") return "h";
-    if (s == "uint16") return "H";
-    if (s == "int32") return "i";
-    if (s == "half") return "e";
-    if (s == "float") return "f";
-    if (s == "complex<float>") return "Zf";
-    return nullptr;
+    const detail::element_facts* facts = detail::facts_named(entry.storage);
+    return facts != nullptr ? facts->buffer_format : nullptr;
 }
 
 /// Fills `view` for a bf_getbuffer slot: the tensor's own memory, shape and

@@ -246,30 +246,56 @@ using dtype_rows_t = std::remove_const_t<decltype(dtype_rows)>;
 template <std::size_t I>
 using row_t = std::remove_const_t<std::tuple_element_t<I, dtype_rows_t>>;
 
+/// What one kind of element is called in C++, in NumPy and in PEP 3118 buffers: one row per (kind, size),
+/// the one place every per-kind fact lives (the table's storage names, NumPy names and kinds, numpy.hpp's
+/// type numbers, buffer.hpp's formats).
+struct element_facts {
+    scalar_kind kind;
+    std::size_t size;
+    std::string_view cpp_name;    ///< the table's `storage`: "int8", "float", "complex<float>"
+    std::string_view numpy_name;  ///< NumPy's built-in dtype; empty where NumPy has none
+    char numpy_kind;              ///< NumPy's kind character; 0 where NumPy has no built-in
+    const char* buffer_format;    ///< struct-module format; nullptr where a buffer reader would misread it
+};
+
+inline constexpr element_facts element_table[] = {
+    {scalar_kind::boolean, 1, "bool", "bool", 'b', "?"},
+    {scalar_kind::signed_int, 1, "int8", "int8", 'i', "b"},
+    {scalar_kind::signed_int, 2, "int16", "int16", 'i', "h"},
+    {scalar_kind::signed_int, 4, "int32", "int32", 'i', "i"},
+    {scalar_kind::signed_int, 8, "int64", "int64", 'i', "q"},
+    {scalar_kind::unsigned_int, 1, "uint8", "uint8", 'u', "B"},
+    {scalar_kind::unsigned_int, 2, "uint16", "uint16", 'u', "H"},
+    {scalar_kind::unsigned_int, 4, "uint32", "uint32", 'u', "I"},
+    {scalar_kind::unsigned_int, 8, "uint64", "uint64", 'u', "Q"},
+    {scalar_kind::half, 2, "half", "float16", 'f', "e"},
+    {scalar_kind::floating, 4, "float", "float32", 'f', "f"},
+    {scalar_kind::floating, 8, "double", "float64", 'f', "d"},
+    {scalar_kind::complex, 8, "complex<float>", "complex64", 'c', "Zf"},
+    {scalar_kind::complex, 16, "complex<double>", "complex128", 'c', "Zd"},
+    {scalar_kind::bfloat16, 2, "bfloat16", "", 0, nullptr},  // PEP 3118 has no code for it
+    {scalar_kind::byte, 1, "byte", "", 0, "B"},
+};
+
+/// The facts of C++ element type Element (a compile error for a type with none).
 template <class Element>
-constexpr std::string_view element_type_name() noexcept {
+constexpr const element_facts& facts_of() noexcept {
     constexpr scalar_kind kind = scalar_kind_of<Element>();
-    constexpr std::size_t size = sizeof(Element);
-    if constexpr (kind == scalar_kind::boolean) return "bool";
-    else if constexpr (kind == scalar_kind::half) return "half";
-    else if constexpr (kind == scalar_kind::bfloat16) return "bfloat16";
-    else if constexpr (kind == scalar_kind::byte) return "byte";
-    else if constexpr (kind == scalar_kind::complex) return size == 8 ? "complex<float>" : "complex<double>";
-    else if constexpr (kind == scalar_kind::floating) return size == 4 ? "float" : "double";
-    else if constexpr (kind == scalar_kind::signed_int)
-        return size == 1 ? "int8" : size == 2 ? "int16" : size == 4 ? "int32" : "int64";
-    else return size == 1 ? "uint8" : size == 2 ? "uint16" : size == 4 ? "uint32" : "uint64";
+    constexpr std::size_t row = [] {
+        std::size_t i = 0;
+        while (i < std::size(element_table) && !(element_table[i].kind == kind && element_table[i].size == sizeof(Element))) ++i;
+        return i;
+    }();
+    static_assert(row < std::size(element_table), "npybridge: this element type has no row in detail::element_table");
+    return element_table[row];
 }
 
-/// NumPy's name for a built-in numpy dtype of this element type.
-template <class Element>
-constexpr std::string_view numpy_builtin_name() noexcept {
-    constexpr scalar_kind kind = scalar_kind_of<Element>();
-    constexpr std::size_t size = sizeof(Element);
-    if constexpr (kind == scalar_kind::half) return "float16";
-    else if constexpr (kind == scalar_kind::complex) return size == 8 ? "complex64" : "complex128";
-    else if constexpr (kind == scalar_kind::floating) return size == 4 ? "float32" : "float64";
-    else return element_type_name<Element>();  // bool, int8.., uint8..
+/// The facts of the element type the table calls `cpp_name` (a dtype_info's `storage`), or nullptr.
+constexpr const element_facts* facts_named(std::string_view cpp_name) noexcept {
+    for (const element_facts& facts : element_table) {
+        if (facts.cpp_name == cpp_name) return &facts;
+    }
+    return nullptr;
 }
 
 }  // namespace detail
@@ -308,7 +334,7 @@ constexpr dtype_info make_info() {
     constexpr bool is_signed = kind == scalar_kind::signed_int || kind == scalar_kind::floating ||
                                kind == scalar_kind::half || kind == scalar_kind::bfloat16 ||
                                kind == scalar_kind::complex;
-    constexpr short_name numpy = r.form == numpy_form::builtin      ? make_short_name(numpy_builtin_name<element>())
+    constexpr short_name numpy = r.form == numpy_form::builtin      ? make_short_name(facts_of<element>().numpy_name)
                                  : r.form == numpy_form::user_dtype ? make_short_name(r.name, true)
                                                                     : short_name{};
     return dtype_info{r.id,
@@ -322,7 +348,7 @@ constexpr dtype_info make_info() {
                       is_packed ? r.packed_bits : static_cast<unsigned>(sizeof(element) * 8),
                       is_packed ? 0 : sizeof(element),
                       r.range,
-                      element_type_name<element>(),
+                      facts_of<element>().cpp_name,
                       std::tuple_size_v<decltype(row::param_type::field_names)>,
                       row::param_type::field_names.data(),
                       numpy};

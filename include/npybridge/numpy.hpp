@@ -33,7 +33,9 @@ table of this binary (PY_ARRAY_UNIQUE_SYMBOL); after including npybridge, NumPy'
 #include <npybridge/detail/numpy_compat.hpp>
 
 #include <complex>
+#include <string_view>
 #include <type_traits>
+#include <utility>
 
 // Per module, like the rest of npybridge (NumPy 2 declares them hidden already; NumPy 1 does not).
 extern "C" {
@@ -117,20 +119,21 @@ inline bool numpy_ready() noexcept { return PyArray_API != nullptr; }
 
 namespace detail {
 
-/// NumPy type number of a C++ element type, derived from its kind and size.
+/// NumPy's type number of each of its built-in dtype names (NumPy's own fact: name -> number).
+inline constexpr std::pair<std::string_view, int> numpy_type_numbers[] = {
+    {"bool", NPY_BOOL},       {"int8", NPY_INT8},       {"int16", NPY_INT16},   {"int32", NPY_INT32},
+    {"int64", NPY_INT64},     {"uint8", NPY_UINT8},     {"uint16", NPY_UINT16}, {"uint32", NPY_UINT32},
+    {"uint64", NPY_UINT64},   {"float16", NPY_HALF},    {"float32", NPY_FLOAT32}, {"float64", NPY_FLOAT64},
+    {"complex64", NPY_COMPLEX64}, {"complex128", NPY_COMPLEX128},
+};
+
+/// NumPy type number of a C++ element type (through its NumPy name in element_table), or -1.
 template <class Element>
 constexpr int numpy_type_num_of() noexcept {
-    constexpr scalar_kind kind = scalar_kind_of<Element>();
-    constexpr std::size_t size = sizeof(Element);
-    if constexpr (kind == scalar_kind::boolean) return NPY_BOOL;
-    else if constexpr (kind == scalar_kind::half) return NPY_HALF;
-    else if constexpr (kind == scalar_kind::complex) return size == 8 ? NPY_COMPLEX64 : NPY_COMPLEX128;
-    else if constexpr (kind == scalar_kind::floating) return size == 4 ? NPY_FLOAT32 : NPY_FLOAT64;
-    else if constexpr (kind == scalar_kind::signed_int)
-        return size == 1 ? NPY_INT8 : size == 2 ? NPY_INT16 : size == 4 ? NPY_INT32 : NPY_INT64;
-    else if constexpr (kind == scalar_kind::unsigned_int)
-        return size == 1 ? NPY_UINT8 : size == 2 ? NPY_UINT16 : size == 4 ? NPY_UINT32 : NPY_UINT64;
-    else return -1;
+    for (const auto& [name, number] : numpy_type_numbers) {
+        if (name == facts_of<Element>().numpy_name) return number;
+    }
+    return -1;
 }
 
 template <std::size_t... I>

@@ -34,23 +34,9 @@ struct numpy_dtype_match {
 
 namespace detail {
 
-/// numpy's kind character for an element type; 0 when numpy has no built-in kind.
-template <class Element>
-constexpr char numpy_kind_of() noexcept {
-    switch (scalar_kind_of<Element>()) {
-        case scalar_kind::boolean: return 'b';
-        case scalar_kind::signed_int: return 'i';
-        case scalar_kind::unsigned_int: return 'u';
-        case scalar_kind::floating:
-        case scalar_kind::half: return 'f';
-        case scalar_kind::complex: return 'c';
-        default: return 0;
-    }
-}
-
 template <std::size_t... I>
 constexpr std::array<char, sizeof...(I)> make_numpy_kinds(std::index_sequence<I...>) {
-    return {(dtype_table[I].form == numpy_form::builtin ? numpy_kind_of<typename row_t<I>::element_type>() : '\0')...};
+    return {(dtype_table[I].form == numpy_form::builtin ? facts_of<typename row_t<I>::element_type>().numpy_kind : '\0')...};
 }
 
 /// numpy kind of each row's element type (0 where the row has no built-in form).
