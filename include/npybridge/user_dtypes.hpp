@@ -16,29 +16,36 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
 #include <type_traits>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
 inline PyArray_Descr* own_descr_for(dtype_enum id) {
-    const user_dtype_set& s = user_dtypes_state();
-    const int type_num = id == dtype_enum::BFloat16 ? s.bfloat16
-                         : id == dtype_enum::IntB1  ? s.intb1
-                         : id == dtype_enum::IntB2  ? s.intb2
-                         : id == dtype_enum::IntB4  ? s.intb4
-                                                    : -1;
+    const std::size_t slot = user_dtype_slot(id);
+    const int type_num = slot < user_dtype_count ? user_dtypes_found()[slot].type_num : -1;
     return type_num < 0 ? nullptr : PyArray_DescrFromType(type_num);
 }
 
 inline std::optional<dtype_enum> own_dtype_of(int type_num) {
-    const user_dtype_set& s = user_dtypes_state();
     if (type_num < 0) return std::nullopt;
-    if (type_num == s.bfloat16) return dtype_enum::BFloat16;
-    if (type_num == s.intb1) return dtype_enum::IntB1;
-    if (type_num == s.intb2) return dtype_enum::IntB2;
-    if (type_num == s.intb4) return dtype_enum::IntB4;
+    for (std::size_t slot = 0; slot < user_dtype_count; ++slot) {
+        if (user_dtypes_found()[slot].type_num == type_num) return user_dtype_ids[slot];
+    }
     return std::nullopt;
+}
+
+/// Registers each user dtype row this interpreter does not have yet (one kind per row).
+using user_dtype_kinds = std::tuple<bf16_kind, intb_kind<1>, intb_kind<2>, intb_kind<4>>;
+static_assert(std::tuple_size_v<user_dtype_kinds> == user_dtype_count, "npybridge: one kind per user dtype row");
+
+template <std::size_t... I>
+bool register_missing(const std::string& module_name, std::index_sequence<I...>) {
+    return ((std::tuple_element_t<I, user_dtype_kinds>::type_num() >= 0 ||
+             register_one<std::tuple_element_t<I, user_dtype_kinds>>(module_name)) &&
+            ...);
 }
 
 // ---- other libraries' bfloat16 / intbN ----------------------------------------------------
@@ -220,69 +227,73 @@ inline int find_registered(const char* name, PyObject*& type) {
 /// with a Python error set on failure.
 inline bool register_user_dtypes(PyObject* module) {
     if (!import_numpy() || !import_numpy_ufuncs()) return false;
+    auto& found = detail::user_dtypes_found();
+    auto name_of = [](std::size_t slot) { return info(detail::user_dtype_ids[slot]).numpy.chars.data(); };
+    const std::size_t bf16 = detail::user_dtype_slot(dtype_enum::BFloat16);
     user_dtype_set& state = detail::user_dtypes_state();
-    const char* names[] = {"bfloat16", "intb1", "intb2", "intb4"};
-    PyObject** types[] = {&state.bfloat16_type, &state.intb1_type, &state.intb2_type, &state.intb4_type};
-    int* nums[] = {&state.bfloat16, &state.intb1, &state.intb2, &state.intb4};
 
     object sys_modules = object::borrow(PyImport_GetModuleDict());
     PyObject* registry = PyDict_GetItemString(sys_modules.get(), detail::registry_module);
-    const bool known = state.intb1_type != nullptr;  // this module registered or found them before
+    const bool known = found[0].type != nullptr;  // this module registered or found them before
     if (!known && registry != nullptr) {
-        for (int i = 0; i < 4; ++i) {
-            object type = object::steal(PyObject_GetAttrString(registry, names[i]));
+        for (std::size_t slot = 0; slot < detail::user_dtype_count; ++slot) {
+            object type = object::steal(PyObject_GetAttrString(registry, name_of(slot)));
             PyArray_Descr* descr = nullptr;
             if (!type || !PyArray_DescrConverter(type.get(), &descr)) return false;
-            *nums[i] = detail::descr_type_num(descr);
+            found[slot].type_num = detail::descr_type_num(descr);
             Py_DECREF(descr);
-            *types[i] = type.release();
+            found[slot].type = type.release();
         }
     } else if (!known) {
         // Registered by an npybridge module before (the registry module may
         // have been removed from sys.modules): NumPy still has those types.
-        for (int i = 0; i < 4; ++i) *nums[i] = detail::find_registered(names[i], *types[i]);
+        for (std::size_t slot = 0; slot < detail::user_dtype_count; ++slot) {
+            found[slot].type_num = detail::find_registered(name_of(slot), found[slot].type);
+        }
         PyObject* module_name_obj = PyModule_GetNameObject(module);
         if (module_name_obj == nullptr) return false;
         const std::string module_name = PyUnicode_AsUTF8(module_name_obj);
         Py_DECREF(module_name_obj);
         // bfloat16: ml_dtypes' when it is there (same 2-byte layout), else ours.
-        if (state.bfloat16 < 0) {
+        if (found[bf16].type_num < 0) {
             object ml_dtypes = object::steal(PyImport_ImportModule("ml_dtypes"));
             object type = ml_dtypes ? object::steal(PyObject_GetAttrString(ml_dtypes.get(), "bfloat16")) : object{};
             PyArray_Descr* descr = nullptr;
             if (type && PyArray_DescrConverter(type.get(), &descr)) {
-                state.bfloat16 = detail::descr_type_num(descr);
-                state.bfloat16_type = type.release();
-                state.bfloat16_from_ml_dtypes = true;
+                found[bf16].type_num = detail::descr_type_num(descr);
+                found[bf16].type = type.release();
                 Py_DECREF(descr);
             } else {
                 PyErr_Clear();
             }
         }
-        if (state.bfloat16 < 0 && !detail::register_one<detail::bf16_kind>(module_name, 'f')) return false;
-        if ((state.intb1 < 0 && !detail::register_one<detail::intb_kind<1>>(module_name, 'i')) ||
-            (state.intb2 < 0 && !detail::register_one<detail::intb_kind<2>>(module_name, 'i')) ||
-            (state.intb4 < 0 && !detail::register_one<detail::intb_kind<4>>(module_name, 'i'))) {
-            return false;
-        }
-    }
-    if (!known && state.bfloat16_type != nullptr) {  // found, not made here: ml_dtypes' bfloat16 has no mark of ours
-        state.bfloat16_from_ml_dtypes = PyObject_HasAttrString(state.bfloat16_type, detail::registration_mark) == 0;
+        if (!detail::register_missing(module_name, std::make_index_sequence<detail::user_dtype_count>{})) return false;
     }
     if (registry == nullptr) {  // the registry for the next module (again, if it was removed)
         object made = object::steal(PyModule_New(detail::registry_module));
         if (!made) return false;
-        for (int i = 0; i < 4; ++i) {
-            if (PyModule_AddObject(made.get(), names[i], (Py_INCREF(*types[i]), *types[i])) != 0) return false;
+        for (std::size_t slot = 0; slot < detail::user_dtype_count; ++slot) {
+            Py_INCREF(found[slot].type);
+            if (PyModule_AddObject(made.get(), name_of(slot), found[slot].type) != 0) return false;
         }
         if (PyDict_SetItemString(sys_modules.get(), detail::registry_module, made.get()) != 0) return false;
     }
+    // The public view of what was found (ml_dtypes' bfloat16 carries no mark of npybridge's).
+    state.bfloat16 = found[bf16].type_num;
+    state.intb1 = found[detail::user_dtype_slot(dtype_enum::IntB1)].type_num;
+    state.intb2 = found[detail::user_dtype_slot(dtype_enum::IntB2)].type_num;
+    state.intb4 = found[detail::user_dtype_slot(dtype_enum::IntB4)].type_num;
+    state.bfloat16_type = found[bf16].type;
+    state.intb1_type = found[detail::user_dtype_slot(dtype_enum::IntB1)].type;
+    state.intb2_type = found[detail::user_dtype_slot(dtype_enum::IntB2)].type;
+    state.intb4_type = found[detail::user_dtype_slot(dtype_enum::IntB4)].type;
+    state.bfloat16_from_ml_dtypes = PyObject_HasAttrString(found[bf16].type, detail::registration_mark) == 0;
     user_dtype_descr_hook = detail::user_descr_for;
     user_dtype_lookup_hook = detail::user_dtype_of;
-    for (int i = 0; i < 4; ++i) {
-        Py_INCREF(*types[i]);
-        if (PyModule_AddObject(module, names[i], *types[i]) != 0) {
-            Py_DECREF(*types[i]);
+    for (std::size_t slot = 0; slot < detail::user_dtype_count; ++slot) {
+        Py_INCREF(found[slot].type);
+        if (PyModule_AddObject(module, name_of(slot), found[slot].type) != 0) {
+            Py_DECREF(found[slot].type);
             return false;
         }
     }

@@ -20,7 +20,8 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// The four user dtypes as this interpreter has them (type numbers and scalar
-/// types), after register_user_dtypes().
+/// types, which stay referenced for the life of the process), after
+/// register_user_dtypes(): a view of what it found for each user dtype row.
 struct user_dtype_set {
     int bfloat16 = -1;
     int intb1 = -1;
@@ -34,6 +35,42 @@ struct user_dtype_set {
 };
 
 namespace detail {
+
+/// npybridge's user dtypes are the table's rows of numpy_form::user_dtype (BFloat16, IntB1, IntB2, IntB4):
+/// the NumPy name is the row's (also the scalar type's name), the type character its category's.
+constexpr std::size_t user_dtype_count = [] {
+    std::size_t n = 0;
+    for (const dtype_info& row : dtype_table) n += row.form == numpy_form::user_dtype ? 1 : 0;
+    return n;
+}();
+
+/// The user dtype rows in table order.
+inline constexpr std::array<dtype_enum, user_dtype_count> user_dtype_ids = [] {
+    std::array<dtype_enum, user_dtype_count> ids{};
+    std::size_t n = 0;
+    for (const dtype_info& row : dtype_table) {
+        if (row.form == numpy_form::user_dtype) ids[n++] = row.id;
+    }
+    return ids;
+}();
+
+/// Where `id` is in user_dtype_ids (user_dtype_count for a dtype that is not a user dtype).
+constexpr std::size_t user_dtype_slot(dtype_enum id) noexcept {
+    std::size_t i = 0;
+    while (i < user_dtype_count && user_dtype_ids[i] != id) ++i;
+    return i;
+}
+
+/// What registration found for each user dtype row: its type number and scalar type (a strong reference).
+struct user_dtype_found {
+    int type_num = -1;
+    PyObject* type = nullptr;
+};
+
+inline std::array<user_dtype_found, user_dtype_count>& user_dtypes_found() noexcept {
+    static std::array<user_dtype_found, user_dtype_count> found{};
+    return found;
+}
 
 inline user_dtype_set& user_dtypes_state() noexcept {
     static user_dtype_set set;
@@ -117,9 +154,11 @@ bool intb_of(PyObject* obj, std::int8_t& out) {
 /// Per-type behaviour shared by the generic scalar, ArrFuncs and cast code.
 struct bf16_kind {
     using storage = bfloat16;
-    static constexpr const char* name = "bfloat16";
-    static int& type_num() { return user_dtypes_state().bfloat16; }
-    static PyObject*& type_object() { return user_dtypes_state().bfloat16_type; }
+    static constexpr dtype_enum id = dtype_enum::BFloat16;
+    static constexpr bool is_float = true;
+    static constexpr const char* name = info(id).numpy.chars.data();
+    static int& type_num() { return user_dtypes_found()[user_dtype_slot(id)].type_num; }
+    static PyObject*& type_object() { return user_dtypes_found()[user_dtype_slot(id)].type; }
     static double to_double(storage v) { return static_cast<double>(v.to_float()); }
     static bool from_object(PyObject* obj, storage& out) {
         double d = 0;
@@ -135,15 +174,12 @@ struct bf16_kind {
 template <unsigned Bits>
 struct intb_kind {
     using storage = std::int8_t;
-    static constexpr const char* name = Bits == 1 ? "intb1" : Bits == 2 ? "intb2" : "intb4";
-    static int& type_num() {
-        auto& s = user_dtypes_state();
-        return Bits == 1 ? s.intb1 : Bits == 2 ? s.intb2 : s.intb4;
-    }
-    static PyObject*& type_object() {
-        auto& s = user_dtypes_state();
-        return Bits == 1 ? s.intb1_type : Bits == 2 ? s.intb2_type : s.intb4_type;
-    }
+    static constexpr dtype_enum id = Bits == 1 ? dtype_enum::IntB1 : Bits == 2 ? dtype_enum::IntB2 : dtype_enum::IntB4;
+    static_assert(info(id).bits == Bits, "npybridge: intb_kind<Bits> is the IntB dtype of Bits bits");
+    static constexpr bool is_float = false;
+    static constexpr const char* name = info(id).numpy.chars.data();
+    static int& type_num() { return user_dtypes_found()[user_dtype_slot(id)].type_num; }
+    static PyObject*& type_object() { return user_dtypes_found()[user_dtype_slot(id)].type; }
     static double to_double(storage v) { return static_cast<double>(v); }
     static bool from_object(PyObject* obj, storage& out) { return intb_of<Bits>(obj, out); }
     static PyObject* to_python_number(storage v) { return PyLong_FromLong(v); }
@@ -179,7 +215,7 @@ PyObject* scalar_tp_new(PyTypeObject*, PyObject* args, PyObject* kwargs) {
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O", const_cast<char**>(keywords), &value)) return nullptr;
     typename Kind::storage stored{};
     if (value == nullptr) {
-        if constexpr (!std::is_same_v<Kind, bf16_kind>) stored = 1;  // 0 is not an intb value
+        if constexpr (!Kind::is_float) stored = 1;  // 0 is not an intb value
     } else if (is_scalar<Kind>(value)) {
         stored = scalar_value<Kind>(value);
     } else if (!Kind::from_object(value, stored)) {
@@ -417,10 +453,10 @@ void cast_to_user(void* from, void* to, npy_intp n, void*, void*) {
         if constexpr (std::is_same_v<Builtin, numpy_half_tag>) value = static_cast<double>(half{in[i]}.to_float());
         else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) value = in[i] != 0;  // any nonzero byte is True
         else value = static_cast<double>(in[i]);
-        if constexpr (std::is_same_v<Kind, bf16_kind>) {
+        if constexpr (Kind::is_float) {
             out[i] = bfloat16::from_float(static_cast<float>(value));
         } else {
-            constexpr unsigned bits = Kind::name[4] - '0';
+            constexpr unsigned bits = info(Kind::id).bits;
             if (!(value == std::floor(value)) || !intb_traits<bits>::valid(static_cast<long long>(value))) {
                 // Casts run with the GIL (the dtype needs the Python API): numpy reports this error.
                 // numpy hands a cast loop a buffered chunk, not the array: the
@@ -479,7 +515,7 @@ bool register_casts(PyArray_Descr* user_descr, int type_num) {
         if (ok && safe_out) ok = PyArray_RegisterCanCast(user_descr, builtin, NPY_NOSCALAR) == 0;
         Py_DECREF(builtin_descr);
     };
-    constexpr bool is_bf16 = std::is_same_v<Kind, bf16_kind>;
+    constexpr bool is_bf16 = Kind::is_float;
     both(NPY_BOOL, cast_from_user<Kind, numpy_bool_tag>, cast_to_user<Kind, numpy_bool_tag>, false);
     both(NPY_INT8, cast_from_user<Kind, npy_int8>, cast_to_user<Kind, npy_int8>, !is_bf16);
     both(NPY_UINT8, cast_from_user<Kind, npy_uint8>, cast_to_user<Kind, npy_uint8>, false);
@@ -527,7 +563,8 @@ bool register_comparisons(int type_num) {
 /// Registers one user dtype: its scalar type (a subclass of np.generic named
 /// `<module>.<name>`), ArrFuncs, casts and comparison loops.
 template <class Kind>
-bool register_one(const std::string& module_name, char type_char) {
+bool register_one(const std::string& module_name) {
+    const char type_char = Kind::is_float ? 'f' : 'i';
     using storage = typename Kind::storage;
     static const std::string qualified = module_name + "." + Kind::name;
     static PyMethodDef methods[] = {
