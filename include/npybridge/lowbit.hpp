@@ -102,16 +102,20 @@ inline std::string valid_set_text(const dtype_info& type) {
     return type.coding == lowbit_coding::odd ? "odd values in [" + lo + ", " + hi + "]" : "[" + lo + ", " + hi + "]";
 }
 
-/// The first invalid element (error path only: one more scan, then throw).
-[[noreturn]] inline void throw_first_invalid(const dtype_info& type, const lowbit_codec& codec, const std::uint8_t* src,
-                                             std::size_t count) {
+inline std::string flat_index_text(std::size_t i) { return std::to_string(i); }
+
+/// The first invalid element (error path only: one more scan, then throw), its
+/// index written by index_text (flat here; an array's coordinates in convert.hpp).
+template <class IndexText = std::string (*)(std::size_t)>
+[[noreturn]] void throw_first_invalid(const dtype_info& type, const lowbit_codec& codec, const std::uint8_t* src,
+                                      std::size_t count, IndexText index_text = flat_index_text) {
     for (std::size_t i = 0; i < count; ++i) {
         std::uint8_t bad = 0;
         encode(codec, src[i], bad);
         if (bad != 0) {
             const long value = type.is_signed ? static_cast<long>(static_cast<std::int8_t>(src[i])) : static_cast<long>(src[i]);
             throw value_range_error(std::string(type.name) + ": value " + std::to_string(value) + " at index " +
-                              std::to_string(i) + " is not valid (" + std::string(type.name) + " holds " +
+                              index_text(i) + " is not valid (" + std::string(type.name) + " holds " +
                               valid_set_text(type) + ")");
         }
     }

@@ -483,16 +483,7 @@ inline void pack_values(PyArrayObject* values, const dtype& target, void* out, l
         return pack_rows(active_lowbit_kernels(), codec, type.id, in, n, layout.innermost(), packing,
                          static_cast<std::uint8_t*>(out));
     });
-    if (!ok) {
-        for (std::size_t i = 0; i < n; ++i) {
-            std::uint8_t bad = 0;
-            encode(codec, in[i], bad);
-            if (bad == 0) continue;
-            const long value = type.is_signed ? static_cast<long>(static_cast<std::int8_t>(in[i])) : static_cast<long>(in[i]);
-            throw value_range_error(std::string(type.name) + ": value " + std::to_string(value) + " at index " + index_text(i, layout) +
-                              " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
-        }
-    }
+    if (!ok) throw_first_invalid(type, codec, in, n, [&](std::size_t i) { return index_text(i, layout); });
 }
 
 }  // namespace detail
