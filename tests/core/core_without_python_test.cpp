@@ -1,8 +1,9 @@
 // The Python-free core (dtype traits, quantization, low-bit packing, tensors, strided copies) in a program that
 // has no Python: built against //:npybridge_core alone, so any Python or NumPy include in these headers fails
 // the build, and the #error below catches one that slipped in some other way.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
+
+#include "tests/support/catch_run.hpp"
 
 #include <npybridge/detail/strided_copy.hpp>
 #include <npybridge/dtype.hpp>
@@ -65,3 +66,5 @@ TEST_CASE("tensors and the strided copier work without Python") {
     CHECK(out == std::vector<std::int16_t>{0, 3, 1, 4, 2, 5});
     static_assert(nb::check_adapter<nb::tensor>());
 }
+
+int main(int argc, char* argv[]) { return test::run_catch(argc, argv); }
