@@ -1,14 +1,22 @@
-// npybridge/dtype.hpp — the compile-time table of every MegDNN dtype and all that derives from it.
+// npybridge/dtype.hpp — the compile-time table of every MegDNN dtype, all that derives from it, and class dtype
+// (a row with its params: validated, printed, compared, hashed).
 #pragma once
 
 #include <npybridge/config.hpp>
+#include <npybridge/detail/element_facts.hpp>
+#include <npybridge/detail/params.hpp>
+#include <npybridge/errors.hpp>
+#include <npybridge/reflect.hpp>
 #include <npybridge/scalar_types.hpp>
 
 #include <array>
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -74,7 +82,7 @@ struct value_range {
 };
 
 // ---- Param structs: plain aggregates, walked field by field with Boost.PFR
-// (see quantization.hpp). Boost 1.81's PFR cannot reflect field names, so each
+// (reflect.hpp, detail/params.hpp). Boost 1.81's PFR cannot reflect field names, so each
 // struct lists its metadata keys beside its fields; adding a field is one line
 // here plus its key. reflect.hpp checks the two counts agree at compile time.
 
@@ -97,51 +105,6 @@ struct asymm_param {
 };
 
 namespace detail {
-
-/// Fixed-capacity string for names computed at compile time (the lowercase
-/// numpy name of a user dtype lives inside the table, so views stay valid).
-struct short_name {
-    std::array<char, 16> chars{};
-    std::size_t size = 0;
-    constexpr std::string_view view() const noexcept { return {chars.data(), size}; }
-};
-
-constexpr short_name make_short_name(std::string_view text, bool lowercase = false) {
-    short_name out{};
-    for (char c : text) {
-        out.chars[out.size++] = (lowercase && c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    }
-    return out;
-}
-
-/// What kind of number a C++ element type is; everything about numpy names,
-/// signedness and C++ type matching derives from this plus sizeof.
-enum class scalar_kind : std::uint8_t { none, boolean, signed_int, unsigned_int, floating, complex, half, bfloat16, byte };
-
-template <class T>
-constexpr scalar_kind scalar_kind_of() noexcept {
-    using U = std::remove_cv_t<T>;
-    if constexpr (std::is_same_v<U, bool>) {
-        return scalar_kind::boolean;
-    } else if constexpr (std::is_same_v<U, half>) {
-        return scalar_kind::half;
-    } else if constexpr (std::is_same_v<U, bfloat16>) {
-        return scalar_kind::bfloat16;
-    } else if constexpr (std::is_same_v<U, std::byte>) {
-        return scalar_kind::byte;
-    } else if constexpr (std::is_same_v<U, std::complex<float>> || std::is_same_v<U, std::complex<double>>) {
-        return scalar_kind::complex;
-    } else if constexpr (std::is_same_v<U, wchar_t> || std::is_same_v<U, char16_t> ||
-                         std::is_same_v<U, char32_t>) {
-        return scalar_kind::none;  // characters, not numbers
-    } else if constexpr (std::is_floating_point_v<U>) {
-        return scalar_kind::floating;
-    } else if constexpr (std::is_integral_v<U>) {
-        return std::is_signed_v<U> ? scalar_kind::signed_int : scalar_kind::unsigned_int;
-    } else {
-        return scalar_kind::none;
-    }
-}
 
 template <class Element>
 constexpr value_range natural_range() noexcept {
@@ -245,58 +208,6 @@ using dtype_rows_t = std::remove_const_t<decltype(dtype_rows)>;
 
 template <std::size_t I>
 using row_t = std::remove_const_t<std::tuple_element_t<I, dtype_rows_t>>;
-
-/// What one kind of element is called in C++, in NumPy and in PEP 3118 buffers: one row per (kind, size),
-/// the one place every per-kind fact lives (the table's storage names, NumPy names and kinds, numpy.hpp's
-/// type numbers, buffer.hpp's formats).
-struct element_facts {
-    scalar_kind kind;
-    std::size_t size;
-    std::string_view cpp_name;    ///< the table's `storage`: "int8", "float", "complex<float>"
-    std::string_view numpy_name;  ///< NumPy's built-in dtype; empty where NumPy has none
-    char numpy_kind;              ///< NumPy's kind character; 0 where NumPy has no built-in
-    const char* buffer_format;    ///< struct-module format; nullptr where a buffer reader would misread it
-};
-
-inline constexpr element_facts element_table[] = {
-    {scalar_kind::boolean, 1, "bool", "bool", 'b', "?"},
-    {scalar_kind::signed_int, 1, "int8", "int8", 'i', "b"},
-    {scalar_kind::signed_int, 2, "int16", "int16", 'i', "h"},
-    {scalar_kind::signed_int, 4, "int32", "int32", 'i', "i"},
-    {scalar_kind::signed_int, 8, "int64", "int64", 'i', "q"},
-    {scalar_kind::unsigned_int, 1, "uint8", "uint8", 'u', "B"},
-    {scalar_kind::unsigned_int, 2, "uint16", "uint16", 'u', "H"},
-    {scalar_kind::unsigned_int, 4, "uint32", "uint32", 'u', "I"},
-    {scalar_kind::unsigned_int, 8, "uint64", "uint64", 'u', "Q"},
-    {scalar_kind::half, 2, "half", "float16", 'f', "e"},
-    {scalar_kind::floating, 4, "float", "float32", 'f', "f"},
-    {scalar_kind::floating, 8, "double", "float64", 'f', "d"},
-    {scalar_kind::complex, 8, "complex<float>", "complex64", 'c', "Zf"},
-    {scalar_kind::complex, 16, "complex<double>", "complex128", 'c', "Zd"},
-    {scalar_kind::bfloat16, 2, "bfloat16", "", 0, nullptr},  // PEP 3118 has no code for it
-    {scalar_kind::byte, 1, "byte", "", 0, "B"},
-};
-
-/// The facts of C++ element type Element (a compile error for a type with none).
-template <class Element>
-constexpr const element_facts& facts_of() noexcept {
-    constexpr scalar_kind kind = scalar_kind_of<Element>();
-    constexpr std::size_t row = [] {
-        std::size_t i = 0;
-        while (i < std::size(element_table) && !(element_table[i].kind == kind && element_table[i].size == sizeof(Element))) ++i;
-        return i;
-    }();
-    static_assert(row < std::size(element_table), "npybridge: this element type has no row in detail::element_table");
-    return element_table[row];
-}
-
-/// The facts of the element type the table calls `cpp_name` (a dtype_info's `storage`), or nullptr.
-constexpr const element_facts* facts_named(std::string_view cpp_name) noexcept {
-    for (const element_facts& facts : element_table) {
-        if (facts.cpp_name == cpp_name) return &facts;
-    }
-    return nullptr;
-}
 
 }  // namespace detail
 
@@ -545,4 +456,143 @@ inline constexpr dtype_enum dtype_of_v = dtype_of<T>::value;
 template <class T>
 inline constexpr bool is_narrowing_v = dtype_of<T>::narrowing;
 
+// ---- The dtype object: a table row with its params, validated.
+
+/// A dtype together with its params. Plain dtypes have none; quantized ones
+/// carry scale (and zero_point for the two Asymm dtypes), always validated.
+class dtype {
+public:
+    using params = params_variant;  // derived from the table's rows
+
+    /// A dtype without params. Throws dtype_error for a quantized dtype or an
+    /// enum value that is not a dtype.
+    dtype(dtype_enum id) : m_id(id) {  // NOLINT: implicit on purpose, `dtype t = dtype_enum::Int8`
+        if (!is_valid(id)) throw dtype_error("npybridge: enum value " + std::to_string(static_cast<std::uint32_t>(id)) + " is not a MegDNN dtype");
+        if (npybridge::info(id).is_quantized) {
+            throw dtype_error(std::string(npybridge::info(id).name) + " needs params: use dtype::quantized(id, scale" +
+                              (npybridge::info(id).param_fields > 1 ? ", zero_point)" : ")"));
+        }
+    }
+
+    /// The plain dtype of dtype_table[row], for code that already found the
+    /// row in a table. Throws dtype_error for a quantized row or one past the end.
+    static const dtype& of_row(std::size_t row) {
+        if (row >= dtype_count || dtype_table[row].is_quantized) {
+            throw dtype_error("npybridge: dtype table row " + std::to_string(row) + " is not a plain dtype");
+        }
+        return plain_rows[row];
+    }
+
+    /// A quantized dtype from plain numbers. zero_point must be given exactly
+    /// for the Asymm dtypes. Throws dtype_error / metadata_error naming the culprit.
+    static dtype quantized(dtype_enum id, double scale, std::optional<long long> zero_point = std::nullopt) {
+        if (!is_valid(id) || !npybridge::info(id).is_quantized) {
+            throw dtype_error(std::string(is_valid(id) ? npybridge::info(id).name : "this enum value") + " is not a quantized dtype");
+        }
+        dtype result(id, no_check{});
+        with_params(id, [&](auto param) {
+            detail::fill_params(npybridge::info(id), param, scale, zero_point);
+            result.m_params = param;
+        });
+        return result;
+    }
+
+    /// A dtype from a param struct of the right type for `id` (validated).
+    template <class Param>
+    static dtype with(dtype_enum id, const Param& param) {
+        if (!is_valid(id)) throw dtype_error("npybridge: not a MegDNN dtype");
+        dtype result(id, no_check{});
+        bool matched = false;
+        with_params(id, [&](auto expected) {
+            if constexpr (std::is_same_v<decltype(expected), Param>) {
+                detail::check_params(npybridge::info(id), param);
+                result.m_params = param;
+                matched = true;
+            }
+        });
+        if (!matched) throw dtype_error(std::string(npybridge::info(id).name) + ": wrong param struct for this dtype");
+        return result;
+    }
+
+    dtype_enum id() const noexcept { return m_id; }
+    const dtype_info& info() const noexcept { return npybridge::info(m_id); }
+    std::string_view name() const noexcept { return info().name; }
+    bool is_quantized() const noexcept { return info().is_quantized; }
+
+    /// The param struct; Param must be param_t of this dtype.
+    template <class Param>
+    const Param& param() const {
+        return std::get<Param>(m_params);
+    }
+    const params& all_params() const noexcept { return m_params; }
+
+    /// Scale of a quantized dtype (its params' `scale` field); nullopt otherwise.
+    std::optional<float> scale() const noexcept { return field<float>("scale"); }
+    /// Zero point of an Asymm dtype (its params' `zero_point` field); nullopt otherwise.
+    std::optional<int> zero_point() const noexcept { return field<int>("zero_point"); }
+
+    /// "Int8", "QuantizedS8(scale=0.5)", "Quantized8Asymm(scale=0.25, zero_point=128)".
+    std::string to_string() const {
+        const std::string fields = std::visit([](const auto& p) { return detail::params_text(p); }, m_params);
+        return std::string(name()) + (fields.empty() ? "" : "(" + fields + ")");
+    }
+
+    /// Equal when the dtype and every param field are equal (floats exactly).
+    friend bool operator==(const dtype& a, const dtype& b) noexcept {
+        if (a.m_id != b.m_id || a.m_params.index() != b.m_params.index()) return false;
+        return std::visit(
+            [&](const auto& pa) {
+                using P = std::decay_t<decltype(pa)>;
+                return reflect::fields_equal(pa, std::get<P>(b.m_params));
+            },
+            a.m_params);
+    }
+    friend bool operator!=(const dtype& a, const dtype& b) noexcept { return !(a == b); }
+
+    std::size_t hash() const noexcept {
+        const std::size_t seed = std::hash<std::uint32_t>{}(static_cast<std::uint32_t>(m_id));
+        return std::visit([&](const auto& p) { return detail::params_hash(seed, p); }, m_params);
+    }
+
+    /// Calls f(param_t<id>{}) with the param struct type of `id` (runtime to
+    /// compile time, derived from the table).
+    template <class F>
+    static void with_params(dtype_enum id, F&& f) {
+        visit_row(id, std::forward<F>(f), std::make_index_sequence<dtype_count>{});
+    }
+
+private:
+    template <class T>
+    std::optional<T> field(std::string_view key) const noexcept {
+        return std::visit([&](const auto& p) { return detail::field_value<T>(p, key); }, m_params);
+    }
+
+    struct no_check {};
+    constexpr dtype(dtype_enum id, no_check) noexcept : m_id(id) {}
+
+    /// One dtype object per table row, made at compile time (quantized rows
+    /// hold a placeholder that of_row never hands out).
+    template <std::size_t... I>
+    static constexpr std::array<dtype, dtype_count> make_plain_rows(std::index_sequence<I...>) noexcept {
+        return {dtype(dtype_table[I].is_quantized ? dtype_enum::Float32 : dtype_table[I].id, no_check{})...};
+    }
+    static const std::array<dtype, dtype_count> plain_rows;
+
+    template <class F, std::size_t... I>
+    static void visit_row(dtype_enum id, F&& f, std::index_sequence<I...>) {
+        static_cast<void>(((dtype_table[I].id == id ? (f(typename detail::row_t<I>::param_type{}), true) : false) || ...));
+    }
+
+    dtype_enum m_id;
+    params m_params{};
+};
+
+// Constant-initialized (the initializer is a constant expression): no start-up code.
+inline const std::array<dtype, dtype_count> dtype::plain_rows = dtype::make_plain_rows(std::make_index_sequence<dtype_count>{});
+
 }  // namespace npybridge
+
+template <>
+struct std::hash<npybridge::dtype> {
+    std::size_t operator()(const npybridge::dtype& type) const noexcept { return type.hash(); }
+};

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <npybridge/config.hpp>
-#include <npybridge/detail/user_dtype_kinds.hpp>
+#include <npybridge/detail/user_dtype_casts.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/python.hpp>

@@ -1,0 +1,282 @@
+// npybridge/detail/user_dtype_casts.hpp — the casts between npybridge's user dtypes and NumPy's built-in types,
+// their comparison ufunc loops, and register_one(): one user dtype's scalar type, ArrFuncs, casts and loops.
+#pragma once
+
+#include <npybridge/config.hpp>
+#include <npybridge/detail/user_dtype_kinds.hpp>
+#include <npybridge/numpy.hpp>
+#include <npybridge/python.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+// ---- casts --------------------------------------------------------------------------
+
+/// A float cast to a C integer type as NumPy's float32 casts come out on
+/// x86-64, where C leaves out-of-range values undefined and NumPy's loops use
+/// the truncating conversions, whose "invalid" answer is the lowest integer:
+/// signed types up to 32 bits (and the small unsigned ones) through int32,
+/// int64 through int64, uint32 / uint64 through the signed conversion of the
+/// same width, shifted by 2^31 / 2^63 for values at or above it. NaN and
+/// infinities come out as those conversions give them.
+template <class Integer>
+Integer integer_like_numpy(float value) {
+    auto truncate = [](double v, auto lowest) -> decltype(lowest) {
+        using wide = decltype(lowest);
+        const double limit = -static_cast<double>(lowest);  // 2^31 or 2^63
+        return v > -limit - 1 && v < limit ? static_cast<wide>(v) : lowest;
+    };
+    const double v = value;
+    if constexpr (sizeof(Integer) < 4 || (sizeof(Integer) == 4 && std::is_signed_v<Integer>)) {
+        return static_cast<Integer>(truncate(v, INT32_MIN));
+    } else if constexpr (std::is_signed_v<Integer>) {
+        return static_cast<Integer>(truncate(v, INT64_MIN));
+    } else if constexpr (sizeof(Integer) == 4) {
+        if (v >= 2147483648.0) return static_cast<Integer>(static_cast<std::uint32_t>(truncate(v - 2147483648.0, INT32_MIN)) ^ 0x80000000u);
+        return static_cast<Integer>(static_cast<std::uint32_t>(truncate(v, INT32_MIN)));
+    } else {
+        constexpr double two63 = 9223372036854775808.0;
+        if (v >= two63) return static_cast<Integer>(static_cast<std::uint64_t>(truncate(v - two63, INT64_MIN)) ^ (std::uint64_t{1} << 63));
+        return static_cast<Integer>(static_cast<std::uint64_t>(truncate(v, INT64_MIN)));
+    }
+}
+
+/// Tag for numpy's bool (npy_bool is unsigned char, the same C type as uint8).
+struct numpy_bool_tag {
+    using type = npy_bool;
+};
+/// Tag for numpy's half (npy_half is uint16, the same C type as npy_uint16).
+struct numpy_half_tag {
+    using type = npy_half;
+};
+
+template <class T>
+struct cast_storage {
+    using type = T;
+};
+template <>
+struct cast_storage<numpy_bool_tag> {
+    using type = npy_bool;
+};
+template <>
+struct cast_storage<numpy_half_tag> {
+    using type = npy_half;
+};
+
+template <class Kind, class Builtin>
+void cast_from_user(void* from, void* to, npy_intp n, void*, void*) {
+    using out_t = typename cast_storage<Builtin>::type;
+    const auto* in = static_cast<const typename Kind::storage*>(from);
+    auto* out = static_cast<out_t*>(to);
+    for (npy_intp i = 0; i < n; ++i) {
+        const double value = Kind::to_double(in[i]);
+        if constexpr (std::is_same_v<Builtin, numpy_half_tag>) {
+            out[i] = half::from_float(static_cast<float>(value)).bits;
+        } else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) {
+            out[i] = value != 0.0;
+        } else if constexpr (std::is_integral_v<Builtin>) {
+            out[i] = integer_like_numpy<Builtin>(static_cast<float>(value));  // exact: bfloat16 and intbN values are floats
+        } else {
+            out[i] = static_cast<Builtin>(value);
+        }
+    }
+}
+
+template <class Kind, class Builtin>
+void cast_to_user(void* from, void* to, npy_intp n, void*, void*) {
+    const auto* in = static_cast<const typename cast_storage<Builtin>::type*>(from);
+    auto* out = static_cast<typename Kind::storage*>(to);
+    for (npy_intp i = 0; i < n; ++i) {
+        double value;
+        if constexpr (std::is_same_v<Builtin, numpy_half_tag>) value = static_cast<double>(half{in[i]}.to_float());
+        else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) value = in[i] != 0;  // any nonzero byte is True
+        else value = static_cast<double>(in[i]);
+        if constexpr (Kind::is_float) {
+            out[i] = bfloat16::from_float(static_cast<float>(value));
+        } else {
+            constexpr unsigned bits = info(Kind::id).bits;
+            if (!(value == std::floor(value)) || !intb_traits<bits>::valid(static_cast<long long>(value))) {
+                // Casts run with the GIL (the dtype needs the Python API): numpy reports this error.
+                // numpy hands a cast loop a buffered chunk, not the array: the
+                // position in the array is unknown here, so none is named.
+                if (!PyErr_Occurred()) {
+                    PyErr_Format(PyExc_ValueError,
+                                 "%s: cannot hold %s, which is not an odd integer in [-%d, %d] (numpy's cast does not tell "
+                                 "where it is; npybridge's own conversions name the index)",
+                                 Kind::name, value_text(value).c_str(), intb_traits<bits>::top, intb_traits<bits>::top);
+                }
+                out[i] = 1;
+                continue;
+            }
+            out[i] = static_cast<std::int8_t>(value);
+        }
+    }
+}
+
+template <class Kind>
+void user_to_user_identity(void* from, void* to, npy_intp n, void*, void*) {
+    std::memcpy(to, from, static_cast<std::size_t>(n) * sizeof(typename Kind::storage));
+}
+
+// ---- ufunc loops: comparisons ---------------------------------------------------------
+
+template <class Kind, int Op>
+void compare_loop(char** args, npy_intp const* dimensions, npy_intp const* steps, void*) {
+    const npy_intp n = dimensions[0];
+    for (npy_intp i = 0; i < n; ++i) {
+        typename Kind::storage a, b;
+        std::memcpy(&a, args[0] + i * steps[0], sizeof a);
+        std::memcpy(&b, args[1] + i * steps[1], sizeof b);
+        const double x = Kind::to_double(a), y = Kind::to_double(b);
+        bool r = false;
+        switch (Op) {
+            case Py_EQ: r = x == y; break;
+            case Py_NE: r = x != y; break;
+            case Py_LT: r = x < y; break;
+            case Py_LE: r = x <= y; break;
+            case Py_GT: r = x > y; break;
+            case Py_GE: r = x >= y; break;
+        }
+        *reinterpret_cast<npy_bool*>(args[2] + i * steps[2]) = r;
+    }
+}
+
+// ---- registration ------------------------------------------------------------------------
+
+template <class Kind>
+bool register_casts(PyArray_Descr* user_descr, int type_num) {
+    bool ok = true;
+    auto both = [&](int builtin, PyArray_VectorUnaryFunc* from_user, PyArray_VectorUnaryFunc* to_user, bool safe_out) {
+        ok = ok && PyArray_RegisterCastFunc(user_descr, builtin, from_user) == 0;
+        PyArray_Descr* builtin_descr = PyArray_DescrFromType(builtin);
+        ok = ok && PyArray_RegisterCastFunc(builtin_descr, type_num, to_user) == 0;
+        if (ok && safe_out) ok = PyArray_RegisterCanCast(user_descr, builtin, NPY_NOSCALAR) == 0;
+        Py_DECREF(builtin_descr);
+    };
+    constexpr bool is_bf16 = Kind::is_float;
+    both(NPY_BOOL, cast_from_user<Kind, numpy_bool_tag>, cast_to_user<Kind, numpy_bool_tag>, false);
+    both(NPY_INT8, cast_from_user<Kind, npy_int8>, cast_to_user<Kind, npy_int8>, !is_bf16);
+    both(NPY_UINT8, cast_from_user<Kind, npy_uint8>, cast_to_user<Kind, npy_uint8>, false);
+    both(NPY_INT16, cast_from_user<Kind, npy_int16>, cast_to_user<Kind, npy_int16>, !is_bf16);
+    both(NPY_UINT16, cast_from_user<Kind, npy_uint16>, cast_to_user<Kind, npy_uint16>, false);
+    both(NPY_INT32, cast_from_user<Kind, npy_int32>, cast_to_user<Kind, npy_int32>, !is_bf16);
+    both(NPY_UINT32, cast_from_user<Kind, npy_uint32>, cast_to_user<Kind, npy_uint32>, false);
+    both(NPY_INT64, cast_from_user<Kind, npy_int64>, cast_to_user<Kind, npy_int64>, !is_bf16);
+    both(NPY_UINT64, cast_from_user<Kind, npy_uint64>, cast_to_user<Kind, npy_uint64>, false);
+    // 'q' / 'Q' (np.longlong, array.array("q")): their own type numbers even where they are 64 bits like NPY_INT64.
+    if (NPY_LONGLONG != NPY_INT64) {
+        both(NPY_LONGLONG, cast_from_user<Kind, npy_longlong>, cast_to_user<Kind, npy_longlong>, !is_bf16);
+        both(NPY_ULONGLONG, cast_from_user<Kind, npy_ulonglong>, cast_to_user<Kind, npy_ulonglong>, false);
+    }
+    both(NPY_HALF, cast_from_user<Kind, numpy_half_tag>, cast_to_user<Kind, numpy_half_tag>, !is_bf16);
+    both(NPY_FLOAT32, cast_from_user<Kind, npy_float32>, cast_to_user<Kind, npy_float32>, true);
+    both(NPY_FLOAT64, cast_from_user<Kind, npy_float64>, cast_to_user<Kind, npy_float64>, true);
+    return ok;
+}
+
+template <class Kind>
+bool register_comparisons(int type_num) {
+    object numpy = object::steal(PyImport_ImportModule("numpy"));
+    if (!numpy) return false;
+    struct entry {
+        const char* ufunc;
+        PyUFuncGenericFunction loop;
+    };
+    const entry loops[] = {
+        {"equal", compare_loop<Kind, Py_EQ>}, {"not_equal", compare_loop<Kind, Py_NE>},
+        {"less", compare_loop<Kind, Py_LT>},  {"less_equal", compare_loop<Kind, Py_LE>},
+        {"greater", compare_loop<Kind, Py_GT>}, {"greater_equal", compare_loop<Kind, Py_GE>},
+    };
+    const int types[] = {type_num, type_num, NPY_BOOL};
+    for (const entry& e : loops) {
+        object ufunc = object::steal(PyObject_GetAttrString(numpy.get(), e.ufunc));
+        if (!ufunc) return false;
+        if (PyUFunc_RegisterLoopForType(reinterpret_cast<PyUFuncObject*>(ufunc.get()), type_num, e.loop, types, nullptr) < 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/// Registers one user dtype: its scalar type (a subclass of np.generic named
+/// `<module>.<name>`), ArrFuncs, casts and comparison loops.
+template <class Kind>
+bool register_one(const std::string& module_name) {
+    const char type_char = Kind::is_float ? 'f' : 'i';
+    using storage = typename Kind::storage;
+    static const std::string qualified = module_name + "." + Kind::name;
+    static PyMethodDef methods[] = {
+        {"__reduce__", scalar_reduce<Kind>, METH_NOARGS, nullptr},
+        {nullptr, nullptr, 0, nullptr},
+    };
+    static PyType_Slot slots[] = {
+        {Py_tp_new, reinterpret_cast<void*>(scalar_tp_new<Kind>)},
+        {Py_tp_repr, reinterpret_cast<void*>(scalar_repr<Kind>)},
+        {Py_tp_str, reinterpret_cast<void*>(scalar_repr<Kind>)},
+        {Py_tp_hash, reinterpret_cast<void*>(scalar_hash<Kind>)},
+        {Py_tp_richcompare, reinterpret_cast<void*>(scalar_richcompare<Kind>)},
+        {Py_nb_float, reinterpret_cast<void*>(scalar_float<Kind>)},
+        {Py_nb_int, reinterpret_cast<void*>(scalar_int<Kind>)},
+        {Py_nb_bool, reinterpret_cast<void*>(scalar_bool<Kind>)},
+        {Py_tp_methods, methods},
+        {0, nullptr},
+    };
+    static PyType_Spec spec = {qualified.c_str(), static_cast<int>(sizeof(scalar_object<storage>)), 0,
+                               Py_TPFLAGS_DEFAULT, slots};
+    object bases = object::steal(PyTuple_Pack(1, reinterpret_cast<PyObject*>(&PyGenericArrType_Type)));
+    if (!bases) return false;
+    PyObject* type = PyType_FromSpecWithBases(&spec, bases.get());
+    if (type == nullptr) return false;
+    Kind::type_object() = type;
+    // The mark by which any npybridge module finds this registration again (find_registered).
+    object mark = object::steal(PyUnicode_FromString(Kind::name));
+    if (!mark || PyObject_SetAttrString(type, registration_mark, mark.get()) != 0) return false;
+
+    static PyArray_ArrFuncs funcs;
+    PyArray_InitArrFuncs(&funcs);
+    funcs.getitem = array_getitem<Kind>;
+    funcs.setitem = array_setitem<Kind>;
+    funcs.copyswap = array_copyswap<Kind>;
+    funcs.copyswapn = array_copyswapn<Kind>;
+    funcs.nonzero = array_nonzero<Kind>;
+    funcs.compare = array_compare<Kind>;
+    funcs.argmax = array_argmax<Kind>;
+    funcs.argmin = array_argmin<Kind>;
+
+#if NPY_ABI_VERSION >= 0x02000000
+    static PyArray_DescrProto proto;
+#else
+    static PyArray_Descr proto;
+#endif
+    std::memset(static_cast<void*>(&proto), 0, sizeof proto);
+    Py_SET_TYPE(reinterpret_cast<PyObject*>(&proto), &PyArrayDescr_Type);
+    Py_SET_REFCNT(reinterpret_cast<PyObject*>(&proto), 1);
+    proto.typeobj = reinterpret_cast<PyTypeObject*>(type);
+    proto.kind = 'V';
+    proto.type = type_char;
+    proto.byteorder = sizeof(storage) > 1 ? '=' : '|';
+    proto.flags = NPY_NEEDS_PYAPI | NPY_USE_GETITEM | NPY_USE_SETITEM;
+    proto.type_num = 0;
+    proto.elsize = static_cast<int>(sizeof(storage));
+    proto.alignment = static_cast<int>(alignof(storage));
+    proto.f = &funcs;
+    proto.hash = -1;
+    const int type_num = PyArray_RegisterDataType(&proto);
+    if (type_num < 0) return false;
+    Kind::type_num() = type_num;
+    PyArray_Descr* descr = PyArray_DescrFromType(type_num);
+    if (descr == nullptr) return false;
+    const bool ok = register_casts<Kind>(descr, type_num) && register_comparisons<Kind>(type_num);
+    Py_DECREF(descr);
+    return ok;
+}
+
+}  // namespace detail
+}  // namespace npybridge
