@@ -297,7 +297,8 @@ EXAMPLE_MODULE(m) {
     // ---- the Python API of npybridge_example, written with the binding library ---------------------------
     m.def("register_user_dtypes", [m]() { return to_python(example::user_dtype_numbers(m.ptr())); },
           "Registers bfloat16 / intb1 / intb2 / intb4 (a no-op after the first time); returns their type numbers.");
-    to_python(example::user_dtype_numbers(m.ptr()));  // bfloat16, intb1, intb2, intb4 as attributes of the module
+    // bfloat16, intb1, intb2, intb4 as attributes of the module (a failure is the module's ImportError).
+    if (!npb::register_user_dtypes(m.ptr())) throw npb::python_error();
     m.def("call", [](bind::handle fn, bind::args args) { return to_python(example::call_from_cpp(fn.ptr(), args.ptr())); },
           "call(fn, *args): fn(*args) called from C++; its exceptions come back unchanged.");
     m.def("throw_cpp", [](const std::string& kind, const std::string& message) { example::throw_cpp(kind, message); },

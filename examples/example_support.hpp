@@ -302,6 +302,7 @@ inline npb::object quantize_values(PyObject* values, PyObject* dtype_like) {
         const std::int32_t code = npb::quantize(type, from[i]);
         switch (PyArray_ITEMSIZE(out)) {
             case 1: static_cast<std::int8_t*>(PyArray_DATA(out))[i] = static_cast<std::int8_t>(code); break;
+            case 2: static_cast<std::int16_t*>(PyArray_DATA(out))[i] = static_cast<std::int16_t>(code); break;
             case 4: static_cast<std::int32_t*>(PyArray_DATA(out))[i] = code; break;
             default: throw npb::dtype_error("quantize: " + type.to_string() + " has no code storage this example writes");
         }

@@ -39,16 +39,14 @@ public:
     object(object&& other) noexcept : m_ptr(std::exchange(other.m_ptr, nullptr)) {}
     object& operator=(object&& other) noexcept {
         if (this != &other) {
-            Py_XDECREF(m_ptr);
+            drop();
             m_ptr = std::exchange(other.m_ptr, nullptr);
         }
         return *this;
     }
     object(const object&) = delete;
     object& operator=(const object&) = delete;
-    ~object() {
-        if (m_ptr != nullptr && !detail::python_ended_a_thread.load(std::memory_order_relaxed)) Py_DECREF(m_ptr);
-    }
+    ~object() { drop(); }
 
     PyObject* get() const noexcept { return m_ptr; }
     /// Gives the reference to the caller.
@@ -57,6 +55,9 @@ public:
 
 private:
     explicit object(PyObject* ptr) noexcept : m_ptr(ptr) {}
+    void drop() noexcept {
+        if (m_ptr != nullptr && !detail::python_ended_a_thread.load(std::memory_order_relaxed)) Py_DECREF(m_ptr);
+    }
     PyObject* m_ptr = nullptr;
 };
 

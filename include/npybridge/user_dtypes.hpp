@@ -9,16 +9,12 @@
 #include <npybridge/python_errors.hpp>
 
 #include <array>
-#include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <utility>
-#include <type_traits>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {

@@ -1,13 +1,16 @@
 """Each public header of npybridge compiles on its own, warning-free, for every compiler and standard a user may have.
 
 npybridge is compiled by its users' compilers with their flags: a warning in a header breaks a user's -Werror
-build. Every include/npybridge/*.hpp (the umbrella among them) is compiled alone with -Wall -Wextra -Wpedantic
--Werror by GCC and Clang (whichever of g++ and clang++-14 / clang++ this machine has; a missing one fails) in
-C++17, C++20 and C++23. CPython, NumPy and Boost come in as -isystem, as a build system hands them over.
+build. With -Wall -Wextra -Wpedantic -Werror in C++17, C++20 and C++23: every include/npybridge/*.hpp alone by GCC
+(each header brings what it uses, whatever the standard library includes transitively in that standard), and the
+umbrella, which includes every one of them, by GCC and Clang (g++ and clang++-14 / clang++; a missing one fails):
+a header's warnings are the same alone or in the umbrella, so Clang compiling each one alone again would only
+repeat the umbrella's answer. CPython, NumPy and Boost come in as -isystem, as a build system hands them over.
 """
 import concurrent.futures
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -40,7 +43,25 @@ def compile_one(compiler, standard, header, include):
     return result.returncode, result.stderr
 
 
+def reached_from(include, header):
+    """The npybridge headers `header` includes, directly or through others."""
+    seen, todo = set(), [header]
+    while todo:
+        text = (include / "npybridge" / todo.pop()).read_text()
+        for name in re.findall(r"^#include <npybridge/([^>]+)>", text, re.MULTILINE):
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return seen
+
+
 class HeaderMatrixTest(unittest.TestCase):
+    def test_the_umbrella_includes_every_public_header(self):
+        include = runfiles_root() / "include"
+        headers = {p.name for p in (include / "npybridge").glob("*.hpp")} - {"npybridge.hpp"}
+        self.assertEqual(headers - reached_from(include, "npybridge.hpp"), set(),
+                         "npybridge.hpp must include every public header (Clang compiles the umbrella only)")
+
     def test_every_header_alone_with_every_compiler_and_standard(self):
         include = runfiles_root() / "include"
         headers = sorted(p.name for p in (include / "npybridge").glob("*.hpp"))
@@ -49,7 +70,8 @@ class HeaderMatrixTest(unittest.TestCase):
         found = compilers()
         for name, path in found.items():
             self.assertIsNotNone(path, f"no {name} compiler on PATH (tools/bazelw installs g++ and clang-14)")
-        jobs = [(path, standard, header) for path in found.values() for standard in STANDARDS for header in headers]
+        jobs = [(found["gcc"], standard, header) for standard in STANDARDS for header in headers]
+        jobs += [(found["clang"], standard, "npybridge.hpp") for standard in STANDARDS]
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
             results = list(pool.map(lambda job: (job, compile_one(*job, include)), jobs))
         for (compiler, standard, header), (code, stderr) in results:

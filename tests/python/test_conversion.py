@@ -291,6 +291,38 @@ def test_the_second_conversion_of_a_dtype_decides_like_the_first(make):
     np.testing.assert_array_equal(second.numpy(), a)
 
 
+QUANTIZE_CASES = [  # base, name, scale, zero_point, code range (the clamp), the low-bit ones unpacked one per byte
+    ("uint8", "Quantized8Asymm", 0.25, 128, 0, 255),
+    ("int8", "QuantizedS8", 0.5, None, -128, 127),
+    ("int16", "QuantizedS16", 0.125, None, -32768, 32767),
+    ("int32", "QuantizedS32", 2**-10, None, -2**31, 2147483520),  # the largest float32 below 2^31
+    ("uint8", "Quantized4Asymm", 0.5, 3, 0, 15),
+    ("int8", "QuantizedS4", 0.25, None, -8, 7),
+    ("int8", "QuantizedS1", 1.0, None, 0, 1),
+]
+
+
+@pytest.mark.parametrize("base, name, scale, zero_point, lo, hi", QUANTIZE_CASES, ids=[c[1] for c in QUANTIZE_CASES])
+def test_quantize_rounds_half_away_from_zero_and_clamps_and_dequantize_inverts_it(base, name, scale, zero_point,
+                                                                                   lo, hi):
+    # MegDNN's rule (dtype.h): q = clamp(round_half_away(x / scale) + zero_point), all in float32; NaN -> lo.
+    dtype = mgb_dtype(base, name, scale, zero_point)
+    zp = zero_point or 0
+    steps = np.arange(max(lo - zp, -400) - 3, min(hi - zp, 400) + 4, dtype=np.float64)
+    quotients = np.concatenate([steps, steps + 0.5, steps - 0.5, steps + 0.49, [1e12, -1e12]])
+    x = (quotients * scale).astype(np.float32)
+    codes = nbx.quantize(np.append(x, np.float32("nan")).astype(np.float32), dtype)
+    assert codes.dtype == dtype and codes.dtype.metadata == dtype.metadata
+    q = (x / np.float32(scale)).astype(np.float64)  # the float32 quotient, exactly
+    expected = np.clip(np.sign(q) * np.floor(np.abs(q) + 0.5) + zp, lo, hi)
+    np.testing.assert_array_equal(codes[:-1].astype(np.int64), expected.astype(np.int64))
+    assert codes[-1] == lo
+    assert codes.astype(np.int64).min() == lo and codes.astype(np.int64).max() == hi
+    inside = codes[:-1][(expected > lo) & (expected < hi)]
+    np.testing.assert_array_equal(nbx.dequantize(inside),
+                                  (inside.astype(np.float64) - zp).astype(np.float32) * np.float32(scale))
+
+
 def test_a_plain_array_becomes_quantized_codes_when_asked():
     a = np.array([1, 2, 3], dtype=np.int8)
     t = Tensor.from_numpy(a, dtype=mgb_dtype("int8", "QuantizedS8", 0.5))

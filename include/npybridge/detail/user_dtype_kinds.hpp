@@ -9,13 +9,13 @@
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
 #include <npybridge/scalar_types.hpp>
+
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
-#include <type_traits>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
