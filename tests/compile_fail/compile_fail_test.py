@@ -2,9 +2,11 @@
 
 These are the compile errors npybridge promises (static_assert messages that start
 with `npybridge:`); a file that compiles, or fails for another reason, fails.
-Uses the system C++ compiler (CXX, else g++); CPython's and NumPy's headers are on the include path for the
-cases that need the Python-facing headers (npybridge/arg.hpp).
+Each case is compiled by GCC and by Clang (g++ and clang++-14 / clang++; a missing one fails), whatever the
+build's configuration. CPython's and NumPy's headers are on the include path for the cases that need the
+Python-facing headers (npybridge/arg.hpp).
 """
+import concurrent.futures
 import os
 import pathlib
 import shutil
@@ -26,21 +28,29 @@ def runfiles_root():
     return pathlib.Path(os.environ.get("TEST_SRCDIR", HERE.parent.parent.parent)) / "npybridge"
 
 
+def compile_case(compiler, case, root):
+    return subprocess.run(
+        [compiler, "-std=c++17", "-fsyntax-only", "-I", str(root / "include"), *(["-isystem", BOOST] if BOOST else []),
+         "-isystem", numpy.get_include(), "-isystem", sysconfig.get_paths()["include"], str(case)],
+        capture_output=True, text=True)
+
+
 class CompileFailTest(unittest.TestCase):
-    def test_each_case_fails_with_its_message(self):
+    def test_each_case_fails_with_its_message_with_gcc_and_clang(self):
         root = runfiles_root()
         cases = sorted((root / "tests" / "compile_fail").glob("*.cpp"))
         self.assertGreaterEqual(len(cases), 4)
-        compiler = os.environ.get("CXX") or shutil.which("g++") or "c++"
-        for case in cases:
-            with self.subTest(case=case.name):
+        compilers = {"gcc": shutil.which("g++"), "clang": shutil.which("clang++-14") or shutil.which("clang++")}
+        for name, path in compilers.items():
+            self.assertIsNotNone(path, f"no {name} compiler on PATH (tools/bazelw installs g++ and clang-14)")
+        jobs = [(compiler, case) for compiler in compilers.values() for case in cases]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            results = list(pool.map(lambda job: compile_case(*job, root), jobs))
+        for (compiler, case), result in zip(jobs, results):
+            with self.subTest(compiler=compiler, case=case.name):
                 expect = case.read_text().splitlines()[0].removeprefix("// expect:").strip()
-                result = subprocess.run(
-                    [compiler, "-std=c++17", "-fsyntax-only", "-I", str(root / "include"), *(["-isystem", BOOST] if BOOST else []),
-                     "-isystem", numpy.get_include(), "-isystem", sysconfig.get_paths()["include"], str(case)],
-                    capture_output=True, text=True)
-                self.assertNotEqual(result.returncode, 0, f"{case.name} compiled but must not")
-                self.assertIn(expect, result.stderr, f"{case.name} failed for another reason")
+                self.assertNotEqual(result.returncode, 0, f"{compiler}: {case.name} compiled but must not")
+                self.assertIn(expect, result.stderr, f"{compiler}: {case.name} failed for another reason")
 
 
 if __name__ == "__main__":
