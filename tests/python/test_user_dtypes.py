@@ -1,11 +1,14 @@
 """NumPy user dtypes bfloat16 and intb1/2/4 (docs/dtypes.md), and tensors of them."""
+import os
 import pickle
+import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
 
-from conftest import nbx
+from conftest import EXAMPLE_MODULE, nbx
 
 
 bf16 = nbx.bfloat16
@@ -14,6 +17,33 @@ try:
     import ml_dtypes
 except ImportError:  # the NumPy 1 venv has no ml_dtypes (0.6 needs NumPy 2)
     ml_dtypes = None
+
+
+SAME_NAME_OTHER_SIZE = """
+import ml_dtypes, numpy as np
+fake = ml_dtypes.float8_e4m3fn
+fake.__name__ = "bfloat16"  # now ml_dtypes.bfloat16 by module and name, but one byte per item
+assert (fake.__module__, np.dtype(fake).itemsize) == ("ml_dtypes", 1)
+import {module} as nbx
+real = nbx.Tensor.from_numpy(np.array([1.5], dtype=ml_dtypes.bfloat16))
+assert real.dtype_name == "BFloat16" and real.borrowed
+try:
+    nbx.Tensor.from_numpy(np.zeros(3, dtype=fake))
+except nbx.DTypeError as e:
+    print("refused:", e)
+"""
+
+
+@pytest.mark.skipif(ml_dtypes is None, reason="needs ml_dtypes (NumPy 2 venvs)")
+def test_a_user_dtype_named_like_a_known_one_but_of_another_item_size_is_refused():
+    # Other libraries' types are recognized by scalar type module, name and item size: the size keeps a
+    # look-alike from being read as two-byte bfloat16. Fresh interpreter: the rename is process-wide.
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(nbx.__file__))
+    code = textwrap.dedent(SAME_NAME_OTHER_SIZE).format(module=EXAMPLE_MODULE)
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "refused:" in result.stdout and "has no MegBrain dtype" in result.stdout, result.stdout
+    assert "bfloat16" in result.stdout.split("refused:")[1], result.stdout
 
 
 def test_registering_again_is_a_no_op():
