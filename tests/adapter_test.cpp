@@ -228,12 +228,143 @@ TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was
         CHECK(std::memcmp(before.data(), packed.ptr, 2) == 0);
         test::owned good = test::eval("np.array([[-3, -3, -3], [3, 3, 3]], dtype=np.int8)");
         nb::copy_into(good.get(), packed);
-        CHECK(static_cast<std::uint8_t*>(packed.ptr)[0] == 0x00);  // row-aligned: row 0 = codes 0,0,0
-        CHECK(static_cast<std::uint8_t*>(packed.ptr)[1] == 0x3F);  // row 1 = codes 3,3,3
+        // IntB2 is compact, as in MegBrain: codes 0,0,0,3 | 3,3 (v = 2c - 3).
+        CHECK(static_cast<std::uint8_t*>(packed.ptr)[0] == 0xC0);
+        CHECK(static_cast<std::uint8_t*>(packed.ptr)[1] == 0x0F);
     }
     SECTION("a read-only destination is refused") {
         destination.read_only = true;
         CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::copy_into(zeros.get(), destination); }),
                    Contains("destination tensor is read-only"));
     }
+}
+
+// A tensor type with no read-only flag of its own (as MegBrain's HostTensorND): the stand-in whose adapter
+// always says "writable".
+struct flagless_tensor : host_tensor {};
+template <>
+struct npybridge::tensor_adapter<flagless_tensor> : npybridge::tensor_adapter<host_tensor> {
+    using base = npybridge::tensor_adapter<host_tensor>;
+    static bool writable(const host_tensor&) { return true; }
+    static flagless_tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner,
+                                  const placement& where) {
+        return {base::borrow(type, data, layout, writable, std::move(owner), where)};
+    }
+    static flagless_tensor make(const dtype& type, const tensor_layout& layout, lowbit_layout packing, const placement& where) {
+        return {base::make(type, layout, packing, where)};
+    }
+};
+static_assert(npybridge::check_adapter<flagless_tensor>());
+
+TEST_CASE("a placement is carried through borrow, make and copy", "[adapter][placement]") {
+    test::owned array = test::eval("np.arange(6, dtype=np.float32)");
+    CHECK(nb::to_tensor<host_tensor>(array.get()).tensor.where.device == 0);  // the adapter's default
+    auto borrowed = nb::to_tensor<host_tensor>(array.get(), {}, megbrain_like::place{4});
+    CHECK(borrowed.borrowed);
+    CHECK(borrowed.tensor.where.device == 4);
+    auto copied = nb::to_tensor<host_tensor>(array.get(), nb::to_tensor_options().with(nb::borrow_policy::copy), {5});
+    CHECK_FALSE(copied.borrowed);
+    CHECK(copied.tensor.where.device == 5);
+    test::owned reversed = test::eval("np.arange(6, dtype=np.float32)[::-1]");  // copied: the stand-in takes no negative strides
+    CHECK(nb::to_tensor<host_tensor>(reversed.get(), {}, {6}).tensor.where.device == 6);
+    test::owned codes = test::eval("np.array([1, -1, 3], dtype=np.int8)");
+    CHECK(nb::to_tensor<host_tensor>(codes.get(), nb::to_tensor_options().as(nb::dtype(nb::dtype_enum::IntB2)), {7})
+              .tensor.where.device == 7);
+    CHECK(nb::placement_of(borrowed.tensor).device == 4);
+    CHECK(nb::default_placement<host_tensor>().device == 0);
+    static_assert(std::is_same_v<nb::placement_t<nb::tensor>, nb::no_placement>);
+}
+
+TEST_CASE("a packed tensor is made in the layout asked for, padded strides included", "[adapter][lowbit]") {
+    test::owned codes = test::eval("np.array([[1, -2, 3], [-4, 5, -6]], dtype=np.int8)");
+    const nb::dtype qs4 = nb::dtype::quantized(nb::dtype_enum::QuantizedS4, 0.5);
+    host_tensor t = nb::to_tensor<host_tensor>(codes.get(), nb::to_tensor_options().as(qs4)).tensor;
+    // MegBrain's row-aligned QuantizedS4: two bytes a row, element strides (4, 1).
+    CHECK(t.packing == nb::lowbit_layout::row_aligned);
+    CHECK(t.stride[0] == 4);
+    CHECK(t.stride[1] == 1);
+    const auto* bytes = static_cast<const std::uint8_t*>(t.ptr);
+    CHECK(bytes[0] == 0xE1);  // 1 | -2 << 4 (two's complement nibbles)
+    CHECK(bytes[1] == 0x03);
+    CHECK(bytes[2] == 0x5C);  // -4 | 5 << 4
+    CHECK(bytes[3] == 0x0A);  // -6
+    nb::object back = nb::to_array(t);
+    test::owned equal{PyObject_RichCompare(back.get(), codes.get(), Py_EQ)};
+    CHECK(PyObject_IsTrue(test::owned{PyObject_CallMethod(equal.get(), "all", nullptr)}.get()) == 1);
+}
+
+TEST_CASE("packed sub-tensors convert by copy, element by element", "[adapter][lowbit]") {
+    // IntB4 (compact, as MegBrain lays it out): columns 0..1 of a (2, 3) tensor start row 1 inside a byte.
+    test::owned values = test::eval("np.array([[-15, -13, -11], [-9, -7, -5]], dtype=np.int8)");
+    host_tensor whole = nb::to_tensor<host_tensor>(values.get(), nb::to_tensor_options().as(nb::dtype(nb::dtype_enum::IntB4))).tensor;
+    host_tensor columns = whole;
+    columns.shape[1] = 2;  // strides (3, 1) stay: MegBrain's sub-tensor of the same storage
+    nb::object array = nb::to_array(columns);
+    test::owned expected = test::eval("np.array([[-15, -13], [-9, -7]], dtype=np.int8)");
+    test::owned equal{PyObject_RichCompare(array.get(), expected.get(), Py_EQ)};
+    CHECK(PyObject_IsTrue(test::owned{PyObject_CallMethod(equal.get(), "all", nullptr)}.get()) == 1);
+
+    SECTION("row-aligned QuantizedS4 columns 1..2 (the sub-tensor starts on byte 0, bit 4)") {
+        test::owned codes = test::eval("np.array([[1, -2, 3], [-4, 5, -6]], dtype=np.int8)");
+        host_tensor q = nb::to_tensor<host_tensor>(codes.get(), nb::to_tensor_options().as(
+                                                                     nb::dtype::quantized(nb::dtype_enum::QuantizedS4, 0.5)))
+                            .tensor;
+        host_tensor tail = q;  // columns 0..1: whole bytes
+        tail.shape[1] = 2;
+        nb::object got = nb::to_array(tail);
+        test::owned want = test::eval("np.array([[1, -2], [-4, 5]], dtype=np.int8)");
+        test::owned same{PyObject_RichCompare(got.get(), want.get(), Py_EQ)};
+        CHECK(PyObject_IsTrue(test::owned{PyObject_CallMethod(same.get(), "all", nullptr)}.get()) == 1);
+    }
+    SECTION("copy_into a packed sub-tensor writes its elements and keeps every other bit") {
+        test::owned fresh = test::eval("np.array([[1, 3], [5, 7]], dtype=np.int8)");
+        nb::copy_into(fresh.get(), columns);
+        nb::object after = nb::to_array(whole);
+        test::owned want = test::eval("np.array([[1, 3, -11], [5, 7, -5]], dtype=np.int8)");
+        test::owned same{PyObject_RichCompare(after.get(), want.get(), Py_EQ)};
+        CHECK(PyObject_IsTrue(test::owned{PyObject_CallMethod(same.get(), "all", nullptr)}.get()) == 1);
+        test::owned bad = test::eval("np.array([[1, 2], [5, 7]], dtype=np.int8)");
+        CHECK_THAT(test::message_of<nb::value_range_error>([&] { nb::copy_into(bad.get(), columns); }),
+                   Contains("IntB4: value 2 at index (0, 1)"));
+        nb::object unchanged = nb::to_array(whole);
+        test::owned still{PyObject_RichCompare(unchanged.get(), want.get(), Py_EQ)};
+        CHECK(PyObject_IsTrue(test::owned{PyObject_CallMethod(still.get(), "all", nullptr)}.get()) == 1);
+    }
+}
+
+TEST_CASE("read-only memory is never handed back writable, even by a tensor type that cannot mark it", "[adapter][readonly]") {
+    test::owned frozen = test::eval("(lambda a: (a.setflags(write=False), a)[1])(np.arange(4, dtype=np.int32))");
+    auto result = nb::to_tensor<flagless_tensor>(frozen.get());
+    REQUIRE(result.borrowed);  // borrowed, and its owner remembers
+    CHECK_FALSE(nb::is_writable(result.tensor));
+    nb::object back = nb::to_array(result.tensor);
+    CHECK_FALSE(PyArray_ISWRITEABLE(reinterpret_cast<PyArrayObject*>(back.get())));
+    CHECK(PyArray_DATA(reinterpret_cast<PyArrayObject*>(back.get())) == result.tensor.ptr);
+    test::owned values = test::eval("np.ones(4, dtype=np.int32)");
+    CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::copy_into(values.get(), result.tensor); }),
+               Contains("destination tensor is read-only"));
+    CHECK(static_cast<const std::int32_t*>(result.tensor.ptr)[1] == 1);  // 1 from arange: unchanged
+
+    SECTION("a scoped borrow keeps no owner to remember: copied, with the reason") {
+        auto scoped = nb::to_tensor<flagless_tensor>(frozen.get(), nb::to_tensor_options().scoped());
+        CHECK_FALSE(scoped.borrowed);
+        CHECK_THAT(scoped.copy_reason, Contains("read-only") && Contains("cannot mark memory read-only"));
+        auto must = nb::to_tensor_options().scoped().with(nb::borrow_policy::must_borrow);
+        CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::to_tensor<flagless_tensor>(frozen.get(), must); }),
+                   Contains("must_borrow") && Contains("read-only"));
+        test::owned open = test::eval("np.arange(4, dtype=np.int32)");
+        CHECK(nb::to_tensor<flagless_tensor>(open.get(), nb::to_tensor_options().scoped()).borrowed);
+    }
+}
+
+TEST_CASE("a tensor that borrowed an array shares it back with that array as base", "[adapter][owner]") {
+    test::owned array = test::eval("np.arange(6, dtype=np.float32)");
+    host_tensor t = nb::to_tensor<host_tensor>(array.get()).tensor;  // its storage is a shared_ptr
+    nb::object back = nb::to_array(t);
+    CHECK(PyArray_BASE(reinterpret_cast<PyArrayObject*>(back.get())) == array.get());
+    // And the owner of a shared_ptr npybridge did not make is still kept alive through one.
+    host_tensor made = nb::to_tensor<host_tensor>(array.get(), nb::to_tensor_options().with(nb::borrow_policy::copy)).tensor;
+    nb::object shared = nb::to_array(made);
+    CHECK(PyArray_BASE(reinterpret_cast<PyArrayObject*>(shared.get())) != nullptr);
+    CHECK(made.storage.use_count() == 2);
 }

@@ -16,19 +16,23 @@ namespace npy = npybridge::megengine;
 using Catch::Matchers::Contains;
 using megbrain_like::host_tensor;
 
-TEST_CASE("np2tensor borrows, must_borrow shares or says why, copy_into fills a tensor", "[megengine]") {
+TEST_CASE("np2tensor borrows where asked, must_borrow shares or says why, copy_into replaces a tensor", "[megengine]") {
     test::owned array = test::eval("np.arange(6, dtype=np.float32).reshape(2, 3)");
     void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.get()));
     using Meth = npy::Meth<host_tensor>;
 
     host_tensor borrowed = npy::np2tensor(array.get(), Meth::borrow());
     CHECK(borrowed.ptr == data);
-    CHECK(npy::np2tensor(array.get(), Meth::must_borrow(0 /* a comp node: ignored */)).ptr == data);
+    CHECK(borrowed.where.device == 0);  // the adapter's default placement
+    host_tensor placed = npy::np2tensor(array.get(), Meth::must_borrow(megbrain_like::place{3}));
+    CHECK(placed.ptr == data);
+    CHECK(placed.where.device == 3);
 
     test::owned reversed = test::eval("np.arange(6, dtype=np.float32)[::-1]");
-    host_tensor copied = npy::np2tensor(reversed.get(), Meth::borrow());
+    host_tensor copied = npy::np2tensor(reversed.get(), Meth::borrow(megbrain_like::place{2}));
     CHECK(copied.ptr != PyArray_DATA(reinterpret_cast<PyArrayObject*>(reversed.get())));
     CHECK(static_cast<const float*>(copied.ptr)[0] == 5.0f);
+    CHECK(copied.where.device == 2);  // copies are made where asked too
     CHECK_THAT(test::message_of<nb::conversion_error>([&] { npy::np2tensor(reversed.get(), Meth::must_borrow()); }),
                Contains("must_borrow") && Contains("cannot be described by this tensor type"));
 
@@ -38,15 +42,25 @@ TEST_CASE("np2tensor borrows, must_borrow shares or says why, copy_into fills a 
     CHECK(narrow.type.id() == nb::dtype_enum::Int16);
     CHECK(static_cast<const std::int16_t*>(narrow.ptr)[1] == -2);
 
-    host_tensor dest = npy::np2tensor(test::eval("np.zeros((2, 3), np.float32)").get(), Meth::borrow());
-    test::owned source = test::eval("np.full((2, 3), 7, np.float32)");
+    // copy_into, as MegEngine's: the destination becomes a copy of the array, made where the destination is;
+    // tensors that shared its old memory keep it.
+    test::owned zeros = test::eval("np.zeros((2, 3), np.float32)");
+    host_tensor dest = npy::np2tensor(zeros.get(), Meth::borrow(megbrain_like::place{5}));
+    const host_tensor old = dest;
+    test::owned source = test::eval("np.full((3, 2), 7, np.float32)");
     host_tensor filled = npy::np2tensor(source.get(), Meth::copy_into(&dest));
     CHECK(filled.ptr == dest.ptr);
+    CHECK(dest.ptr != PyArray_DATA(reinterpret_cast<PyArrayObject*>(source.get())));
+    CHECK(dest.shape[0] == 3);
+    CHECK(dest.where.device == 5);
     CHECK(static_cast<const float*>(dest.ptr)[5] == 7.0f);
-    test::owned wrong = test::eval("np.ones((3, 2), np.float32)");
-    CHECK_THAT(test::message_of<nb::conversion_error>([&] { npy::np2tensor(wrong.get(), Meth::copy_into(&dest)); }),
-               Contains("shape"));
-    CHECK(static_cast<const float*>(dest.ptr)[0] == 7.0f);  // untouched
+    CHECK(static_cast<const float*>(old.ptr)[0] == 0.0f);
+    test::owned bad = test::eval("np.array([1, 300])");
+    CHECK_THAT(test::message_of<nb::value_range_error>(
+                   [&] { npy::np2tensor(bad.get(), Meth::copy_into(&dest), nb::dtype(nb::dtype_enum::Int8)); }),
+               Contains("300"));
+    CHECK(dest.shape[0] == 3);  // untouched on error
+    CHECK(static_cast<const float*>(dest.ptr)[0] == 7.0f);
 }
 
 TEST_CASE("ndarray_from_tensor honours MUST_SHARE, MUST_UNSHARE and TRY_SHARE", "[megengine]") {
@@ -69,8 +83,10 @@ TEST_CASE("ndarray_from_tensor honours MUST_SHARE, MUST_UNSHARE and TRY_SHARE", 
 }
 
 TEST_CASE("dtype_mgb2np, dtype_np2mgb and to_mgb_supported_dtype", "[megengine]") {
+    // A numpy.dtype, as MegEngine 1.13's dtype_mgb2np returns.
     test::owned float32_type{npy::dtype_mgb2np(nb::dtype(nb::dtype_enum::Float32))};
-    CHECK(float32_type.get() == reinterpret_cast<PyObject*>(&PyFloat32ArrType_Type));
+    REQUIRE(PyArray_DescrCheck(float32_type.get()));
+    CHECK(reinterpret_cast<PyArray_Descr*>(float32_type.get())->type_num == NPY_FLOAT32);
     test::owned quantized{npy::dtype_mgb2np(nb::dtype::quantized(nb::dtype_enum::QuantizedS8, 0.25))};
     REQUIRE(PyArray_DescrCheck(quantized.get()));
     CHECK(npy::dtype_np2mgb(quantized.get()) == nb::dtype::quantized(nb::dtype_enum::QuantizedS8, 0.25));

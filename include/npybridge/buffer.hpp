@@ -45,7 +45,7 @@ int get_buffer(PyObject* exporter, const Tensor& source, Py_buffer* view, int fl
                           : entry.is_quantized ? std::string("a buffer cannot carry its quantization params; use numpy()")
                                                : std::string("PEP 3118 has no format for it; use numpy()"));
         }
-        const bool writable = adapter::writable(source);
+        const bool writable = is_writable(source);
         if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && !writable) return refuse("it is read-only");
         const tensor_layout layout = adapter::layout_of(source);
         const auto itemsize = static_cast<Py_ssize_t>(entry.element_size);

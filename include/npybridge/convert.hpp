@@ -19,6 +19,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
@@ -108,10 +109,31 @@ template <class Tensor>
 }
 
 
+/// A fresh tensor from the adapter's make, checked to be dense (C-contiguous;
+/// packed: compact, or row-aligned at padded strides), since conversions fill
+/// it as one run of bytes. The packing the tensor reports is what counts.
+template <class Tensor>
+Tensor make_dense(const dtype& type, const tensor_layout& contiguous, lowbit_layout packing, const placement_t<Tensor>& where) {
+    using adapter = tensor_adapter<Tensor>;
+    Tensor made = adapter_make_at<Tensor>(type, contiguous, packing, where);
+    const tensor_layout layout = adapter::layout_of(made);
+    bool same_shape = layout.ndim == contiguous.ndim;
+    for (std::size_t i = 0; same_shape && i < layout.ndim; ++i) same_shape = layout.shape[i] == contiguous.shape[i];
+    const bool dense = type.info().is_packed ? layout.is_dense_packed(type.id(), adapter::packed_layout(made))
+                                             : layout.is_contiguous();
+    if (!same_shape || !dense) {
+        throw conversion_error("tensor_adapter::make gave a " + type.to_string() + " tensor of shape " + layout.shape_text() +
+                               " and strides " + tuple_text(layout.strides.data(), layout.ndim) + " for shape " +
+                               contiguous.shape_text() + "; conversions need a dense tensor of the shape asked for");
+    }
+    return made;
+}
+
 /// Everything but the common borrow: array-likes, dtype changes, copies with
 /// their reasons. Out of line, so the common borrow's frame stays small.
 template <class Tensor>
-[[gnu::noinline]] to_tensor_result<Tensor> to_tensor_general(PyObject* obj, const to_tensor_options& options) {
+[[gnu::noinline]] to_tensor_result<Tensor> to_tensor_general(PyObject* obj, const to_tensor_options& options,
+                                                             const placement_t<Tensor>& where) {
     using adapter = tensor_adapter<Tensor>;
     object owner = as_array(obj);
     auto* array = reinterpret_cast<PyArrayObject*>(owner.get());
@@ -134,19 +156,24 @@ template <class Tensor>
                              : why_not_borrow<Tensor>(array, source, target, layout, whole_elements, options);
     if (reason.empty()) {
         const bool writable = PyArray_ISWRITEABLE(array);
-        return {std::in_place,
-                [&] {
-                    return adapter::borrow(target, PyArray_DATA(array), layout, writable,
-                                           options.keep_alive ? python_owner(owner.get()) : owner_handle());
-                },
-                true};
+        to_tensor_result<Tensor> borrowed{std::in_place,
+                                          [&] {
+                                              return adapter_borrow_at<Tensor>(
+                                                  target, PyArray_DATA(array), layout, writable,
+                                                  options.keep_alive ? python_owner(owner.get(), !writable) : owner_handle(), where);
+                                          },
+                                          true};
+        // Read-only memory with no owner to remember it, in a tensor type that cannot mark it: copied.
+        if (writable || options.keep_alive || !adapter::writable(borrowed.tensor)) return borrowed;
+        reason = "read-only: the array is read-only, this tensor type cannot mark memory read-only, and a scoped "
+                 "borrow (keep_alive=false) keeps no owner to remember it";
     }
     if (options.policy == borrow_policy::must_borrow) {
         throw conversion_error("must_borrow: cannot share the memory of the " + array_text(array) + ": " + reason);
     }
     const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
-    const lowbit_layout packing = options.layout.value_or(default_layout(target.id()));
-    Tensor made = adapter::make(target, contiguous, packing);
+    Tensor made = make_dense<Tensor>(target, contiguous, options.layout.value_or(default_layout(target.id())), where);
+    const lowbit_layout packing = target.info().is_packed ? adapter::packed_layout(made) : lowbit_layout::compact;
     const object values = through_own_user_dtype(array, source);
     fill_copy(reinterpret_cast<PyArrayObject*>(values.get()), source, target, adapter::data(made), layout, packing, options);
     return to_tensor_result<Tensor>(std::move(made), false, std::move(reason));
@@ -158,22 +185,25 @@ template <class Tensor>
 /// Throws conversion_error (and its subclasses) naming the dtype, shape,
 /// index or flag at fault; on error nothing is left behind.
 template <class Tensor = tensor>
-to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& options = {}) {
+to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& options = {},
+                                   const placement_t<Tensor>& where = default_placement<Tensor>()) {
     static_assert(check_adapter<Tensor>());
-    using adapter = tensor_adapter<Tensor>;
     if (options.policy != borrow_policy::copy && PyArray_Check(obj)) {
         auto* array = reinterpret_cast<PyArrayObject*>(obj);
         tensor_layout layout;
-        if (const dtype* type = detail::quick_borrow<Tensor>(array, options, layout)) {
+        const bool writable = PyArray_ISWRITEABLE(array);
+        // (A read-only array with no owner takes the general path, which checks the tensor kept it read-only.)
+        if (const dtype* type = detail::quick_borrow<Tensor>(array, options, layout); type && (writable || options.keep_alive)) {
             return {std::in_place,
                     [&] {
-                        return adapter::borrow(*type, PyArray_DATA(array), layout, PyArray_ISWRITEABLE(array),
-                                               options.keep_alive ? detail::python_owner(obj) : owner_handle());
+                        return detail::adapter_borrow_at<Tensor>(
+                            *type, PyArray_DATA(array), layout, writable,
+                            options.keep_alive ? detail::python_owner(obj, !writable) : owner_handle(), where);
                     },
                     true};
         }
     }
-    return detail::to_tensor_general<Tensor>(obj, options);
+    return detail::to_tensor_general<Tensor>(obj, options, where);
 }
 
 namespace detail {
@@ -192,7 +222,6 @@ template <class Tensor>
     if (entry.form == numpy_form::none) {
         throw dtype_error(std::string(entry.name) + " has no numpy form (MegEngine gives it none either)");
     }
-    if (!layout.is_contiguous()) throw conversion_error(std::string(entry.name) + ": a packed tensor must be contiguous");
     const bool ml_4bit = format == lowbit_format::ml_dtypes;
     if (ml_4bit && (entry.bits != 4 || entry.coding == lowbit_coding::odd)) {
         const std::string four_bit_integers =
@@ -221,8 +250,13 @@ template <class Tensor>
     object result = object::steal(array);
     auto* out = static_cast<std::uint8_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array)));
     const std::size_t count = layout.count();
+    const lowbit_layout packing = adapter::packed_layout(source);
     without_gil_if_large(count, [&] {
-        unpack(entry.id, adapter::data(source), {count, layout.innermost()}, out, adapter::packed_layout(source));
+        if (layout.is_dense_packed(entry.id, packing)) {
+            unpack(entry.id, adapter::data(source), {count, layout.innermost()}, out, packing);
+        } else {  // a sub-tensor: each element from its strides
+            unpack_strided(entry.id, adapter::data(source), layout.shape.data(), layout.strides.data(), layout.ndim, out);
+        }
         if (ml_4bit) {
             for (std::size_t i = 0; i < count; ++i) out[i] &= 0x0F;  // ml_dtypes keeps the upper bits zero
         }
@@ -264,6 +298,9 @@ object to_array(const Tensor& source, share_policy policy, Tensor* consumed, low
         owner = consumed != nullptr ? adapter::take_owner(*consumed) : adapter::owner(source);
     } else {
         owner = adapter::owner(source);
+    }
+    if (owner.read_only()) {  // borrowed read-only memory stays read-only, whatever the tensor type says
+        PyArray_CLEARFLAGS(reinterpret_cast<PyArrayObject*>(view.get()), NPY_ARRAY_WRITEABLE);
     }
     object base = base_object_for(std::move(owner));
     if (base && PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(view.get()), base.release()) != 0) {
@@ -313,7 +350,7 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
     detail::checked_layout<Tensor>(array, layout);  // copied, never borrowed: partial strides do not matter
     const dtype target = adapter::dtype_of(destination);
     const tensor_layout dest_layout = adapter::layout_of(destination);
-    if (!adapter::writable(destination)) throw conversion_error("copy_into: the destination tensor is read-only");
+    if (!is_writable(destination)) throw conversion_error("copy_into: the destination tensor is read-only");
     bool same_shape = dest_layout.ndim == layout.ndim;
     for (std::size_t i = 0; same_shape && i < layout.ndim; ++i) same_shape = dest_layout.shape[i] == layout.shape[i];
     if (!same_shape) {
@@ -367,7 +404,14 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
     // tensor first, so a failure cannot leave the destination half-written.
     tensor staged = to_tensor<tensor>(obj, as_copy).tensor;
     if (target.info().is_packed) {
-        std::memcpy(adapter::data(destination), staged.data(), staged.storage_bytes());
+        if (dest_layout.is_dense_packed(target.id(), as_copy.layout.value())) {
+            std::memcpy(adapter::data(destination), staged.data(), staged.storage_bytes());
+        } else {  // a packed sub-tensor: element by element, the bits around it kept
+            std::vector<std::uint8_t> values(staged.count());
+            unpack(target.id(), staged.data(), {staged.count(), staged.layout().innermost()}, values.data(), staged.packing());
+            pack_strided(target.id(), values.data(), dest_layout.shape.data(), dest_layout.strides.data(), dest_layout.ndim,
+                         adapter::data(destination));
+        }
         return;
     }
     object from = to_array(staged, share_policy::try_share);

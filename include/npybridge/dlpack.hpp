@@ -159,7 +159,7 @@ object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
     const tensor_layout layout = adapter::layout_of(source);
     if (layout.ndim > detail::copy_max_ndim) throw dlpack_error("__dlpack__: too many dimensions");
     const bool versioned = options.max_version && options.max_version->major >= 1;
-    const bool writable = adapter::writable(source);
+    const bool writable = is_writable(source);
     bool copy = options.copy.value_or(false);
     if (!versioned && !writable && !copy) {
         throw dlpack_error(std::string("__dlpack__: the tensor is read-only and the legacy DLPack capsule cannot say so; ") +
@@ -167,7 +167,7 @@ object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
                            "ask for max_version=(1, 0) or newer (a read-only DLPack 1.x capsule)");
     }
     const lowbit_layout packing = entry.is_packed ? adapter::packed_layout(source) : lowbit_layout::compact;
-    if (entry.is_packed && !layout.is_contiguous()) {
+    if (entry.is_packed && !layout.is_dense_packed(entry.id, packing)) {
         throw dlpack_error("__dlpack__: a strided packed " + type.to_string() + " tensor cannot be described");
     }
 
@@ -345,6 +345,7 @@ inline consumed_capsule consume_capsule(PyObject* capsule) {
     } else {
         throw dlpack_error("from_dlpack: a capsule named '" + text + "' is not a DLPack tensor ('dltensor' or 'dltensor_versioned')");
     }
+    result.owner.get()->read_only = (result.flags & dlpack::flag_read_only) != 0;
     return result;
 }
 
@@ -402,7 +403,8 @@ inline object array_over_dlpack(const dlpack::tensor_view& view, PyObject* descr
 /// into a packed dtype: copied byte for byte when its strides are compact or
 /// MegBrain's row-aligned layout (repacked when the other layout is asked for).
 template <class Tensor>
-to_tensor_result<Tensor> packed_from_dlpack(const dlpack::tensor_view& view, const to_tensor_options& options) {
+to_tensor_result<Tensor> packed_from_dlpack(const dlpack::tensor_view& view, const to_tensor_options& options,
+                                            const placement_t<Tensor>& where) {
     using adapter = tensor_adapter<Tensor>;
     const std::string what = "from_dlpack: packed DLPack " + dlpack::type_text(view.dtype) + " data";
     if (!options.type || !options.type->info().is_packed || dlpack_type_of(options.type->info(), true) != std::optional(view.dtype)) {
@@ -441,8 +443,8 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::tensor_view& view, con
     if (matches(compact)) found = lowbit_layout::compact;
     else if (matches(aligned)) found = lowbit_layout::row_aligned;
     if (!found) throw conversion_error(what + " has strides that are neither compact nor row-aligned packing");
-    const lowbit_layout wanted = options.layout.value_or(default_layout(target.id()));
-    Tensor made = adapter::make(target, contiguous, wanted);
+    Tensor made = make_dense<Tensor>(target, contiguous, options.layout.value_or(default_layout(target.id())), where);
+    const lowbit_layout wanted = adapter::packed_layout(made);
     const std::size_t count = contiguous.count(), inner = contiguous.innermost();
     const auto* in = static_cast<const std::uint8_t*>(view.data) + view.byte_offset;
     auto* out = static_cast<std::uint8_t*>(adapter::data(made));
@@ -469,7 +471,8 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::tensor_view& view, con
 /// always keeps its owner (options.scoped() does not apply: DLPack memory
 /// lives until its deleter is called). Requires the GIL.
 template <class Tensor = tensor>
-to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& options = {}) {
+to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& options = {},
+                                     const placement_t<Tensor>& where = default_placement<Tensor>()) {
     static_assert(check_adapter<Tensor>());
     object capsule = detail::dlpack_capsule_of(obj);
     detail::consumed_capsule taken = detail::consume_capsule(capsule.get());
@@ -513,25 +516,25 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
         if (reinterpret_cast<std::uintptr_t>(data) % itemsize == 0 && adapter::accepts_strides(layout)) {
             const dtype type = *plain;
             return {std::in_place,
-                    [&] { return adapter::borrow(type, data, layout, !read_only, std::move(taken.owner)); },
+                    [&] { return detail::adapter_borrow_at<Tensor>(type, data, layout, !read_only, std::move(taken.owner), where); },
                     true};
         }
     }
     to_tensor_options kept = options;
     kept.keep_alive = true;
     if (view.dtype.bits < 8) {
-        if ((taken.flags & dlpack::flag_subbyte_padded) == 0) return detail::packed_from_dlpack<Tensor>(view, kept);
+        if ((taken.flags & dlpack::flag_subbyte_padded) == 0) return detail::packed_from_dlpack<Tensor>(view, kept, where);
         // One element per byte: the values, then the usual conversion (it packs and checks).
         object descr = object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_UINT8)));
         object bytes = detail::array_over_dlpack(view, descr.get(), 1, !read_only, taken.owner);
         object values = detail::low_bits_as_bytes(reinterpret_cast<PyArrayObject*>(bytes.get()), view.dtype.bits,
                                                   view.dtype.code == dlpack::int_code);
-        return to_tensor<Tensor>(values.get(), kept);
+        return to_tensor<Tensor>(values.get(), kept, where);
     }
     object descr = detail::numpy_descr_for(view.dtype);
     const auto itemsize = static_cast<std::size_t>(detail::descr_elsize(reinterpret_cast<PyArray_Descr*>(descr.get())));
     object array = detail::array_over_dlpack(view, descr.get(), itemsize, !read_only, taken.owner);
-    return to_tensor<Tensor>(array.get(), kept);
+    return to_tensor<Tensor>(array.get(), kept, where);
 }
 
 }  // namespace npybridge

@@ -248,6 +248,88 @@ inline void unpack(dtype_enum id, const void* src, lowbit_extent extent, void* d
     }
 }
 
+namespace detail {
+
+/// Calls visit(flat index, bit position from bit 0 of the first element's byte) for each element of a
+/// packed layout in C order; strides count elements and may be padded, strided or negative.
+template <class Visit>
+void for_each_packed_bit(unsigned bits, const std::size_t* shape, const std::ptrdiff_t* strides, std::size_t ndim,
+                         Visit visit) {
+    if (ndim > NPYBRIDGE_MAX_NDIM) {
+        throw conversion_error(std::to_string(ndim) + " dimensions, at most " + std::to_string(NPYBRIDGE_MAX_NDIM) +
+                               " (NPYBRIDGE_MAX_NDIM)");
+    }
+    std::size_t count = 1;
+    for (std::size_t i = 0; i < ndim; ++i) count *= shape[i];
+    if (count == 0) return;
+    std::size_t index[NPYBRIDGE_MAX_NDIM + 1] = {};
+    std::ptrdiff_t offset = 0;  // in elements
+    for (std::size_t flat = 0; flat < count; ++flat) {
+        visit(flat, offset * static_cast<std::ptrdiff_t>(bits));
+        for (std::size_t d = ndim; d-- > 0;) {
+            if (++index[d] < shape[d]) {
+                offset += strides[d];
+                break;
+            }
+            offset -= static_cast<std::ptrdiff_t>(index[d] - 1) * strides[d];
+            index[d] = 0;
+        }
+    }
+}
+
+/// The byte holding bit `bit` (counted from bit 0 of `base`, possibly negative) and the bit's place in it.
+template <class Byte>
+Byte* byte_of_bit(Byte* base, std::ptrdiff_t bit, unsigned& shift) noexcept {
+    const std::ptrdiff_t byte = bit >= 0 ? bit / 8 : -((-bit + 7) / 8);
+    shift = static_cast<unsigned>(bit - byte * 8);
+    return base + byte;
+}
+
+}  // namespace detail
+
+/// Unpacks a packed tensor that is not dense (a sub-tensor: strided rows, a
+/// column slice that starts rows inside a byte) into one byte per element in
+/// C order. `strides` count elements from the first one, which starts at bit 0
+/// of `src`; ndim is at most NPYBRIDGE_MAX_NDIM.
+inline void unpack_strided(dtype_enum id, const void* src, const std::size_t* shape, const std::ptrdiff_t* strides,
+                           std::size_t ndim, void* dst) {
+    const dtype_info& type = detail::packed_info(id, "unpack");
+    const detail::lowbit_codec codec = detail::make_codec(type);
+    const auto* in = static_cast<const std::uint8_t*>(src);
+    auto* out = static_cast<std::uint8_t*>(dst);
+    detail::for_each_packed_bit(codec.bits, shape, strides, ndim, [&](std::size_t flat, std::ptrdiff_t bit) {
+        unsigned shift = 0;
+        const std::uint8_t byte = *detail::byte_of_bit(in, bit, shift);
+        out[flat] = static_cast<std::uint8_t>(codec.decode[(byte >> shift) & codec.code_mask]);
+    });
+}
+
+/// Packs one byte per element (C order) into a packed tensor that is not
+/// dense, leaving every bit outside its elements as it was. Every value is
+/// checked before the first is written: on a bad one (value_range_error naming
+/// its index) dst is untouched.
+inline void pack_strided(dtype_enum id, const void* src, const std::size_t* shape, const std::ptrdiff_t* strides,
+                         std::size_t ndim, void* dst) {
+    const dtype_info& type = detail::packed_info(id, "pack");
+    const detail::lowbit_codec codec = detail::make_codec(type);
+    const auto* in = static_cast<const std::uint8_t*>(src);
+    std::size_t count = 1;
+    for (std::size_t i = 0; i < ndim; ++i) count *= shape[i];
+    for (std::size_t i = 0; i < count; ++i) {
+        std::uint8_t bad = 0;
+        detail::encode(codec, in[i], bad);
+        if (bad != 0) detail::throw_first_invalid(type, codec, in, count);
+    }
+    auto* out = static_cast<std::uint8_t*>(dst);
+    detail::for_each_packed_bit(codec.bits, shape, strides, ndim, [&](std::size_t flat, std::ptrdiff_t bit) {
+        unsigned shift = 0;
+        std::uint8_t* byte = detail::byte_of_bit(out, bit, shift);
+        std::uint8_t unused = 0;
+        const unsigned code = detail::encode(codec, in[flat], unused);
+        *byte = static_cast<std::uint8_t>((*byte & ~(codec.code_mask << shift)) | (code << shift));
+    });
+}
+
 /// Name of the kernel set this machine uses ("ssse3" or "portable").
 inline const char* lowbit_kernel_name() noexcept { return detail::active_lowbit_kernels().name; }
 

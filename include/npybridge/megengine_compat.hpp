@@ -19,41 +19,47 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace megengine {
 
-/// How np2tensor gets its tensor: borrow (share when possible, else copy), must_borrow (share or throw), or
-/// copy_into an existing tensor. MegEngine's comp-node argument is accepted and ignored: npybridge is CPU only.
+/// How np2tensor gets its tensor, as MegEngine's npy::Meth: borrow (share when possible, else copy),
+/// must_borrow (share or throw), each placed where asked (a comp node for MegBrain's tensors; tensor types
+/// without placement take none), or copy_into an existing tensor (the copy is made where that tensor is).
 template <class Tensor = tensor>
 class Meth {
 public:
-    static Meth borrow() { return Meth(borrow_policy::try_borrow, nullptr); }
-    static Meth must_borrow() { return Meth(borrow_policy::must_borrow, nullptr); }
-    static Meth copy_into(Tensor* dest) { return Meth(borrow_policy::copy, dest); }
-    template <class CompNode>
-    static Meth borrow(const CompNode&) { return borrow(); }
-    template <class CompNode>
-    static Meth must_borrow(const CompNode&) { return must_borrow(); }
+    using placement = placement_t<Tensor>;
+    static Meth borrow(const placement& where = default_placement<Tensor>()) {
+        return Meth(borrow_policy::try_borrow, nullptr, where);
+    }
+    static Meth must_borrow(const placement& where = default_placement<Tensor>()) {
+        return Meth(borrow_policy::must_borrow, nullptr, where);
+    }
+    static Meth copy_into(Tensor* dest) { return Meth(borrow_policy::copy, dest, placement_of(*dest)); }
 
     borrow_policy policy() const noexcept { return m_policy; }
     Tensor* destination() const noexcept { return m_dest; }
+    const placement& where() const noexcept { return m_where; }
 
 private:
-    Meth(borrow_policy policy, Tensor* dest) : m_policy(policy), m_dest(dest) {}
+    Meth(borrow_policy policy, Tensor* dest, const placement& where) : m_policy(policy), m_dest(dest), m_where(where) {}
     borrow_policy m_policy;
     Tensor* m_dest;
+    placement m_where;
 };
 
 /// numpy -> tensor, as MegEngine's npy::np2tensor: `type` empty means the array's own dtype (int64 / float64
-/// narrowed with a check). copy_into writes into the destination (same shape; untouched on any error) and
-/// returns it.
+/// narrowed with a check, where MegEngine wraps). copy_into makes a copy where the destination is and puts it
+/// in the destination, whose shape and dtype become the array's (as MegEngine's); on any error the
+/// destination is left as it was. Returns the tensor (the destination for copy_into).
 template <class Tensor>
 Tensor np2tensor(PyObject* obj, const Meth<Tensor>& meth, const std::optional<dtype>& type = std::nullopt) {
     to_tensor_options options;
     options.type = type;
+    options.policy = meth.policy();
+    Tensor made = to_tensor<Tensor>(obj, options, meth.where()).tensor;
     if (Tensor* dest = meth.destination()) {
-        copy_into(obj, *dest, options);
+        *dest = std::move(made);
         return *dest;
     }
-    options.policy = meth.policy();
-    return to_tensor<Tensor>(obj, options).tensor;
+    return made;
 }
 
 /// MegEngine's npy::ShareType.
@@ -68,15 +74,9 @@ PyObject* ndarray_from_tensor(const Tensor& value, ShareType share) {
     return to_array(value, policy).release();
 }
 
-/// dtype -> numpy, as MegEngine's npy::dtype_mgb2np: the numpy scalar type for a dtype without params
-/// (numpy.float32), the numpy dtype with metadata for a quantized one; a new reference.
-inline PyObject* dtype_mgb2np(const dtype& type) {
-    object descr = to_numpy(type);
-    if (type.info().param_fields != 0) return descr.release();
-    PyObject* scalar_type = reinterpret_cast<PyObject*>(reinterpret_cast<PyArray_Descr*>(descr.get())->typeobj);
-    Py_INCREF(scalar_type);
-    return scalar_type;
-}
+/// dtype -> numpy, as MegEngine's npy::dtype_mgb2np: a numpy.dtype (with MegEngine's metadata when
+/// quantized; MegEngine's bfloat16 / intbN types while MegEngine is imported); a new reference.
+inline PyObject* dtype_mgb2np(const dtype& type) { return to_numpy(type).release(); }
 
 /// numpy -> dtype, as MegEngine's npy::dtype_np2mgb: anything numpy.dtype() accepts; a dtype MegBrain has no
 /// dtype for (int64, float64, ...) is a dtype_error naming it.
@@ -96,7 +96,10 @@ inline PyObject* to_mgb_supported_dtype(PyObject* dtype_like) {
                           " (quantized dtypes are MegBrain dtypes already)");
     }
     const dtype type = from_numpy(raw, narrowing::checked).type;
-    return dtype_mgb2np(type);
+    const object supported = to_numpy(type);
+    PyObject* scalar_type = reinterpret_cast<PyObject*>(reinterpret_cast<PyArray_Descr*>(supported.get())->typeobj);
+    Py_INCREF(scalar_type);
+    return scalar_type;
 }
 
 /// MegEngine's PyExceptionForward: a Python exception carried through C++ (python_error), with restore() and

@@ -67,13 +67,14 @@ struct python_owner_block : owner_block {
     PyObject* object = nullptr;
     python_owner_block* next_free = nullptr;
 
-    static owner_handle make(PyObject* obj) {
+    static owner_handle make(PyObject* obj, bool read_only) {
         python_owner_block* block = gil_free_list<python_owner_block>::pop();
         if (block == nullptr) {
             block = new python_owner_block();
         } else {
             block->references.store(1, std::memory_order_relaxed);
         }
+        block->read_only = read_only;
         Py_INCREF(obj);
         block->object = obj;
         return owner_handle::adopt(block);
@@ -93,8 +94,9 @@ struct python_owner_block : owner_block {
 };
 
 /// An owner handle that holds a Python reference and drops it under the GIL
-/// from whichever thread releases the last copy.
-inline owner_handle python_owner(PyObject* obj) { return python_owner_block::make(obj); }
+/// from whichever thread releases the last copy; `read_only` says the memory
+/// borrowed from `obj` must not be written (owner_block::read_only).
+inline owner_handle python_owner(PyObject* obj, bool read_only = false) { return python_owner_block::make(obj, read_only); }
 
 /// The Python object that keeps C++ memory shared with numpy alive: it holds
 /// one owner reference, dropped when numpy lets the array go. Cheaper than a

@@ -119,6 +119,52 @@ struct tensor_layout {
     }
 
     std::string shape_text() const { return tuple_text(shape.data(), ndim); }
+
+    /// The elements a layout reaches, relative to element 0: `low` is the
+    /// offset of the lowest one (0 unless a stride is negative), `high` one
+    /// past the highest. A tensor type that keeps a storage start and an
+    /// offset (MegBrain's) borrows negative strides with these.
+    struct element_span {
+        std::ptrdiff_t low = 0;
+        std::ptrdiff_t high = 0;
+    };
+    element_span span() const noexcept {
+        if (count() == 0) return {0, 0};
+        element_span reach{0, 1};
+        for (std::size_t i = 0; i < ndim; ++i) {
+            const std::ptrdiff_t last = static_cast<std::ptrdiff_t>(shape[i] - 1) * strides[i];
+            (last < 0 ? reach.low : reach.high) += last;
+        }
+        return reach;
+    }
+
+    /// The layout a packed tensor of this shape has when its innermost rows
+    /// start on whole bytes (lowbit_layout::row_aligned), with MegBrain's
+    /// padded element strides: a (2, 3) QuantizedS4 tensor has strides (4, 1).
+    static tensor_layout row_aligned(dtype_enum id, const std::size_t* shape, std::size_t ndim) {
+        tensor_layout layout = contiguous(shape, ndim);
+        if (ndim == 0) return layout;
+        const std::size_t per_byte = 8 / info(id).bits;
+        std::ptrdiff_t stride = static_cast<std::ptrdiff_t>((shape[ndim - 1] + per_byte - 1) / per_byte * per_byte);
+        for (std::size_t i = ndim - 1; i-- > 0;) {
+            layout.strides[i] = stride;
+            stride *= static_cast<std::ptrdiff_t>(shape[i] == 0 ? 1 : shape[i]);
+        }
+        return layout;
+    }
+
+    /// Whether a packed tensor's elements fill its bytes in order: C-contiguous,
+    /// or, in a row-aligned layout, contiguous rows at MegBrain's padded strides.
+    /// Anything else (a sub-tensor) is read element by element from its strides.
+    bool is_dense_packed(dtype_enum id, lowbit_layout packing) const {
+        if (is_contiguous()) return true;
+        if (packing != lowbit_layout::row_aligned || ndim == 0) return false;
+        const tensor_layout padded = row_aligned(id, shape.data(), ndim);
+        for (std::size_t i = 0; i < ndim; ++i) {
+            if (shape[i] != 1 && strides[i] != padded.strides[i]) return false;
+        }
+        return true;
+    }
 };
 
 /// What an owner handle points at: a reference count and the function that
@@ -129,6 +175,10 @@ struct owner_block {
     explicit owner_block(void (*on_last_release)(owner_block*) noexcept) noexcept : release(on_last_release) {}
     std::atomic<std::size_t> references{1};
     void (*const release)(owner_block*) noexcept;
+    /// The memory is read-only (a read-only array or DLPack tensor was
+    /// borrowed): set before the block is shared, so that a tensor type with
+    /// no read-only flag of its own (MegBrain's) never hands it back writable.
+    bool read_only = false;
 };
 
 /// Keeps borrowed memory alive: a tensor that borrows holds one of these, and
@@ -149,11 +199,12 @@ public:
         return handle;
     }
 
-    /// Keeps `kept` alive (one allocation for the block holding it).
+    /// Keeps `kept` alive (one allocation for the block holding it). A
+    /// shared_ptr that shared() made gives back the owner it keeps, so an owner
+    /// that went through a tensor type's shared_ptr storage is the same owner
+    /// again (an array a tensor borrowed is the base of the array it shares back).
     template <class T>
-    owner_handle(std::shared_ptr<T> kept) {  // NOLINT: implicit on purpose, any shared_ptr is an owner
-        if (kept) m_block = new shared_block(std::shared_ptr<const void>(std::move(kept)));
-    }
+    owner_handle(std::shared_ptr<T> kept);  // NOLINT: implicit on purpose, any shared_ptr is an owner
 
     owner_handle(const owner_handle& other) noexcept : m_block(other.m_block) {
         if (m_block) m_block->references.fetch_add(1, std::memory_order_relaxed);
@@ -174,20 +225,22 @@ public:
     explicit operator bool() const noexcept { return m_block != nullptr; }
     /// The block (nullptr when empty), to recognise a kind of owner by its `release`.
     owner_block* get() const noexcept { return m_block; }
+    /// Whether the memory this owner keeps alive must not be written (owner_block::read_only).
+    bool read_only() const noexcept { return m_block != nullptr && m_block->read_only; }
     /// Handles sharing this one's block (0 when empty); a snapshot, for tests.
     std::size_t use_count() const noexcept { return m_block ? m_block->references.load(std::memory_order_relaxed) : 0; }
 
     /// A shared_ptr to `pointer` that keeps this owner alive (for tensor types
     /// whose storage is a shared_ptr; one control block per call).
     template <class T>
-    std::shared_ptr<T> shared(T* pointer) const {
-        return std::shared_ptr<T>(pointer, [kept = *this](T*) noexcept {});
-    }
+    std::shared_ptr<T> shared(T* pointer) const;
 
     /// Gives up the reference without releasing it (pair with adopt()).
     owner_block* detach() noexcept { return std::exchange(m_block, nullptr); }
 
 private:
+    struct keeper;  // shared()'s deleter (below)
+
     static void drop(owner_block* block) noexcept {
         // A count of one is this handle alone: nobody else can copy it
         // meanwhile, so the decrement needs no atomic read-modify-write.
@@ -206,25 +259,61 @@ private:
     owner_block* m_block = nullptr;
 };
 
+/// shared()'s deleter: holds the owner, frees nothing itself.
+struct owner_handle::keeper {
+    owner_handle owner;
+    void operator()(const void*) const noexcept {}
+};
+
+template <class T>
+std::shared_ptr<T> owner_handle::shared(T* pointer) const {
+    return std::shared_ptr<T>(pointer, keeper{*this});
+}
+
+template <class T>
+owner_handle::owner_handle(std::shared_ptr<T> kept) {
+    if (!kept) return;
+#if defined(__cpp_rtti) || defined(__GXX_RTTI)
+    if (const keeper* inner = std::get_deleter<keeper>(kept)) {
+        *this = inner->owner;
+        return;
+    }
+#endif
+    m_block = new shared_block(std::shared_ptr<const void>(std::move(kept)));
+}
+
 // ---------------------------------------------------------------------------
 // The customization point. To make npybridge work with your tensor type T,
 // specialize npybridge::tensor_adapter<T> (in your code, not in detail) with:
 //
 //   static constexpr std::size_t max_ndim;     // most dimensions T holds
 //   static constexpr bool has_scalar;          // can T be 0-d? (else 0-d -> shape (1,))
-//   static bool accepts_strides(const tensor_layout&);  // element strides T can describe
+//   static bool accepts_strides(const tensor_layout&);  // element strides T can describe (negative ones
+//                                                       // only if T keeps an offset: see tensor_layout::span)
 //   static npybridge::dtype dtype_of(const T&);
-//   static tensor_layout layout_of(const T&);  // shape and element strides
-//   static void* data(const T&);               // first element (packed: first byte)
-//   static bool writable(const T&);
+//   static tensor_layout layout_of(const T&);  // shape and element strides (packed dtypes: strides in
+//                                              // elements, padded rows as MegBrain reports them)
+//   static void* data(const T&);               // first element (packed: its byte, which it starts)
+//   static bool writable(const T&);            // false if T knows its memory is read-only
 //   static lowbit_layout packed_layout(const T&);  // only asked for packed dtypes
 //   static owner_handle owner(const T&);       // keeps T's memory alive
 //   static owner_handle take_owner(T&);        // optional: moves it out for to_array(std::move(t))
 //   static T borrow(const dtype&, void* data, const tensor_layout&, bool writable, owner_handle);
 //   static T make(const dtype&, const tensor_layout& contiguous, lowbit_layout);  // fresh, writable
 //
-// npybridge::tensor below is the reference implementation; tests/adapter_test
-// has a second, MegBrain-like one (7 dims, no 0-d, no negative strides).
+// A tensor type whose memory has a place (MegBrain's comp nodes, a device)
+// adds `using placement = ...;` and then takes it as the last argument of
+// borrow and make; to_tensor and from_dlpack pass it through (default:
+// `static placement default_placement()` when the adapter has one, else
+// `placement{}`), and `static placement placement_of(const T&)` (optional)
+// lets megengine_compat's copy_into make the copy where the destination is.
+//
+// make() may lay a packed tensor out row-aligned with padded strides
+// (tensor_layout::row_aligned) or compact; npybridge reads layout_of() of the
+// tensor it made and fills it accordingly.
+// npybridge::tensor below is the reference implementation;
+// tests/support/megbrain_like.hpp is a second one (7 dims, no 0-d, no negative
+// strides, a placement) and npybridge/megbrain.hpp adapts MegBrain's own HostTensorND.
 // ---------------------------------------------------------------------------
 template <class Tensor>
 struct tensor_adapter;
@@ -260,7 +349,94 @@ NPYBRIDGE_ADAPTER_MEMBER(borrow, T,
                          A::borrow(std::declval<const dtype&>(), std::declval<void*>(), std::declval<const tensor_layout&>(),
                                    true, std::declval<owner_handle>()))
 NPYBRIDGE_ADAPTER_MEMBER(make, T, A::make(std::declval<const dtype&>(), std::declval<const tensor_layout&>(), lowbit_layout{}))
+NPYBRIDGE_ADAPTER_MEMBER(placed_borrow, T,
+                         A::borrow(std::declval<const dtype&>(), std::declval<void*>(), std::declval<const tensor_layout&>(),
+                                   true, std::declval<owner_handle>(), std::declval<const typename A::placement&>()))
+NPYBRIDGE_ADAPTER_MEMBER(placed_make, T,
+                         A::make(std::declval<const dtype&>(), std::declval<const tensor_layout&>(), lowbit_layout{},
+                                 std::declval<const typename A::placement&>()))
+NPYBRIDGE_ADAPTER_MEMBER(default_placement, typename A::placement, A::default_placement())
+NPYBRIDGE_ADAPTER_MEMBER(placement_of, typename A::placement, A::placement_of(std::declval<const T&>()))
 #undef NPYBRIDGE_ADAPTER_MEMBER
+
+template <class A, class = void>
+struct adapter_placement {
+    using type = void;
+};
+template <class A>
+struct adapter_placement<A, std::void_t<typename A::placement>> {
+    using type = typename A::placement;
+};
+
+}  // namespace detail
+
+/// What a tensor type without places takes as placement: nothing.
+struct no_placement {
+    friend constexpr bool operator==(no_placement, no_placement) noexcept { return true; }
+};
+
+/// The placement type of Tensor's adapter (no_placement when it declares none).
+template <class Tensor>
+using placement_t = std::conditional_t<std::is_void_v<typename detail::adapter_placement<tensor_adapter<Tensor>>::type>,
+                                       no_placement, typename detail::adapter_placement<tensor_adapter<Tensor>>::type>;
+
+/// Where new tensors of this type go unless told otherwise.
+template <class Tensor>
+placement_t<Tensor> default_placement() {
+    using A = tensor_adapter<Tensor>;
+    if constexpr (detail::adapter_default_placement<A, Tensor>::value) {
+        return A::default_placement();
+    } else {
+        return placement_t<Tensor>{};
+    }
+}
+
+/// Where a tensor is (default_placement() for a type that cannot say).
+template <class Tensor>
+placement_t<Tensor> placement_of(const Tensor& t) {
+    using A = tensor_adapter<Tensor>;
+    if constexpr (detail::adapter_placement_of<A, Tensor>::value) {
+        return A::placement_of(t);
+    } else {
+        return default_placement<Tensor>();
+    }
+}
+
+/// Whether a tensor's memory may be written: its adapter says so and its
+/// owner does not know better (memory borrowed read-only stays read-only
+/// through tensor types that cannot mark it).
+template <class Tensor>
+bool is_writable(const Tensor& t) {
+    return tensor_adapter<Tensor>::writable(t) && !tensor_adapter<Tensor>::owner(t).read_only();
+}
+
+namespace detail {
+
+template <class Tensor>
+inline constexpr bool has_placement = !std::is_same_v<placement_t<Tensor>, no_placement>;
+
+/// adapter::borrow with the placement when the adapter takes one.
+template <class Tensor>
+Tensor adapter_borrow_at(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner,
+                         const placement_t<Tensor>& where) {
+    using A = tensor_adapter<Tensor>;
+    if constexpr (has_placement<Tensor>) {
+        return A::borrow(type, data, layout, writable, std::move(owner), where);
+    } else {
+        return A::borrow(type, data, layout, writable, std::move(owner));
+    }
+}
+
+/// adapter::make with the placement when the adapter takes one.
+template <class Tensor>
+Tensor adapter_make_at(const dtype& type, const tensor_layout& layout, lowbit_layout packing, const placement_t<Tensor>& where) {
+    using A = tensor_adapter<Tensor>;
+    if constexpr (has_placement<Tensor>) {
+        return A::make(type, layout, packing, where);
+    } else {
+        return A::make(type, layout, packing);
+    }
+}
 
 }  // namespace detail
 
@@ -295,11 +471,20 @@ constexpr bool check_adapter() {
                       "npybridge: tensor_adapter<T> needs `static lowbit_layout packed_layout(const T&)`");
         static_assert(adapter_owner<A, Tensor>::value,
                       "npybridge: tensor_adapter<T> needs `static owner_handle owner(const T&)` (keeps T's memory alive)");
-        static_assert(adapter_borrow<A, Tensor>::value,
-                      "npybridge: tensor_adapter<T> needs `static T borrow(const dtype&, void* data, const tensor_layout&, "
-                      "bool writable, owner_handle)`");
-        static_assert(adapter_make<A, Tensor>::value,
-                      "npybridge: tensor_adapter<T> needs `static T make(const dtype&, const tensor_layout&, lowbit_layout)`");
+        if constexpr (has_placement<Tensor>) {
+            static_assert(adapter_placed_borrow<A, Tensor>::value,
+                          "npybridge: tensor_adapter<T> declares a placement, so it needs `static T borrow(const dtype&, "
+                          "void* data, const tensor_layout&, bool writable, owner_handle, const placement&)`");
+            static_assert(adapter_placed_make<A, Tensor>::value,
+                          "npybridge: tensor_adapter<T> declares a placement, so it needs `static T make(const dtype&, "
+                          "const tensor_layout&, lowbit_layout, const placement&)`");
+        } else {
+            static_assert(adapter_borrow<A, Tensor>::value,
+                          "npybridge: tensor_adapter<T> needs `static T borrow(const dtype&, void* data, const tensor_layout&, "
+                          "bool writable, owner_handle)`");
+            static_assert(adapter_make<A, Tensor>::value,
+                          "npybridge: tensor_adapter<T> needs `static T make(const dtype&, const tensor_layout&, lowbit_layout)`");
+        }
         return true;
     }
 }

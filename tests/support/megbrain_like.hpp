@@ -10,8 +10,15 @@
 
 namespace megbrain_like {
 
+/// Where a tensor's memory is, like MegBrain's comp node ("cpu0", "cpu1", ...).
+struct place {
+    int device = 0;
+};
+
 /// Shaped like MegBrain's HostTensorND: at most 7 dims, no 0-d, no negative
-/// or zero strides, its own storage type.
+/// or zero strides, its own storage type, a place, no read-only flag of its
+/// own (`read_only` stands for a type that has one: the adapter reports it),
+/// packed dtypes row-aligned with padded strides as MegBrain lays them out.
 struct host_tensor {
     npybridge::dtype type = npybridge::dtype(npybridge::dtype_enum::Float32);
     std::size_t ndim = 0;
@@ -20,6 +27,8 @@ struct host_tensor {
     std::shared_ptr<const void> storage;
     void* ptr = nullptr;
     bool read_only = false;
+    place where;
+    npybridge::lowbit_layout packing = npybridge::lowbit_layout::compact;
 };
 
 }  // namespace megbrain_like
@@ -27,6 +36,7 @@ struct host_tensor {
 template <>
 struct npybridge::tensor_adapter<megbrain_like::host_tensor> {
     using T = megbrain_like::host_tensor;
+    using placement = megbrain_like::place;
     static constexpr std::size_t max_ndim = 7;
     static constexpr bool has_scalar = false;
     static bool accepts_strides(const tensor_layout& layout) {
@@ -47,9 +57,12 @@ struct npybridge::tensor_adapter<megbrain_like::host_tensor> {
     }
     static void* data(const T& t) { return t.ptr; }
     static bool writable(const T& t) { return !t.read_only; }
-    static lowbit_layout packed_layout(const T&) { return lowbit_layout::row_aligned; }
+    static lowbit_layout packed_layout(const T& t) { return t.packing; }
     static owner_handle owner(const T& t) { return t.storage; }
-    static T borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner) {
+    static placement default_placement() { return {0}; }
+    static placement placement_of(const T& t) { return t.where; }
+    static T borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner,
+                    const placement& where) {
         T t;
         t.type = type;
         t.ndim = layout.ndim;
@@ -60,13 +73,17 @@ struct npybridge::tensor_adapter<megbrain_like::host_tensor> {
         t.storage = owner.shared(static_cast<const void*>(data));  // MegBrain's storage is a shared_ptr too
         t.ptr = data;
         t.read_only = !writable;
+        t.where = where;
         return t;
     }
-    static T make(const dtype& type, const tensor_layout& layout, lowbit_layout packing) {
+    static T make(const dtype& type, const tensor_layout& layout, lowbit_layout packing, const placement& where) {
         const std::size_t bytes = tensor::storage_bytes_for(type, layout, packing);
         auto memory = std::shared_ptr<std::uint8_t>(new std::uint8_t[bytes + 1](), std::default_delete<std::uint8_t[]>());
-        T t = borrow(type, memory.get(), layout, true, nullptr);
+        const bool padded = type.info().is_packed && packing == lowbit_layout::row_aligned;
+        T t = borrow(type, memory.get(), padded ? tensor_layout::row_aligned(type.id(), layout.shape.data(), layout.ndim) : layout,
+                     true, nullptr, where);
         t.storage = memory;
+        t.packing = type.info().is_packed ? packing : lowbit_layout::compact;
         return t;
     }
 };
