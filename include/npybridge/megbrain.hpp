@@ -178,7 +178,7 @@ struct tensor_adapter<mgb::HostTensorND> {
                                                  megdnn::LowbitsAlignedToBytesTensorFormat::make(entry.bits)));
         }
         if (entry.is_quantized) {
-            throw conversion_error(std::string("MegBrain lays ") + entry.name +
+            throw conversion_error("MegBrain lays " + std::string(entry.name) +
                                    " out row-aligned only (LOWBITS format); lowbit_layout::compact cannot be made");
         }
         return T(where, megdnn::TensorLayout(shape, megbrain::to_megdnn(type), megdnn::DefaultTensorFormat::make()));

@@ -1,0 +1,297 @@
+"""npybridge over real MegBrain tensors: npybridge_megbrain_example is MegEngine's helper API (np2tensor,
+ndarray_from_tensor, dtype_mgb2np, dtype_np2mgb) compiled against MegEngine 1.13's own headers and linked
+against the megengine wheel's libmegengine_shared.so, so every HostTensor here is a real mgb::HostTensorND with
+a real megdnn::DType and comp node, in the same process as `import megengine` (py310 suite only, with
+MEGENGINE_SOURCE set: tools/test)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import nbx as mb
+
+mge = pytest.importorskip("megengine")
+D = pytest.importorskip("megengine.core.tensor.dtype")
+
+# MegDNN's DTypeEnum (dnn/include/megdnn/dtype.h): name -> value, numpy storage, sample values.
+PLAIN = {
+    "Float32": (0, np.float32), "Uint8": (1, np.uint8), "Int8": (2, np.int8), "Int16": (3, np.int16),
+    "Int32": (4, np.int32), "Float16": (9, np.float16), "Bool": (12, np.bool_), "Uint16": (13, np.uint16),
+    "Complex64": (14, np.complex64),
+}
+QUANTIZED = {  # name -> (enum, storage, scale, zero_point, lo, hi)
+    "Quantized8Asymm": (100000, np.uint8, 0.5, 128, 0, 255),
+    "QuantizedS32": (100001, np.int32, 0.125, None, -2**31, 2**31 - 1),
+    "QuantizedS8": (100002, np.int8, 0.25, None, -128, 127),
+    "Quantized4Asymm": (100003, np.uint8, 0.25, 3, 0, 15),
+    "QuantizedS4": (100004, np.int8, 0.5, None, -8, 7),
+    "QuantizedS16": (100005, np.int16, 0.0625, None, -2**15, 2**15 - 1),
+    "QuantizedS1": (100006, np.int8, 1.0, None, 0, 1),
+}
+LOWBIT = {"IntB1": (5, [-1, 1]), "IntB2": (6, [-3, -1, 1, 3]), "IntB4": (7, list(range(-15, 16, 2)))}
+PACKED_QUANTIZED = ["QuantizedS4", "Quantized4Asymm"]
+
+
+def owning(values, dtype=None):
+    """An array that owns its memory (numpy collapses view chains when it picks a base)."""
+    return np.array(values, dtype=dtype, copy=True)
+
+
+def same_memory(tensor, array):
+    return tensor.data_ptr == array.ctypes.data
+
+
+def quantized_dtype(name):
+    _, _, scale, zero_point, _, _ = QUANTIZED[name]
+    return mb.dtype_mgb2np(name, scale, zero_point)
+
+
+# ---- dtypes: every row both ways, against MegDNN's own DType ------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(PLAIN))
+def test_plain_dtypes_both_ways(name):
+    enum, storage = PLAIN[name]
+    dt = mb.dtype_mgb2np(name)
+    assert isinstance(dt, np.dtype) and dt == np.dtype(storage)
+    assert mb.dtype_np2mgb(dt) == (name, None, None)
+    t = mb.np2tensor(np.zeros((2, 3), storage))
+    assert (t.dtype_name, t.dtype_enum, t.scale, t.zero_point) == (name, enum, None, None)
+
+
+@pytest.mark.parametrize("name", sorted(QUANTIZED))
+def test_quantized_dtypes_both_ways_with_params(name):
+    enum, storage, scale, zero_point, lo, hi = QUANTIZED[name]
+    dt = quantized_dtype(name)
+    assert dt == np.dtype(storage)
+    assert dt.metadata["mgb_dtype"]["name"] == name
+    assert mb.dtype_np2mgb(dt) == (name, scale, zero_point)
+    codes = owning([[lo, hi, lo], [hi, lo, hi]], storage)
+    t = mb.np2tensor(codes, dtype=dt)
+    assert (t.dtype_name, t.dtype_enum, t.scale, t.zero_point) == (name, enum, scale, zero_point)
+    back = t.numpy()
+    assert back.dtype.metadata["mgb_dtype"] == dt.metadata["mgb_dtype"]
+    np.testing.assert_array_equal(back, codes)
+
+
+@pytest.mark.parametrize("name", sorted(LOWBIT))
+def test_lowbit_dtypes_both_ways(name):
+    enum, values = LOWBIT[name]
+    dt = mb.dtype_mgb2np(name)
+    assert dt.itemsize == 1
+    assert mb.dtype_np2mgb(dt) == (name, None, None)
+    t = mb.np2tensor(np.array(values, np.int8), dtype=dt)
+    assert (t.dtype_name, t.dtype_enum) == (name, enum)
+    np.testing.assert_array_equal(t.numpy().astype(np.int8), values)
+
+
+def test_bfloat16_is_megengines_type_while_megengine_is_imported():
+    dt = mb.dtype_mgb2np("BFloat16")
+    assert dt.type.__name__ == "pybfloat16"
+    assert mb.dtype_np2mgb(dt) == ("BFloat16", None, None)
+    values = np.array([1.5, -2.0, 3.25], dtype=dt)
+    t = mb.np2tensor(values)
+    assert (t.dtype_name, t.dtype_enum) == ("BFloat16", 11)
+    assert same_memory(t, values)
+    np.testing.assert_array_equal(t.numpy().astype(np.float32), [1.5, -2.0, 3.25])
+
+
+def test_dtype_errors_name_the_culprit():
+    with pytest.raises(mb.DTypeError, match="'Float64' is not a MegDNN dtype name"):
+        mb.dtype_mgb2np("Float64")
+    with pytest.raises(mb.DTypeError, match="QuantizedS8 needs its scale"):
+        mb.dtype_mgb2np("QuantizedS8")
+    with pytest.raises(mb.DTypeError, match="Byte has no numpy form"):
+        mb.dtype_mgb2np("Byte")
+    with pytest.raises(mb.DTypeError, match="int64"):
+        mb.dtype_np2mgb(np.int64)
+
+
+# ---- borrow / copy decisions --------------------------------------------------------------------------------
+
+def test_contiguous_arrays_are_borrowed_and_shared_back_with_the_array_as_base():
+    a = owning(np.arange(6, dtype=np.float32).reshape(2, 3))
+    t = mb.np2tensor(a, meth="must_borrow")
+    assert same_memory(t, a)
+    assert (t.shape, t.strides, t.format, t.nbytes) == ((2, 3), (3, 1), "default{}", 24)
+    back = t.numpy(share="must_share")
+    assert back.base is a
+    assert back.flags.writeable
+    back[0, 0] = 42
+    assert a[0, 0] == 42
+
+
+def test_strided_and_negative_strides_are_borrowed_with_megbrains_storage_offset():
+    a = owning(np.arange(24, dtype=np.int32).reshape(4, 6))
+    columns = a[:, ::2]
+    t = mb.np2tensor(columns, meth="must_borrow")
+    assert same_memory(t, columns) and t.strides == (6, 2)
+    reversed_ = a[::-1, ::-1]
+    r = mb.np2tensor(reversed_, meth="must_borrow")
+    assert same_memory(r, reversed_)
+    assert r.strides == (-6, -1)
+    np.testing.assert_array_equal(r.numpy(), reversed_)
+    assert r.numpy().base is a
+    assert r.raw_bytes() == a.tobytes()  # MegBrain's span: the whole block, lowest byte first
+
+
+def test_copies_and_refusals_say_why():
+    a = owning(np.arange(6, dtype=np.float32))
+    copied = mb.np2tensor(a, meth="copy")
+    assert not same_memory(copied, a)
+    np.testing.assert_array_equal(copied.numpy(), a)
+    wide = owning([1.0, 2.5], np.float64)
+    narrowed = mb.np2tensor(wide)
+    assert narrowed.dtype_name == "Float32"
+    with pytest.raises(mb.ConversionError, match="must_borrow.*must be narrowed to Float32"):
+        mb.np2tensor(wide, meth="must_borrow")
+    swapped = owning([1, 2], ">i4")
+    with pytest.raises(mb.ConversionError, match="must_borrow.*byte order"):
+        mb.np2tensor(swapped, meth="must_borrow")
+    with pytest.raises(ValueError, match="meth must be.*got 'steal'"):
+        mb.np2tensor(a, meth="steal")
+    with pytest.raises(mb.ValueRangeError, match="300"):
+        mb.np2tensor(owning([1, 300]), dtype=np.dtype(np.int8))
+
+
+def test_placement_reaches_megbrain_for_borrows_and_copies():
+    a = owning(np.arange(4, dtype=np.float32))
+    assert mb.np2tensor(a).comp_node == 'CompNode("cpu0:0" from "cpu0:0")'
+    borrowed = mb.np2tensor(a, comp_node="cpu1")
+    assert same_memory(borrowed, a)
+    assert borrowed.comp_node == 'CompNode("cpu1:0" from "cpu1:0")'
+    copied = mb.np2tensor(a, meth="copy", comp_node="cpux")
+    assert copied.comp_node == 'CompNode("cpu0:0" from "cpux:0")'
+    q = mb.np2tensor(owning([1, -2], np.int8), dtype=quantized_dtype("QuantizedS4"), comp_node="cpu2")
+    assert q.comp_node == 'CompNode("cpu2:0" from "cpu2:0")'
+    with pytest.raises(RuntimeError, match="gpu9"):
+        mb.np2tensor(a, comp_node="gpu9")
+
+
+# ---- low-bit: MegBrain's own layouts and bytes ----------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(5,), (2, 3), (3, 5), (2, 2, 3), (4, 8)])
+@pytest.mark.parametrize("name", PACKED_QUANTIZED + sorted(LOWBIT))
+def test_packed_bytes_and_layouts_equal_megbrains_own(name, shape):
+    if name in QUANTIZED:
+        _, storage, _, _, lo, hi = QUANTIZED[name]
+        dt = quantized_dtype(name)
+        values = np.random.default_rng(1).integers(lo, hi + 1, shape).astype(storage)
+    else:
+        dt = mb.dtype_mgb2np(name)
+        values = np.random.default_rng(1).choice(LOWBIT[name][1], shape).astype(np.int8)
+    ours = mb.np2tensor(values, dtype=dt)
+    theirs = mb.megbrain_pack(values, dt)
+    assert (ours.format, ours.strides, ours.shape) == (theirs.format, theirs.strides, theirs.shape)
+    assert ours.raw_bytes() == theirs.raw_bytes()
+    np.testing.assert_array_equal(theirs.numpy().view(values.dtype), values)  # MegBrain's bytes, npybridge unpacks
+    with pytest.raises(mb.ConversionError, match="must_share.*packed"):
+        ours.numpy(share="must_share")
+
+
+def test_row_aligned_tensors_report_megbrains_padded_strides():
+    t = mb.np2tensor(owning([[1, -2, 3], [-4, 5, -6]], np.int8), dtype=quantized_dtype("QuantizedS4"))
+    assert (t.format, t.strides) == ("LOWBITS{4,8}", (4, 1))
+    assert t.raw_bytes() == bytes([0xE1, 0x03, 0x5C, 0x0A])
+
+
+def test_packed_sub_tensors_convert_by_copy_correctly():
+    ib4 = mb.dtype_mgb2np("IntB4")
+    values = owning([[-15, -13, -11], [-9, -7, -5]], np.int8)
+    whole = mb.np2tensor(values, dtype=ib4)
+    columns = whole.sub(1, 0, 2)  # MegBrain's own sub-tensor: row 1 starts inside a byte
+    assert (columns.shape, columns.strides, columns.data_ptr) == ((2, 2), (3, 1), whole.data_ptr)
+    np.testing.assert_array_equal(columns.numpy().astype(np.int8), values[:, :2])  # MegEngine's route: -15 -1 1 3
+    four = owning([[-15, -13, -11, -9], [-7, -5, -3, -1], [1, 3, 5, 7]], np.int8)
+    rows = mb.np2tensor(four, dtype=ib4).sub(0, 1, 3)  # rows 1..2 start on byte 2
+    np.testing.assert_array_equal(rows.numpy().astype(np.int8), four[1:])
+    np.testing.assert_array_equal(mb.np2tensor(four, dtype=ib4).sub(1, 2, 4).numpy().astype(np.int8), four[:, 2:4])
+    q4 = mb.np2tensor(owning([[1, -2, 3], [-4, 5, -6]], np.int8), dtype=quantized_dtype("QuantizedS4"))
+    q4_columns = q4.sub(1, 0, 2)
+    assert q4_columns.strides == (4, 1)
+    np.testing.assert_array_equal(q4_columns.numpy(), [[1, -2], [-4, 5]])
+    every_other = mb.np2tensor(owning([[1, 2, 3, 4, 5, 6, 7, 0]], np.uint8), dtype=quantized_dtype("Quantized4Asymm"))
+    np.testing.assert_array_equal(every_other.sub(1, 0, 8, 2).numpy(), [[1, 3, 5, 7]])
+    # MegBrain's own refusals reach Python as they are.
+    with pytest.raises(RuntimeError, match="low_bit"):
+        q4.sub(1, 1, 3)
+    with pytest.raises(RuntimeError, match="low_bit"):
+        whole.sub(0, 1, 2)  # IntB4 row 1 of a (2, 3) tensor starts at bit 12
+
+
+# ---- read-only memory ----------------------------------------------------------------------------------------
+
+def test_read_only_arrays_are_borrowed_and_never_handed_back_writable():
+    a = owning(np.arange(6, dtype=np.float32))
+    a.setflags(write=False)
+    t = mb.np2tensor(a, meth="must_borrow")
+    assert same_memory(t, a)
+    back = t.numpy()
+    assert not back.flags.writeable
+    assert back.base is a
+    with pytest.raises(ValueError):
+        back[0] = 1
+    assert mb.ndarray_from_tensor(t, share="must_unshare").flags.writeable  # a copy is the caller's
+
+
+# ---- MegEngine's own arrays ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make,name", [(lambda: D.qint8(0.5), "QuantizedS8"), (lambda: D.quint8(0.25, 7), "Quantized8Asymm"),
+                                       (lambda: D.qint32(0.125), "QuantizedS32")])
+def test_megengine_quantized_arrays_through_host_tensors_and_back(make, name):
+    x = np.array([[1.0, -2.0, 3.5], [0.0, 4.0, -1.5]], np.float32)
+    q = mge.tensor(x).astype(make()).numpy()
+    t = mb.np2tensor(q)
+    assert t.dtype_name == name and same_memory(t, q)
+    back = t.numpy()
+    assert back.dtype.metadata == q.dtype.metadata
+    again = mge.tensor(back)
+    assert again.dtype == mge.tensor(q).dtype
+    np.testing.assert_array_equal(again.numpy(), q)
+
+
+def test_megengine_low_bit_tensors_through_host_tensors():
+    x = np.array([[0.5, -1.0, 1.5], [-4.0, 3.5, 0.0]], np.float32)
+    q = mge.tensor(x).astype(D.qint4(0.5)).numpy()
+    t = mb.np2tensor(q)
+    assert (t.dtype_name, t.format, t.strides) == ("QuantizedS4", "LOWBITS{4,8}", (4, 1))
+    np.testing.assert_array_equal(mge.tensor(t.numpy()).numpy(), q)
+
+
+# ---- errors, refcounts, import order ------------------------------------------------------------------------
+
+def test_megbrains_exceptions_reach_python_with_megbrains_message():
+    with pytest.raises(RuntimeError, match="cannot construct parameterized DType via DType::from_enum"):
+        mb.megbrain_error()
+
+
+def test_refcounts_stay_flat_over_many_conversions(refcounts):
+    a = owning(np.arange(12, dtype=np.float32).reshape(3, 4))
+    ro = owning(np.arange(4, dtype=np.int16))
+    ro.setflags(write=False)
+    q = owning([[1, -2, 3]], np.int8)
+    q4 = quantized_dtype("QuantizedS4")
+    refcounts([a, ro, q, q4], lambda: (mb.np2tensor(a).numpy(), mb.np2tensor(ro).numpy(), mb.np2tensor(a[:, ::-1]).numpy(),
+                                       mb.np2tensor(q, dtype=q4).numpy(), mb.np2tensor(a, meth="copy")))
+
+
+@pytest.mark.parametrize("megengine_first", [True, False])
+def test_both_import_orders_in_a_fresh_interpreter(megengine_first):
+    code = textwrap.dedent(f"""
+        import numpy as np
+        {"import megengine" if megengine_first else "import npybridge_megbrain_example as mb"}
+        {"import npybridge_megbrain_example as mb" if megengine_first else "import megengine"}
+        from megengine.core.tensor.dtype import qint8
+        x = megengine.tensor(np.array([1.0, -2.0], np.float32)).astype(qint8(0.5)).numpy()
+        t = mb.np2tensor(x)
+        assert t.dtype_name == "QuantizedS8" and t.scale == 0.5, (t.dtype_name, t.scale)
+        assert mb.dtype_mgb2np("BFloat16").type.__name__ == "pybfloat16"
+        assert megengine.tensor(t.numpy()).dtype == megengine.tensor(x).dtype
+        print("ok")
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().endswith("ok")
