@@ -15,9 +15,11 @@
 #include <megbrain/tensor.h>
 #include <megdnn/tensor_format.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 // npybridge's dtype_enum is MegDNN's DTypeEnum, value for value: one check per row.
 #define NPYBRIDGE_SAME_AS_MEGDNN(name)                                                                            \
@@ -85,7 +87,17 @@ inline dtype from_megdnn(megdnn::DType type) {
 /// their params (DType::from_enum refuses them); the others from their enum.
 inline megdnn::DType to_megdnn(const dtype& type) {
     const dtype_enum id = type.id();
-    if (!type.is_quantized()) return megdnn::DType::from_enum(static_cast<megdnn::DTypeEnum>(id));
+    if (!type.is_quantized()) {
+        // One from_enum per dtype (a call into MegDNN), kept: a DType without params is a pointer to its trait.
+        static const auto plain = [] {
+            std::array<megdnn::DType, dtype_count> made{};
+            for (const dtype_info& row : dtype_table) {
+                if (!row.is_quantized) made[table_index(row.id)] = megdnn::DType::from_enum(static_cast<megdnn::DTypeEnum>(row.id));
+            }
+            return made;
+        }();
+        return plain[table_index(id)];
+    }
     const float scale = type.scale().value_or(1.0f);
     const auto zero_point = static_cast<std::uint8_t>(type.zero_point().value_or(0));
     switch (id) {
@@ -160,7 +172,7 @@ struct tensor_adapter<mgb::HostTensorND> {
         const tensor_layout::element_span span = layout.span();
         auto* lowest = static_cast<megdnn::dt_byte*>(data) + span.low * itemsize;
         mgb::HostTensorStorage storage;
-        storage.reset(where, static_cast<std::size_t>((span.high - span.low) * itemsize), owner.shared(lowest));
+        storage.reset(where, static_cast<std::size_t>((span.high - span.low) * itemsize), std::move(owner).shared(lowest));
         if (span.low != 0) storage = storage.sub(-span.low * itemsize);  // element 0 sits above the lowest one
         T result;
         result.reset(storage, megbrain::detail::layout_of(type, layout));

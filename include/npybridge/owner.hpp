@@ -75,7 +75,10 @@ public:
     /// A shared_ptr to `pointer` that keeps this owner alive (for tensor types
     /// whose storage is a shared_ptr; one control block per call).
     template <class T>
-    std::shared_ptr<T> shared(T* pointer) const;
+    std::shared_ptr<T> shared(T* pointer) const&;
+    /// The same, moving this owner into the shared_ptr (no count update).
+    template <class T>
+    std::shared_ptr<T> shared(T* pointer) &&;
 
     /// Gives up the reference without releasing it (pair with adopt()).
     owner_block* detach() noexcept { return std::exchange(m_block, nullptr); }
@@ -108,8 +111,13 @@ struct owner_handle::keeper {
 };
 
 template <class T>
-std::shared_ptr<T> owner_handle::shared(T* pointer) const {
+std::shared_ptr<T> owner_handle::shared(T* pointer) const& {
     return std::shared_ptr<T>(pointer, keeper{*this});
+}
+
+template <class T>
+std::shared_ptr<T> owner_handle::shared(T* pointer) && {
+    return std::shared_ptr<T>(pointer, keeper{std::move(*this)});
 }
 
 template <class T>
