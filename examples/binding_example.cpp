@@ -363,7 +363,7 @@ EXAMPLE_MODULE(m) {
             [](const tensor_object& self, bind::handle stream, bind::handle max_version, bind::handle dl_device, bind::handle copy,
                bind::handle codes) {
                 return to_python(
-                    npb::to_dlpack(self.value, example::dlpack_options_of(stream.ptr(), max_version.ptr(), dl_device.ptr(),
+                    npb::to_dlpack(self.value, npb::dlpack_options::from_python(stream.ptr(), max_version.ptr(), dl_device.ptr(),
                                                                           copy.ptr(), codes.ptr())));
             },
             bind::kw_only(), bind::arg("stream").none() = bind::none(), bind::arg("max_version").none() = bind::none(),

@@ -105,44 +105,6 @@ inline npb::to_tensor_options to_tensor_options_of(PyObject* dtype, PyObject* po
     return options;
 }
 
-/// An optional (int, int) argument: max_version, dl_device.
-inline std::optional<std::pair<long, long>> int_pair_of(PyObject* obj, const char* what) {
-    if (obj == nullptr || obj == Py_None) return std::nullopt;
-    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2) {
-        throw npb::conversion_error(std::string(what) + " must be a tuple of two ints, got " + npb::safe_repr(obj));
-    }
-    const long first = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
-    const long second = PyLong_AsLong(PyTuple_GET_ITEM(obj, 1));
-    if (PyErr_Occurred()) throw npb::python_error();
-    return std::make_pair(first, second);
-}
-
-inline std::optional<bool> truth_of(PyObject* obj) {
-    if (obj == nullptr || obj == Py_None) return std::nullopt;
-    const int truth = PyObject_IsTrue(obj);
-    if (truth < 0) throw npb::python_error();
-    return truth == 1;
-}
-
-/// The options of __dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None, codes=False).
-inline npb::dlpack_options dlpack_options_of(PyObject* stream, PyObject* max_version, PyObject* dl_device, PyObject* copy,
-                                             PyObject* codes) {
-    if (stream != nullptr && stream != Py_None) {
-        throw npb::dlpack_error("__dlpack__: stream must be None for CPU memory, got " + npb::safe_repr(stream));
-    }
-    npb::dlpack_options options;
-    if (auto version = int_pair_of(max_version, "max_version")) {
-        options.max_version = npb::dlpack::api_version{static_cast<std::uint32_t>(version->first),
-                                                       static_cast<std::uint32_t>(version->second)};
-    }
-    if (auto device = int_pair_of(dl_device, "dl_device")) {
-        options.device = npb::dlpack::device_spec{static_cast<std::int32_t>(device->first), static_cast<std::int32_t>(device->second)};
-    }
-    options.copy = truth_of(copy);
-    options.codes = truth_of(codes).value_or(false);
-    return options;
-}
-
 /// Tensor.from_storage(data, dtype_name, shape, scale=None, zero_point=None, layout=None): a tensor over a
 /// copy of raw storage bytes (packed bytes for low-bit dtypes). nullptr or None: not given.
 inline npb::tensor tensor_from_storage(PyObject* data, PyObject* name, PyObject* shape, PyObject* scale, PyObject* zero_point,

@@ -156,7 +156,7 @@ PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargsf
         }
         parse_arguments("__dlpack__", args, 0, kwnames, names, 0, slots);
         auto [max_version, dl_device, copy, stream, codes] = slots;
-        return nb::to_dlpack(unwrap(self), example::dlpack_options_of(stream, max_version, dl_device, copy, codes)).release();
+        return nb::to_dlpack(unwrap(self), nb::dlpack_options::from_python(stream, max_version, dl_device, copy, codes)).release();
     });
 }
 

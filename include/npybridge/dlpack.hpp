@@ -10,10 +10,12 @@
 #include <npybridge/python_errors.hpp>
 #include <npybridge/tensor.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
@@ -70,6 +72,13 @@ struct dlpack_options {
     /// ...). DLPack has no quantized types, so without this their export is an
     /// error rather than a silent loss of scale and zero_point.
     bool codes = false;
+
+    /// The options from __dlpack__'s Python arguments (each nullptr or None when not given):
+    /// `stream` must be None (CPU memory), `max_version` and `dl_device` are tuples of two non-negative ints
+    /// (a version's numbers fit 32 bits, a device's type and id 31), `copy` and `codes` are truth values.
+    /// A bad one is a conversion_error (a TypeError and ValueError in Python) naming the argument and value.
+    static dlpack_options from_python(PyObject* stream, PyObject* max_version, PyObject* dl_device, PyObject* copy,
+                                      PyObject* codes = nullptr);
 };
 
 namespace detail {
@@ -305,6 +314,56 @@ inline const dtype* plain_dtype_of(dlpack::data_type type) noexcept {
     return nullptr;
 }
 
+/// The sub-byte DLPack types npybridge reads: those of its packed dtypes (int4, uint4, uint2, uint1).
+inline bool is_packed_dlpack_type(dlpack::data_type type) noexcept {
+    for (const dtype_info& entry : dtype_table) {
+        if (entry.is_packed && dlpack_type_of(entry, true) == std::optional(type)) return true;
+    }
+    return false;
+}
+
+/// Checks what a DLPack producer claims before anything is read (its shape was checked: not NULL when
+/// ndim > 0, no negative extent, a count memory can hold): data for its elements (NULL only when there are none), a type npybridge has, and strides whose reach
+/// (extent x stride x item size, plus byte_offset) fits memory, computed without overflow. Each refusal names
+/// the field.
+inline void check_dlpack_view(const dlpack::tensor_view& view, std::uint64_t flags) {
+    const dlpack::data_type type = view.dtype;
+    if (type.bits == 0) throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(type) + " has 0 bits");
+    if (type.bits < 8 && !is_packed_dlpack_type(type)) {
+        throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(type) + (flags & dlpack::flag_subbyte_padded ? " (padded)" : "") +
+                          " has no MegDNN dtype (sub-byte types npybridge reads: int4, uint4, uint2, uint1)");
+    }
+    std::size_t count = 1;
+    for (std::int32_t i = 0; i < view.ndim; ++i) count *= static_cast<std::size_t>(view.shape[i]);
+    if (count != 0 && view.data == nullptr) {
+        throw dlpack_error("from_dlpack: the DLPack tensor's data is NULL with " + std::to_string(count) +
+                           " elements (NULL data is valid for zero elements only)");
+    }
+    if (count == 0) return;
+    const bool packed = type.bits < 8 && (flags & dlpack::flag_subbyte_padded) == 0;
+    // In bits for packed data (element i at bit i * bits), in bytes otherwise.
+    const std::int64_t unit = packed ? type.bits : std::max<std::int64_t>(1, (static_cast<std::int64_t>(type.bits) * type.lanes + 7) / 8);
+    std::int64_t reach = 0, contiguous = 1;
+    for (std::int32_t i = view.ndim; i-- > 0;) {
+        const std::int64_t stride = view.strides != nullptr ? view.strides[i] : contiguous;
+        std::int64_t step = 0, span = 0;
+        if (__builtin_mul_overflow(stride < 0 ? -stride : stride, unit, &step) ||
+            __builtin_mul_overflow(view.shape[i] - 1, step, &span) || __builtin_add_overflow(reach, span, &reach) ||
+            __builtin_mul_overflow(contiguous, view.shape[i], &contiguous) || reach > PTRDIFF_MAX / 2) {
+            throw dlpack_error("from_dlpack: the DLPack tensor's strides[" + std::to_string(i) + "] = " + std::to_string(stride) +
+                               " with shape[" + std::to_string(i) + "] = " + std::to_string(view.shape[i]) +
+                               " reaches past any memory");
+        }
+    }
+    std::int64_t end = 0;
+    if (view.byte_offset > static_cast<std::uint64_t>(PTRDIFF_MAX) ||
+        __builtin_add_overflow(static_cast<std::int64_t>(view.byte_offset), packed ? reach / 8 + 1 : reach + unit, &end) ||
+        end > PTRDIFF_MAX / 2) {
+        throw dlpack_error("from_dlpack: the DLPack tensor's byte_offset " + std::to_string(view.byte_offset) +
+                           " plus its strides' reach " + std::to_string(reach) + " reaches past any memory");
+    }
+}
+
 /// Takes the managed tensor out of a capsule (renaming it "used_...", so its
 /// destructor leaves it alone) and hands back its view and an owner that
 /// calls the deleter exactly once.
@@ -486,12 +545,16 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
         throw conversion_error("from_dlpack: a DLPack tensor of " + std::to_string(view.ndim) +
                                " dimensions; npybridge holds at most " + std::to_string(NPYBRIDGE_MAX_NDIM));
     }
+    if (view.ndim > 0 && view.shape == nullptr) {
+        throw dlpack_error("from_dlpack: the DLPack tensor's shape is NULL with ndim = " + std::to_string(view.ndim));
+    }
     std::size_t extents[detail::copy_max_ndim] = {};
     for (std::int32_t i = 0; i < view.ndim; ++i) {
         if (view.shape[i] < 0) throw conversion_error("from_dlpack: negative extent in the DLPack tensor's shape");
         extents[i] = static_cast<std::size_t>(view.shape[i]);
     }
     tensor_layout::checked_count(extents, static_cast<std::size_t>(view.ndim));  // a shape no memory can hold is a lie
+    detail::check_dlpack_view(view, taken.flags);
     if (view.dtype.lanes != 1) {
         throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(view.dtype) + " (vector lanes) has no MegBrain dtype");
     }
@@ -524,17 +587,73 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
     kept.keep_alive = true;
     if (view.dtype.bits < 8) {
         if ((taken.flags & dlpack::flag_subbyte_padded) == 0) return detail::packed_from_dlpack<Tensor>(view, kept, where);
-        // One element per byte: the values, then the usual conversion (it packs and checks).
+        // One element per byte: the values are extracted into a new array, so the tensor is always a copy.
+        const std::string what = "padded sub-byte DLPack " + dlpack::type_text(view.dtype) +
+                                 " data (one element per byte) is unpacked into a copy";
+        if (options.policy == borrow_policy::must_borrow) throw conversion_error("must_borrow: " + what);
         object descr = object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_UINT8)));
         object bytes = detail::array_over_dlpack(view, descr.get(), 1, !read_only, taken.owner);
         object values = detail::low_bits_as_bytes(reinterpret_cast<PyArrayObject*>(bytes.get()), view.dtype.bits,
                                                   view.dtype.code == dlpack::int_code);
-        return to_tensor<Tensor>(values.get(), kept, where);
+        to_tensor_result<Tensor> result = to_tensor<Tensor>(values.get(), kept, where);
+        result.borrowed = false;  // (it may have borrowed the extracted values)
+        result.copy_reason = what;
+        return result;
     }
     object descr = detail::numpy_descr_for(view.dtype);
     const auto itemsize = static_cast<std::size_t>(detail::descr_elsize(reinterpret_cast<PyArray_Descr*>(descr.get())));
     object array = detail::array_over_dlpack(view, descr.get(), itemsize, !read_only, taken.owner);
     return to_tensor<Tensor>(array.get(), kept, where);
+}
+
+namespace detail {
+
+/// A (int, int) argument of __dlpack__, each part in [0, limit]; nullopt for None.
+inline std::optional<std::pair<std::uint32_t, std::uint32_t>> dlpack_int_pair(PyObject* obj, const char* what,
+                                                                              long long limit) {
+    if (obj == nullptr || obj == Py_None) return std::nullopt;
+    const auto refuse = [&](const std::string& why) {
+        return conversion_error("__dlpack__: " + std::string(what) + "=" + safe_repr(obj) + ": " + why);
+    };
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2) throw refuse("must be a tuple of two ints");
+    long long parts[2];
+    for (Py_ssize_t i = 0; i < 2; ++i) {
+        PyObject* item = PyTuple_GET_ITEM(obj, i);
+        if (!PyLong_Check(item) || PyBool_Check(item)) throw refuse("must be a tuple of two ints");
+        int overflow = 0;
+        parts[i] = PyLong_AsLongLongAndOverflow(item, &overflow);
+        if (parts[i] == -1 && PyErr_Occurred()) throw python_error();
+        if (overflow != 0 || parts[i] < 0 || parts[i] > limit) {
+            throw refuse("each number must be in [0, " + std::to_string(limit) + "]");
+        }
+    }
+    return std::make_pair(static_cast<std::uint32_t>(parts[0]), static_cast<std::uint32_t>(parts[1]));
+}
+
+inline std::optional<bool> dlpack_truth(PyObject* obj) {
+    if (obj == nullptr || obj == Py_None) return std::nullopt;
+    const int truth = PyObject_IsTrue(obj);
+    if (truth < 0) throw python_error();
+    return truth == 1;
+}
+
+}  // namespace detail
+
+inline dlpack_options dlpack_options::from_python(PyObject* stream, PyObject* max_version, PyObject* dl_device, PyObject* copy,
+                                                  PyObject* codes) {
+    if (stream != nullptr && stream != Py_None) {
+        throw dlpack_error("__dlpack__: stream must be None for CPU memory, got " + safe_repr(stream));
+    }
+    dlpack_options options;
+    if (auto version = detail::dlpack_int_pair(max_version, "max_version", 0xFFFFFFFFLL)) {
+        options.max_version = dlpack::api_version{version->first, version->second};
+    }
+    if (auto device = detail::dlpack_int_pair(dl_device, "dl_device", 0x7FFFFFFFLL)) {
+        options.device = dlpack::device_spec{static_cast<std::int32_t>(device->first), static_cast<std::int32_t>(device->second)};
+    }
+    options.copy = detail::dlpack_truth(copy);
+    options.codes = detail::dlpack_truth(codes).value_or(false);
+    return options;
 }
 
 }  // namespace npybridge

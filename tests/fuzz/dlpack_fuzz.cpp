@@ -1,8 +1,10 @@
 // libFuzzer target: from_dlpack of capsules built from the input (versioned or legacy; any type code, bits
 // and lanes; device; ndim, shape, strides in elements, byte offset; read-only and sub-byte flags) over memory
-// that holds everything the capsule claims. Invariant: a named npybridge error or a tensor whose values are
-// the bytes the capsule describes; the producer's deleter runs exactly once, whatever happened; no Python
-// error left pending.
+// that holds everything the capsule claims, and hostile producers: a NULL shape, NULL data, strides 2^62
+// elements or more apart. Invariant: a named npybridge error or a tensor whose values are the bytes the capsule
+// describes (a NULL shape or NULL data with elements, or strides past this memory, are always refused; padded
+// sub-byte data is never reported borrowed, and must_borrow refuses it); the producer's deleter runs exactly
+// once, whatever happened; no Python error left pending.
 #include "tests/fuzz/fuzz_support.hpp"
 
 #include <fuzzer/FuzzedDataProvider.h>
@@ -58,6 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                                             : in.ConsumeIntegralInRange<std::int32_t>(0, 4);
     const bool with_strides = in.ConsumeBool();
     const bool hostile_shape = in.ConsumeIntegralInRange<int>(0, 15) == 0;
+    // 1: a NULL shape, 2: NULL data, 3: strides of any value.
+    const int hostile_field = in.ConsumeIntegralInRange<int>(0, 12);
     // Element size in bytes for laying out memory (sub-byte types: one byte per element or less). Vector
     // lanes are never imported (checked below), so the memory is laid out for one lane.
     const std::size_t element_bits = std::max<std::size_t>(1, std::size_t{view.dtype.bits});
@@ -69,11 +73,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (hostile_shape) extent = in.ConsumeIntegral<std::int64_t>();
         made->shape[i] = extent;
         if (with_strides) {
-            made->strides[i] = in.ConsumeIntegralInRange<std::int64_t>(-8, 40);
+            // Hostile: at least 2^62 elements apart, which no memory holds (a lie within memory's range cannot
+            // be seen by any consumer).
+            const std::int64_t huge = (std::int64_t{1} << 62) + in.ConsumeIntegralInRange<std::int64_t>(0, std::int64_t{1} << 40);
+            made->strides[i] = hostile_field == 3 ? (in.ConsumeBool() ? huge : -huge) : in.ConsumeIntegralInRange<std::int64_t>(-8, 40);
         } else {
             made->strides[i] = span;
         }
         if (extent < 0 || extent > 6) fits = false;
+        if (extent > 1 && (made->strides[i] < -8 || made->strides[i] > 40)) fits = false;  // past this memory
         const std::int64_t reach = fits && extent > 0 ? (extent - 1) * (made->strides[i] < 0 ? -made->strides[i] : made->strides[i]) : 0;
         span += reach;
     }
@@ -97,9 +105,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::uint64_t byte_offset = in.ConsumeIntegralInRange<std::uint64_t>(0, 8);
     view.data = made->memory.data() + reach_bytes;  // the middle: negative strides stay inside
     view.byte_offset = byte_offset;
-    view.shape = view.ndim > 0 ? made->shape : nullptr;
+    view.shape = view.ndim > 0 && hostile_field != 1 ? made->shape : nullptr;
+    if (hostile_field == 2) view.data = nullptr;
     view.strides = with_strides && view.ndim > 0 ? made->strides : nullptr;
-    const bool honest = fits;
+    const bool honest = fits && hostile_field != 1 && hostile_field != 2;
     // The element count the shape claims, read now: a copying import may free the producer before returning.
     std::size_t claimed_count = 1;
     if (honest) {
@@ -143,6 +152,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         FUZZ_CHECK(!PyErr_Occurred());
         if (result) {
             FUZZ_CHECK(view.dtype.lanes == 1);
+            FUZZ_CHECK(view.ndim <= 0 || view.shape != nullptr);
+            if (view.dtype.bits < 8 && (flags & dl::flag_subbyte_padded) != 0) {
+                FUZZ_CHECK(!result->borrowed);
+                FUZZ_CHECK(options.policy != nb::borrow_policy::must_borrow);
+            }
             const nb::tensor& t = result->tensor;
             // A shape beyond this memory is only acceptable without elements (an extent of 0).
             FUZZ_CHECK(honest || t.count() == 0);
