@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <npybridge/numpy_dtype.hpp>
+#include <npybridge/lowbit.hpp>
 #include <npybridge/quantization.hpp>
 
 #include "tests/support/python.hpp"
@@ -292,4 +293,38 @@ TEST_CASE("quantize and dequantize follow MegDNN's rounding and clamps", "[quant
         CHECK(nb::dequantize<dtype_enum::Quantized8Asymm>(std::uint8_t{130}, nb::asymm_param{0.5f, 128}) == 1.0f);
     }
     CHECK_THROWS_AS(nb::quantize(nb::dtype(dtype_enum::Int8), 1.0f), nb::dtype_error);
+}
+
+TEST_CASE("dequantize refuses codes outside the dtype's range, with no overflow for any int32", "[quantized][errors]") {
+    const nb::dtype s4 = nb::dtype::quantized(dtype_enum::QuantizedS4, 0.5);
+    CHECK(nb::dequantize(s4, 7) == 3.5f);
+    CHECK(nb::dequantize(s4, -8) == -4.0f);
+    CHECK_THAT(test::message_of<nb::value_range_error>([&] { nb::dequantize(s4, 100); }),
+               Contains("code 100") && Contains("QuantizedS4") && Contains("-8..7"));
+    const nb::dtype u8 = nb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.25, 255);
+    CHECK(nb::dequantize(u8, 0) == -63.75f);
+    // INT32_MIN - 255 overflowed (UBSan) before the range check.
+    CHECK_THAT(test::message_of<nb::value_range_error>([&] { nb::dequantize(u8, std::numeric_limits<std::int32_t>::min()); }),
+               Contains("code -2147483648"));
+    const nb::dtype s1 = nb::dtype::quantized(dtype_enum::QuantizedS1, 1.0);
+    CHECK_THAT(test::message_of<nb::value_range_error>([&] { nb::dequantize(s1, 2); }), Contains("code 2"));
+    const nb::dtype s32 = nb::dtype::quantized(dtype_enum::QuantizedS32, 2.0);
+    CHECK(nb::dequantize(s32, std::numeric_limits<std::int32_t>::min()) == -4294967296.0f);
+}
+
+TEST_CASE("sizes that overflow a size_t are named errors, not wrapped to small numbers", "[lowbit][errors]") {
+    CHECK(nb::byte_size(dtype_enum::IntB4, 3) == 2);
+    CHECK_THAT(test::message_of<nb::conversion_error>(
+                   [] { nb::byte_size(dtype_enum::IntB4, static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max())); }),
+               Contains("byte_size") && Contains("9223372036854775807"));
+    CHECK_THAT(test::message_of<nb::conversion_error>([] { nb::byte_size(dtype_enum::Float32, SIZE_MAX / 2); }), Contains("overflow"));
+    CHECK_THAT(test::message_of<nb::conversion_error>(
+                   [] { nb::packed_bytes(dtype_enum::IntB1, SIZE_MAX, 0, nb::lowbit_layout::compact); }),
+               Contains("overflow"));
+    // A row that long overflows in its pitch; one-element rows are one byte each, exactly (no wrap either way).
+    CHECK_THAT(test::message_of<nb::conversion_error>(
+                   [] { nb::packed_bytes(dtype_enum::QuantizedS4, SIZE_MAX, SIZE_MAX, nb::lowbit_layout::row_aligned); }),
+               Contains("overflow"));
+    CHECK(nb::packed_bytes(dtype_enum::QuantizedS4, SIZE_MAX, 1, nb::lowbit_layout::row_aligned) == SIZE_MAX);
+    CHECK(nb::packed_bytes(dtype_enum::QuantizedS4, 6, 3, nb::lowbit_layout::row_aligned) == 4);
 }

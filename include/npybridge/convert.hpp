@@ -99,6 +99,7 @@ template <class Tensor>
         if (parsed == nullptr || !parsed->value || parsed->value->info().is_packed) return nullptr;
         type = &*parsed->value;
     }
+    if (codes_narrower_than_storage(type->info())) return nullptr;  // its values are checked (general path)
     const int flags = PyArray_FLAGS(array);
     if ((flags & NPY_ARRAY_ALIGNED) == 0 || !PyArray_ISNOTSWAPPED(array)) return nullptr;
     if (options.require_writable && (flags & NPY_ARRAY_WRITEABLE) == 0) return nullptr;
@@ -150,6 +151,8 @@ template <class Tensor>
     }
     const dtype target = options.type ? *options.type : source->type;
     refuse_requantizing(source, target);
+    // Values that keep their storage (borrowed, or copied as they are) are checked against the dtype's codes.
+    if (source && same_storage(*source, target)) check_codes(array, target, options.narrow, layout);
 
     std::string reason = options.policy == borrow_policy::copy
                              ? std::string("copy requested")
@@ -367,6 +370,7 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
                           detail::descr_text(PyArray_DESCR(array)) + "), the tensor is " + target.to_string());
     }
     if (!target.info().is_packed && !source.narrowed) {
+        detail::check_codes(array, target, options.narrow, layout);
         // Same storage (up to byte order, or plain codes into a quantized
         // tensor): numpy's copy checks no value, so nothing can fail once it
         // writes. It copies straight in (memory shared with the array is

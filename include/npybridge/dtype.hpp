@@ -341,9 +341,11 @@ constexpr const dtype_info* find_dtype(std::uint32_t value) noexcept {
 constexpr std::string_view name_of(dtype_enum id) noexcept { return info(id).name; }
 
 /// Bytes that `count` elements take: ceil(count * bits / 8) for packed dtypes
-/// (compact layout), count * element size otherwise.
-constexpr std::size_t byte_size(dtype_enum id, std::size_t count) noexcept {
+/// (compact layout), count * element size otherwise; conversion_error past size_t.
+constexpr std::size_t byte_size(dtype_enum id, std::size_t count) {
     const dtype_info& entry = info(id);
+    const std::size_t unit = entry.is_packed ? entry.bits : entry.element_size;
+    if (unit != 0 && count > (SIZE_MAX - 7) / unit) throw conversion_error("byte_size: " + std::to_string(count) + " elements overflow");
     return entry.is_packed ? (count * entry.bits + 7) / 8 : count * entry.element_size;
 }
 

@@ -28,16 +28,21 @@ constexpr lowbit_layout default_layout(dtype_enum id) noexcept {
 }
 
 /// Bytes one innermost row of `row_length` elements takes when rows are byte-aligned.
-constexpr std::size_t row_pitch(dtype_enum id, std::size_t row_length) noexcept {
-    return (row_length * info(id).bits + 7) / 8;
+constexpr std::size_t row_pitch(dtype_enum id, std::size_t row_length) {
+    return byte_size(id, row_length);  // a row is a compact run
 }
 
 /// Bytes a packed tensor of `count` elements with innermost dimension
-/// `row_length` takes in `layout` (row_length is ignored for compact).
-constexpr std::size_t packed_bytes(dtype_enum id, std::size_t count, std::size_t row_length,
-                                   lowbit_layout layout) noexcept {
+/// `row_length` takes in `layout` (row_length is ignored for compact). Sizes
+/// that do not fit a size_t are a conversion_error.
+constexpr std::size_t packed_bytes(dtype_enum id, std::size_t count, std::size_t row_length, lowbit_layout layout) {
     if (layout == lowbit_layout::compact || row_length == 0) return byte_size(id, count);
-    return (count / row_length) * row_pitch(id, row_length);
+    const std::size_t rows = count / row_length, pitch = row_pitch(id, row_length);
+    if (pitch != 0 && rows > SIZE_MAX / pitch) {
+        throw conversion_error("packed_bytes: " + std::to_string(rows) + " rows of " + std::to_string(pitch) +
+                               " bytes take more than a size_t can count");
+    }
+    return rows * pitch;
 }
 
 namespace detail {

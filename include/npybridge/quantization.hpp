@@ -41,9 +41,17 @@ inline std::int32_t quantize(const dtype& type, float value) {
     return detail::quantize_value(type.info(), *type.scale(), type.zero_point().value_or(0), value);
 }
 
-/// The real value a quantized integer stands for.
+/// The real value a quantized integer stands for. A code outside the dtype's
+/// range (a QuantizedS4 100) is a value_range_error naming it.
 inline float dequantize(const dtype& type, std::int32_t q) {
     if (!type.is_quantized()) throw dtype_error("dequantize: " + type.to_string() + " is not a quantized dtype");
+    const value_range range = type.info().range;
+    if (static_cast<double>(q) < range.lo || static_cast<double>(q) > range.hi) {
+        throw value_range_error("dequantize: code " + std::to_string(q) + " is not a " + type.to_string() + " code (" +
+                                std::to_string(static_cast<long long>(range.lo)) + ".." +
+                                std::to_string(static_cast<long long>(range.hi)) + ")");
+    }
+    // In range, q - zero_point cannot overflow (zero points lie inside the range too).
     return static_cast<float>(q - type.zero_point().value_or(0)) * *type.scale();
 }
 

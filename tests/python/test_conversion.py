@@ -277,7 +277,7 @@ def test_quantized_arrays_are_borrowed_and_keep_their_params(base, name, scale, 
     lambda: np.arange(6, dtype=mgb_dtype("int8", "QuantizedS8", 0.5)).astype(">i1").view(
         mgb_dtype("int8", "QuantizedS8", 0.5)),
     lambda: np.array([1, -1, 0], dtype=mgb_dtype("int8", "QuantizedS4", 0.5)),
-    lambda: np.array([1, -1, 1], dtype=mgb_dtype("int8", "QuantizedS1", 1.0)),
+    lambda: np.array([1, 0, 1], dtype=mgb_dtype("int8", "QuantizedS1", 1.0)),
     lambda: np.arange(4, dtype=mgb_dtype("uint8", "Quantized8Asymm", 0.25, 3)),
 ])
 def test_the_second_conversion_of_a_dtype_decides_like_the_first(make):

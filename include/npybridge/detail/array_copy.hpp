@@ -288,8 +288,26 @@ inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
     if (type.category != dtype_category::integer && type.category != dtype_category::quantized) return std::nullopt;
     const unsigned bits = static_cast<unsigned>(type.element_size * 8);
     if (bits >= 64) return std::nullopt;
-    return type.is_signed ? value_bounds{false, -(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1, 0}
-                          : value_bounds{false, 0, (std::int64_t{1} << bits) - 1, 0};
+    value_bounds bounds = type.is_signed ? value_bounds{false, -(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1, 0}
+                                         : value_bounds{false, 0, (std::int64_t{1} << bits) - 1, 0};
+    // A dtype whose codes are fewer than its storage holds (QuantizedS1: 0 and 1 in an int8).
+    bounds.lo = std::max(bounds.lo, static_cast<std::int64_t>(type.range.lo));
+    bounds.hi = std::min(bounds.hi, static_cast<std::int64_t>(type.range.hi));
+    return bounds;
+}
+
+/// Whether a dtype's valid codes are fewer than its storage holds (QuantizedS1): values that keep their
+/// storage (a borrow, a straight copy) must then be checked too.
+constexpr bool codes_narrower_than_storage(const dtype_info& type) noexcept {
+    if (type.is_packed || (type.category != dtype_category::integer && type.category != dtype_category::quantized) ||
+        type.element_size >= 8) {
+        return false;
+    }
+    const unsigned bits = static_cast<unsigned>(type.element_size * 8);
+    const double lo = type.is_signed ? -static_cast<double>(std::int64_t{1} << (bits - 1)) : 0.0;
+    const double hi = type.is_signed ? static_cast<double>((std::int64_t{1} << (bits - 1)) - 1)
+                                     : static_cast<double>((std::int64_t{1} << bits) - 1);
+    return static_cast<double>(type.range.lo) > lo || static_cast<double>(type.range.hi) < hi;
 }
 
 /// The first value of the array (C order) that does not survive a cast into
@@ -470,6 +488,17 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
                           " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
     }
     return contiguous_as(array, byte_type, NPY_UNSAFE_CASTING, std::string(type.name));
+}
+
+/// For a dtype with fewer codes than storage: throws value_range_error naming the first value of `array`
+/// that is not a code (and its index), unless narrowing is wrap.
+inline void check_codes(PyArrayObject* array, const dtype& target, narrowing narrow, const tensor_layout& layout) {
+    if (narrow == narrowing::wrap || !codes_narrower_than_storage(target.info())) return;
+    if (const auto unfit = first_unfit_value(array, *storage_bounds(target.info()))) {
+        const dtype_info& type = target.info();
+        throw value_range_error(std::string(type.name) + ": value " + unfit->second + " at index " + index_text(unfit->first, layout) +
+                                " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
+    }
 }
 
 /// Packs one-byte values into fresh storage; a bad value is named by its index in the array.

@@ -1,0 +1,73 @@
+// npybridge/detail/dlpack_types.hpp — DLPack's element type of each dtype (derived from its table row) and the
+// element strides it reads for packed tensors.
+#pragma once
+
+#include <npybridge/config.hpp>
+#include <npybridge/dlpack_abi.hpp>
+#include <npybridge/dtype.hpp>
+#include <npybridge/layout.hpp>
+#include <npybridge/lowbit.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+
+/// The DLPack type of a dtype's elements, derived from its table row: the C++
+/// element type for unpacked dtypes, the bit coding for packed ones. Quantized
+/// dtypes and the odd-valued IntB1/2/4 have no DLPack type of their own: with
+/// `codes` they export their stored codes (int8, uint4, ...), else nullopt.
+constexpr std::optional<dlpack::data_type> dlpack_type_of(const dtype_info& entry, bool codes) noexcept {
+    using namespace dlpack;
+    const bool needs_codes = entry.is_quantized || entry.coding == lowbit_coding::odd;
+    if (needs_codes && !codes) return std::nullopt;
+    if (entry.is_packed) {
+        const auto bits = static_cast<std::uint8_t>(entry.bits);
+        return data_type{entry.coding == lowbit_coding::twos_complement ? int_code : uint_code, bits, 1};
+    }
+    const std::string_view s = entry.storage;
+    const auto bits = static_cast<std::uint8_t>(entry.element_size * 8);
+    if (s == "bool") return data_type{bool_code, 8, 1};
+    if (s == "half" || s == "float" || s == "double") return data_type{float_code, bits, 1};
+    if (s == "bfloat16") return data_type{bfloat_code, 16, 1};
+    if (s == "complex<float>") return data_type{complex_code, 64, 1};
+    if (s == "byte" || s.substr(0, 4) == "uint") return data_type{uint_code, bits, 1};
+    if (s.substr(0, 3) == "int") return data_type{int_code, bits, 1};
+    return std::nullopt;
+}
+
+namespace detail {
+
+/// dlpack_type_of for every row, without and with codes (computed once, at compile time).
+constexpr std::array<std::array<std::optional<dlpack::data_type>, dtype_count>, 2> make_dlpack_types() noexcept {
+    std::array<std::array<std::optional<dlpack::data_type>, dtype_count>, 2> types{};
+    for (std::size_t i = 0; i < dtype_count; ++i) {
+        types[0][i] = dlpack_type_of(dtype_table[i], false);
+        types[1][i] = dlpack_type_of(dtype_table[i], true);
+    }
+    return types;
+}
+inline constexpr auto dlpack_types = make_dlpack_types();
+
+/// Element strides of a packed tensor as DLPack reads them: compact is C
+/// order; MegBrain's row-aligned layout starts each row at a byte, i.e. pads
+/// the innermost dimension to whole bytes, which element strides describe.
+inline void packed_strides(const tensor_layout& layout, unsigned bits, lowbit_layout packing, std::int64_t* strides) {
+    if (layout.ndim == 0) return;
+    const std::size_t inner = layout.shape[layout.ndim - 1];
+    const std::size_t per_byte = 8 / bits;
+    std::int64_t stride = 1;
+    for (std::size_t i = layout.ndim; i-- > 0;) {
+        strides[i] = stride;
+        std::size_t extent = layout.shape[i] == 0 ? 1 : layout.shape[i];
+        if (i == layout.ndim - 1 && packing == lowbit_layout::row_aligned) extent = (inner + per_byte - 1) / per_byte * per_byte;
+        stride *= static_cast<std::int64_t>(extent == 0 ? 1 : extent);
+    }
+}
+
+}  // namespace detail
+
+}  // namespace npybridge
