@@ -322,7 +322,7 @@ EXAMPLE_MODULE(m) {
         });
     };
     bind::class_<tensor_object>(m, "Tensor", with_slots(tensor_slots))
-        .def_static("from_numpy", from_numpy, bind::arg("obj"), bind::arg("dtype").none() = bind::none(),
+        .def_static("from_numpy", from_numpy, bind::arg("obj").none(), bind::arg("dtype").none() = bind::none(),
                     bind::arg("policy") = "try_borrow", bind::arg("narrowing") = "checked", bind::arg("layout").none() = bind::none(),
                     "A tensor over the array's memory when it can be shared (policy 'try_borrow'), else a converted copy.")
         .def_static("from_dlpack", from_dlpack, bind::arg("obj"), bind::arg("dtype").none() = bind::none(),
@@ -355,7 +355,7 @@ EXAMPLE_MODULE(m) {
                 options.narrow = example::narrowing_of(narrowing.ptr());
                 npb::copy_into(obj.ptr(), self.value, options);
             },
-            bind::arg("obj"), bind::arg("narrowing") = "checked",
+            bind::arg("obj").none(), bind::arg("narrowing") = "checked",
             "Copies the array's values into this tensor (same shape; same dtype, or int64 / float64 narrowed); on any\n"
             "error the tensor keeps its values.")
         .def(

@@ -225,7 +225,7 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
         !(read_only && options.require_writable) && static_cast<std::size_t>(view.ndim) <= detail::ndim_limit<Tensor> &&
         (view.ndim > 0 || adapter::has_scalar)) {
         const std::size_t itemsize = plain->info().element_size;
-        void* data = static_cast<char*>(view.data) + view.byte_offset;
+        void* data = detail::dlpack_first_byte(view);
         tensor_layout layout;
         layout.ndim = static_cast<std::size_t>(view.ndim);
         std::ptrdiff_t stride = 1;

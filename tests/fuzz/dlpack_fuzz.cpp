@@ -81,7 +81,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             made->strides[i] = span;
         }
         if (extent < 0 || extent > 6) fits = false;
-        if (extent > 1 && (made->strides[i] < -8 || made->strides[i] > 40)) fits = false;  // past this memory
+        if (hostile_field == 3 && with_strides && extent > 1) fits = false;  // past this memory
         const std::int64_t reach = fits && extent > 0 ? (extent - 1) * (made->strides[i] < 0 ? -made->strides[i] : made->strides[i]) : 0;
         span += reach;
     }
@@ -108,7 +108,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     view.shape = view.ndim > 0 && hostile_field != 1 ? made->shape : nullptr;
     if (hostile_field == 2) view.data = nullptr;
     view.strides = with_strides && view.ndim > 0 ? made->strides : nullptr;
-    const bool honest = fits && hostile_field != 1 && hostile_field != 2;
+    const bool honest = fits && !(hostile_field == 1 && view.ndim > 0) && hostile_field != 2;  // (a 0-d tensor needs no shape)
     // The element count the shape claims, read now: a copying import may free the producer before returning.
     std::size_t claimed_count = 1;
     if (honest) {

@@ -230,15 +230,15 @@ def test_a_bad_value_leaves_nothing_behind_in_copy_from():
     assert destination.numpy().tolist() == [1, 2, 3]
 
 
-# ---- numpy's own reason survives ---------------------------------------------------------------
+# ---- only numbers become tensors, in every narrowing mode -------------------------------------------
 
-@pytest.mark.parametrize("values", [np.array(["1.5", "x"]), np.array([1.5, "x"], dtype=object)])
-def test_a_failed_numpy_cast_keeps_numpys_reason(values):
-    with pytest.raises(nbx.ConversionError) as caught:
-        T.from_numpy(values, dtype="Float32", narrowing="wrap")
-    message = str(caught.value)
-    assert "could not convert string to float" in message and "'x'" in message
-    assert "no Python error pending" not in message
+@pytest.mark.parametrize("values,shown", [(np.array(["1.5", "x"]), "numpy <U3 array"),
+                                          (np.array([1.5, "x"], dtype=object), "numpy object array")])
+@pytest.mark.parametrize("narrowing", ["checked", "wrap", "reject"])
+def test_strings_and_objects_are_refused_naming_the_input(values, shown, narrowing):
+    with pytest.raises(nbx.DTypeError, match="expected an array of numbers, got a " + shown) as caught:
+        T.from_numpy(values, dtype="Float32", narrowing=narrowing)
+    assert "no Python error pending" not in str(caught.value)
 
 
 # ---- Sizes that overflow, zero-size tensors ----------------------------------------------------

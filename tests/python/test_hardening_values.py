@@ -41,3 +41,20 @@ def test_copy_from_into_quantized_s1_checks_and_leaves_the_tensor_as_it_was():
     with pytest.raises(nbx.ValueRangeError, match=r"value 7 at index \(2,\)"):
         t.copy_from(np.array([0, 0, 7], np.int8))
     np.testing.assert_array_equal(t.numpy(), [1, 0, 1])
+
+
+@pytest.mark.parametrize("narrowing", ["checked", "wrap", "reject"])
+@pytest.mark.parametrize("dtype", [None, "Float32"])
+def test_none_is_never_a_tensor(narrowing, dtype):
+    with pytest.raises(nbx.DTypeError, match="expected an array-like of numbers, got NoneType") as caught:
+        Tensor.from_numpy(None, dtype=dtype, narrowing=narrowing)
+    assert "wrap" not in str(caught.value)  # no hint that another mode would take it
+    with pytest.raises(nbx.DTypeError, match="got str"):
+        Tensor.from_numpy("1.5", dtype=dtype, narrowing=narrowing)
+
+
+def test_copy_from_takes_numbers_only():
+    t = Tensor.from_numpy(np.zeros(2, np.float32))
+    with pytest.raises(nbx.DTypeError, match="got NoneType"):
+        t.copy_from(None)
+    np.testing.assert_array_equal(t.numpy(), [0, 0])

@@ -130,11 +130,19 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
 
 /// The array for an object: the object itself when it is an ndarray, else
 /// numpy's own conversion (lists, scalars, __array__, buffers).
+/// Only numbers become tensors, whatever the narrowing: numpy would make an object array of None (or of
+/// any object) and a string array of text, and casting those is numpy's business, not a conversion's.
 inline object as_array(PyObject* obj) {
-    if (PyArray_Check(obj)) return object::borrow(obj);
-    PyObject* array = PyArray_FromAny(obj, nullptr, 0, 0, 0, nullptr);
+    const bool given = PyArray_Check(obj);
+    PyObject* array = given ? obj : PyArray_FromAny(obj, nullptr, 0, 0, 0, nullptr);
     if (array == nullptr) throw_numpy_failure("npybridge: cannot make an array from " + safe_repr(obj));
-    return object::steal(array);
+    object made = given ? object::borrow(obj) : object::steal(array);
+    const char kind = descr_kind(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array)));
+    if (kind == 'O' || kind == 'U' || kind == 'S') {
+        throw dtype_error(given ? "expected an array of numbers, got a numpy " + descr_text(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array))) + " array"
+                                : "expected an array-like of numbers, got " + std::string(Py_TYPE(obj)->tp_name));
+    }
+    return made;
 }
 
 }  // namespace detail

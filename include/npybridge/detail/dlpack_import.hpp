@@ -109,6 +109,12 @@ inline const dtype* plain_dtype_of(dlpack::data_type type) noexcept {
     return nullptr;
 }
 
+/// The first byte of a DLPack tensor's data (byte_offset applied); nullptr for NULL data (zero elements:
+/// check_dlpack_view refused NULL data with any).
+inline char* dlpack_first_byte(const dlpack::tensor_view& view) noexcept {
+    return view.data == nullptr ? nullptr : static_cast<char*>(view.data) + view.byte_offset;
+}
+
 /// The sub-byte DLPack types npybridge reads: those of its packed dtypes (int4, uint4, uint2, uint1).
 inline bool is_packed_dlpack_type(dlpack::data_type type) noexcept {
     for (const dtype_info& entry : dtype_table) {
@@ -245,7 +251,7 @@ inline object array_over_dlpack(const dlpack::tensor_view& view, PyObject* descr
     }
     Py_INCREF(descr_object);
     PyObject* array = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr_object), view.ndim, dims, strides,
-                                           static_cast<char*>(view.data) + view.byte_offset, writable ? NPY_ARRAY_WRITEABLE : 0,
+                                           dlpack_first_byte(view), writable ? NPY_ARRAY_WRITEABLE : 0,
                                            nullptr);
     if (array == nullptr) throw_numpy_failure("from_dlpack: numpy could not describe the DLPack tensor");
     object result = object::steal(array);
@@ -303,9 +309,11 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::tensor_view& view, con
     Tensor made = make_dense<Tensor>(target, contiguous, options.layout.value_or(default_layout(target.id())), where);
     const lowbit_layout wanted = adapter::packed_layout(made);
     const std::size_t count = contiguous.count(), inner = contiguous.innermost();
-    const auto* in = static_cast<const std::uint8_t*>(view.data) + view.byte_offset;
+    const auto* in = reinterpret_cast<const std::uint8_t*>(dlpack_first_byte(view));
     auto* out = static_cast<std::uint8_t*>(adapter::data(made));
-    if (*found == wanted) {
+    if (count == 0) {
+        // nothing to copy (and NULL data is valid here)
+    } else if (*found == wanted) {
         std::memcpy(out, in, packed_bytes(target.id(), count, inner, wanted));
     } else {
         std::vector<std::int8_t> values(count);
