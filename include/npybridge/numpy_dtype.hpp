@@ -70,11 +70,16 @@ constexpr std::array<std::uint8_t, numpy_builtin_type_count> make_rows_by_type_n
 inline constexpr std::array<std::uint8_t, numpy_builtin_type_count> rows_by_type_num = make_rows_by_type_num();
 
 
-/// Whether `descr` is ml_dtypes' int4 (true: signed) or uint4 (false); nullopt
-/// for anything else. An array of either means ml_dtypes is loaded, so this
-/// looks in sys.modules and imports nothing. (ml_dtypes keeps one 4-bit value
-/// per byte in the low nibble, upper bits zero.)
-inline std::optional<bool> ml_dtypes_4bit_kind(PyArray_Descr* descr) {
+/// ml_dtypes' sub-byte integer types (int1, int2, int4, uint1, uint2, uint4): one value per byte, in the
+/// low bits, upper bits zero.
+struct ml_dtypes_subbyte {
+    unsigned bits;
+    bool is_signed;
+};
+
+/// Which of ml_dtypes' sub-byte integer types `descr` is; nullopt for anything else. An array of one means
+/// ml_dtypes is loaded, so this looks in sys.modules and imports nothing.
+inline std::optional<ml_dtypes_subbyte> ml_dtypes_subbyte_kind(PyArray_Descr* descr) {
     if (descr_kind(descr) != 'V' || descr_elsize(descr) != 1) return std::nullopt;
     object module = object::steal(PyImport_GetModule(key_object("ml_dtypes")));
     if (!module) {
@@ -82,15 +87,27 @@ inline std::optional<bool> ml_dtypes_4bit_kind(PyArray_Descr* descr) {
         return std::nullopt;
     }
     const auto* scalar_type = reinterpret_cast<PyObject*>(descr->typeobj);
-    for (const bool is_signed : {true, false}) {
-        object type = object::steal(PyObject_GetAttrString(module.get(), is_signed ? "int4" : "uint4"));
+    static constexpr struct {
+        const char* name;
+        ml_dtypes_subbyte kind;
+    } types[] = {{"int4", {4, true}}, {"uint4", {4, false}}, {"int2", {2, true}},
+                 {"uint2", {2, false}}, {"int1", {1, true}}, {"uint1", {1, false}}};
+    for (const auto& candidate : types) {
+        object type = object::steal(PyObject_GetAttrString(module.get(), candidate.name));
         if (!type) {
             PyErr_Clear();
             continue;
         }
-        if (type.get() == scalar_type) return is_signed;
+        if (type.get() == scalar_type) return candidate.kind;
     }
     return std::nullopt;
+}
+
+/// Whether `descr` is ml_dtypes' int4 (true: signed) or uint4 (false); nullopt for anything else.
+inline std::optional<bool> ml_dtypes_4bit_kind(PyArray_Descr* descr) {
+    const std::optional<ml_dtypes_subbyte> kind = ml_dtypes_subbyte_kind(descr);
+    if (!kind || kind->bits != 4) return std::nullopt;
+    return kind->is_signed;
 }
 
 /// A new ml_dtypes int4 / uint4 descr (ml_dtypes is imported here; throws

@@ -341,3 +341,22 @@ def test_jax_arrays_cross_both_ways(jnp, dtype):
     assert (np.asarray(t.numpy()) == expected).all()
     y = jnp.from_dlpack(t)
     assert y.dtype == x.dtype and (np.asarray(y) == expected).all()
+
+
+@pytest.mark.parametrize("type_name,target,values", [
+    ("int2", "IntB2", [-1, 1]), ("uint2", "IntB2", [1, 3]), ("int1", "IntB1", [-1, 0]), ("uint1", "IntB1", [1, 1]),
+    ("int4", "IntB4", [-7, 5]), ("uint2", "IntB4", [1, 3]),
+])
+def test_ml_dtypes_sub_byte_integers_convert_by_value_like_int4(type_name, target, values):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    kind = getattr(ml_dtypes, type_name, None)
+    if kind is None:
+        pytest.skip(f"this ml_dtypes has no {type_name}")
+    a = np.array(values, kind)
+    wanted = [v for v in values]
+    if target == "IntB1" and 0 in wanted:  # IntB1 holds -1 and 1: 0 is refused, naming it
+        with pytest.raises(nbx.ValueRangeError, match=r"IntB1: value 0 at index \(1,\)"):
+            Tensor.from_numpy(a, dtype=target)
+        return
+    t = Tensor.from_numpy(a, dtype=target)
+    np.testing.assert_array_equal(t.numpy().astype(np.int8), wanted)

@@ -39,7 +39,11 @@ inline void init(nanobind::module_& m) {
         try {
             std::rethrow_exception(thrown);
         } catch (const npybridge::error&) {
-            translate_exception();  // sets the Python error; other exceptions go on to nanobind's translators
+            translate_exception();  // sets the Python error
+        } catch (const std::exception&) {
+            throw;  // nanobind's own translators map the standard ones (std::out_of_range to IndexError, ...)
+        } catch (...) {
+            translate_exception();  // not a std::exception: a RuntimeError naming its C++ type, as in every module
         }
     });
 }

@@ -33,7 +33,11 @@ inline void init(pybind11::module_& m) {
         try {
             std::rethrow_exception(thrown);
         } catch (const npybridge::error&) {
-            translate_exception();  // sets the Python error; other exceptions go on to pybind11's translators
+            translate_exception();  // sets the Python error
+        } catch (const std::exception&) {
+            throw;  // pybind11's own translators map the standard ones (std::out_of_range to IndexError, ...)
+        } catch (...) {
+            translate_exception();  // not a std::exception: a RuntimeError naming its C++ type, as in every module
         }
     });
 }

@@ -460,9 +460,9 @@ inline object low_bits_as_bytes(PyArrayObject* bytes, unsigned bits, bool is_sig
 inline object lowbit_values(PyArrayObject* array, const dtype& target, const tensor_layout& layout) {
     const dtype_info& type = target.info();
     const int byte_type = type.is_signed ? NPY_INT8 : NPY_UINT8;
-    if (const std::optional<bool> is_signed = ml_dtypes_4bit_kind(PyArray_DESCR(array))) {
-        // ml_dtypes' int4 / uint4: the low nibble of each byte holds the value.
-        object values = low_bits_as_bytes(array, 4, *is_signed);
+    if (const std::optional<ml_dtypes_subbyte> kind = ml_dtypes_subbyte_kind(PyArray_DESCR(array))) {
+        // ml_dtypes' int1/2/4 and uint1/2/4: the low bits of each byte hold the value.
+        object values = low_bits_as_bytes(array, kind->bits, kind->is_signed);
         return lowbit_values(reinterpret_cast<PyArrayObject*>(values.get()), target, layout);
     }
     if (user_dtype_lookup_hook != nullptr) {
