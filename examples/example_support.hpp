@@ -249,7 +249,17 @@ inline npb::dtype quantized_dtype_of(PyObject* dtype_like, const char* function)
 /// from zero, and clamps), as an array of the quantized numpy dtype (codes of 4- and 1-bit dtypes one per byte).
 inline npb::object quantize_values(PyObject* values, PyObject* dtype_like) {
     const npb::dtype type = quantized_dtype_of(dtype_like, "quantize");
-    npb::object input = npb::object::steal(PyArray_FROM_OTF(values, NPY_FLOAT32, NPY_ARRAY_IN_ARRAY));
+    // Any real array-like of numbers (float64 and int64 included: numpy's defaults), as float32, MegDNN's input.
+    npb::object array = npb::object::steal(PyArray_FromAny(values, nullptr, 0, 0, 0, nullptr));
+    if (!array) throw npb::python_error();
+    const char kind = PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array.get()))->kind;
+    if (kind != 'b' && kind != 'i' && kind != 'u' && kind != 'f') {
+        throw npb::dtype_error("quantize: values must be real numbers, got " +
+                               (PyArray_Check(values) ? "a numpy " + npb::safe_repr(reinterpret_cast<PyObject*>(
+                                                                         PyArray_DESCR(reinterpret_cast<PyArrayObject*>(values)))) + " array"
+                                                      : std::string(Py_TYPE(values)->tp_name)));
+    }
+    npb::object input = npb::object::steal(PyArray_FROM_OTF(array.get(), NPY_FLOAT32, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST));
     if (!input) throw npb::python_error();
     auto* in = reinterpret_cast<PyArrayObject*>(input.get());
     npb::object descr = npb::to_numpy(type);
@@ -286,7 +296,13 @@ inline npb::object dequantize_codes(PyObject* codes) {
     const auto* from = static_cast<const std::int32_t*>(PyArray_DATA(in));
     auto* to = static_cast<float*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(made)));
     const npy_intp count = PyArray_SIZE(in);
-    for (npy_intp i = 0; i < count; ++i) to[i] = npb::dequantize(type, from[i]);
+    for (npy_intp i = 0; i < count; ++i) {
+        try {
+            to[i] = npb::dequantize(type, from[i]);
+        } catch (const npb::value_range_error& e) {  // a code outside the dtype's range: which one
+            throw npb::value_range_error(std::string(e.what()) + " at flat index " + std::to_string(i));
+        }
+    }
     return result;
 }
 

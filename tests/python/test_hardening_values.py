@@ -58,3 +58,27 @@ def test_copy_from_takes_numbers_only():
     with pytest.raises(nbx.DTypeError, match="got NoneType"):
         t.copy_from(None)
     np.testing.assert_array_equal(t.numpy(), [0, 0])
+
+
+@pytest.mark.parametrize("values", [np.array([0.5, -1.25, 3.0]), np.array([1, -2, 3]), [0.5, -1.25, 3.0],
+                                    np.array([0.5, -1.25, 3.0], np.float32), np.array([True, False, True])])
+def test_quantize_takes_any_real_array_like(values):
+    q = nbx.quantize(values, mgb_dtype("int8", "QuantizedS8", 0.25))
+    real = np.asarray(values, float)
+    # MegDNN's rule: x / scale rounded half away from zero (-1.25 / 0.25 = -5 exactly; 0.5 / 0.25 = 2).
+    np.testing.assert_array_equal(q, np.trunc(real / 0.25 + np.copysign(0.5, real)))
+    assert q.dtype.metadata["mgb_dtype"]["name"] == "QuantizedS8"
+
+
+@pytest.mark.parametrize("values,shown", [(np.array([1 + 2j]), "complex128"), (["a"], "list"), (None, "NoneType")])
+def test_quantize_refuses_values_that_are_not_real_numbers(values, shown):
+    with pytest.raises((nbx.DTypeError, ValueError, TypeError), match=shown if shown != "list" else "real numbers|could not convert"):
+        nbx.quantize(values, mgb_dtype("int8", "QuantizedS8", 0.25))
+
+
+def test_dequantize_refuses_codes_outside_the_dtype_naming_them():
+    codes = np.array([1, 100, -3], dtype=mgb_dtype("int8", "QuantizedS4", 0.5))
+    with pytest.raises(nbx.ValueRangeError, match="code 100 .*QuantizedS4.*at flat index 1"):
+        nbx.dequantize(codes)
+    np.testing.assert_array_equal(nbx.dequantize(np.array([1, 7, -8], dtype=mgb_dtype("int8", "QuantizedS4", 0.5))),
+                                  [0.5, 3.5, -4.0])
