@@ -6,6 +6,7 @@ get_include(), get_cmake_dir(), get_pkgconfig_dir(), and `python -m npybridge --
 import os
 import pathlib
 import re
+import shlex
 import sysconfig
 
 _HERE = pathlib.Path(__file__).resolve().parent
@@ -91,8 +92,9 @@ def include_dirs():
 
 
 def includes():
-    """The -I flags, as `python -m npybridge --includes` prints them."""
-    return " ".join("-I" + folder for folder in include_dirs())
+    """The -I flags, as `python -m npybridge --includes` prints them: quoted for a POSIX shell, so that
+    `$(python -m npybridge --includes)` inside a shell command keeps a folder with spaces whole."""
+    return " ".join(shlex.quote("-I" + folder) for folder in include_dirs())
 
 
 def cflags():
@@ -101,19 +103,39 @@ def cflags():
     return includes() + " -fvisibility=hidden"
 
 
+def _pc_escape(value):
+    """A flag as a .pc file's Cflags field writes it: pkg-config splits fields into shell words, so spaces,
+    quotes and backslashes are escaped with a backslash."""
+    return re.sub(r"([\\\s'\"])", r"\\\1", value)
+
+
+def _cache_dir():
+    """$XDG_CACHE_HOME, or ~/.cache; None when neither is known. The XDG spec says an empty or relative
+    XDG_CACHE_HOME is to be ignored; a HOME that is unset, for a user with no passwd entry, is no home."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return pathlib.Path(xdg)
+    try:
+        home = pathlib.Path.home()
+    except (RuntimeError, KeyError, OSError):
+        return None
+    return home / ".cache" if home.is_absolute() else None
+
+
 def get_pkgconfig_dir():
     """A folder holding npybridge.pc for this interpreter (written on first use: the flags name this
-    interpreter's CPython and NumPy headers, which a file made when the package was built cannot know)."""
+    interpreter's CPython and NumPy headers, which a file made when the package was built cannot know): the
+    package's own share/pkgconfig when it is writable, else one under the user's cache folder."""
+    flags = [_pc_escape("-I" + folder) for folder in include_dirs()] + ["-fvisibility=hidden"]
     content = (f"prefix={_HERE}\n"
                f"includedir=${{prefix}}/include\n\n"
                f"Name: npybridge\n"
                f"Description: Header-only C++17 conversions between NumPy arrays and MegBrain-style tensors\n"
                f"Version: {__version__}\n"
-               f"Cflags: {cflags()}\n")
-    folders = [_HERE / "share" / "pkgconfig",
-               pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache")) / "npybridge" /
-               "pkgconfig" / re.sub(r"[^A-Za-z0-9]+", "_", str(_HERE))]
-    for folder in folders:
+               f"Cflags: {' '.join(flags)}\n")
+    tried = []
+    for folder in _pkgconfig_folders():
+        tried.append(str(folder))
         path = folder / "npybridge.pc"
         try:
             if not path.exists() or path.read_text() != content:
@@ -122,4 +144,13 @@ def get_pkgconfig_dir():
             return str(folder)
         except OSError:
             continue
-    raise MissingDependency(f"npybridge: could not write npybridge.pc to any of {[str(f) for f in folders]}")
+    raise MissingDependency(f"npybridge: could not write npybridge.pc to any of {tried} "
+                            f"(set XDG_CACHE_HOME to a writable folder)")
+
+
+def _pkgconfig_folders():
+    """Where npybridge.pc may go, in order; the cache folder is looked up only when the first is not writable."""
+    yield _HERE / "share" / "pkgconfig"
+    cache = _cache_dir()
+    if cache is not None:
+        yield cache / "npybridge" / "pkgconfig" / re.sub(r"[^A-Za-z0-9]+", "_", str(_HERE))
