@@ -83,6 +83,34 @@ struct scope_object {
     std::optional<example::tracker::scope> active;
 };
 
+}  // namespace
+
+#if defined(NPYBRIDGE_EXAMPLE_PYBIND11)
+// An instance made by `Tensor.__new__(Tensor)` alone has no C++ object yet (__init__ or a factory makes it);
+// pybind11 would hand its methods uninitialized memory. These casters refuse such an instance (pybind11 then
+// raises TypeError, as nanobind does and as npybridge_example refuses to make one).
+namespace pybind11::detail {
+template <class T>
+struct constructed_only_caster : type_caster_base<T> {
+    bool load(handle source, bool convert) {
+        if (!type_caster_base<T>::load(source, convert)) return false;
+        if (!isinstance<T>(source)) return true;  // (made by an implicit conversion)
+        auto* made = reinterpret_cast<instance*>(source.ptr());
+        const value_and_holder held = made->get_value_and_holder(get_type_info(typeid(T)), false);
+        return held && held.holder_constructed();
+    }
+};
+template <>
+class type_caster<tensor_object> : public constructed_only_caster<tensor_object> {};
+template <>
+class type_caster<tracker_object> : public constructed_only_caster<tracker_object> {};
+template <>
+class type_caster<scope_object> : public constructed_only_caster<scope_object> {};
+}  // namespace pybind11::detail
+#endif
+
+namespace {
+
 /// An npybridge object reference as the binding library's.
 bind::object to_python(npb::object value) {
 #if defined(NPYBRIDGE_EXAMPLE_PYBIND11)
@@ -97,11 +125,9 @@ bind::object to_python(npb::object value) {
 template <class T>
 T* instance_of(PyObject* self) noexcept {
 #if defined(NPYBRIDGE_EXAMPLE_PYBIND11)
-    try {
-        return &bind::cast<T&>(bind::handle(self));
-    } catch (...) {
-        return nullptr;
-    }
+    bind::detail::type_caster<T> caster;
+    if (!caster.load(bind::handle(self), false)) return nullptr;  // not constructed yet (see the casters above)
+    return static_cast<T*>(caster.value);
 #else
     return bind::inst_ready(self) ? bind::inst_ptr<T>(self) : nullptr;
 #endif
@@ -412,7 +438,13 @@ EXAMPLE_MODULE(m) {
 
     bind::class_<tracker_object>(m, "OriginTracker", with_slots(tracker_slots))
         .def(bind::init<>())
-        .def("scope", [](bind::object self, bind::object tag) { return scope_object{std::move(self), std::move(tag), std::nullopt}; },
+        .def("scope",
+             [](bind::object self, bind::object tag) {
+                 if (instance_of<tracker_object>(self.ptr()) == nullptr) {
+                     throw bind::type_error("OriginTracker.scope: this OriginTracker was made by __new__ alone, never initialized");
+                 }
+                 return scope_object{std::move(self), std::move(tag), std::nullopt};
+             },
              bind::arg("tag").none(), "scope(tag): a context manager; objects created inside are tagged with tag.")
         .def("create", [](tracker_object& self) {
             const unsigned long long key = ++self.next_key;  // stands for a new C++ object (an operator, a node)
