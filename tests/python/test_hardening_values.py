@@ -82,3 +82,30 @@ def test_dequantize_refuses_codes_outside_the_dtype_naming_them():
         nbx.dequantize(codes)
     np.testing.assert_array_equal(nbx.dequantize(np.array([1, 7, -8], dtype=mgb_dtype("int8", "QuantizedS4", 0.5))),
                                   [0.5, 3.5, -4.0])
+
+
+@pytest.mark.parametrize("values,numpy_type,target,shown,index", [
+    ([1, 16777217], np.int32, "Float32", "16777217 (not held exactly: it would become 16777216)", "(1,)"),
+    ([2**53 + 1], np.int64, "Float32", "9007199254740993", "(0,)"),
+    ([3, 2**62 + 1], np.uint64, "Complex64", "4611686018427387905", "(1,)"),
+    ([2049], np.int16, "Float16", "2049 (not held exactly: it would become 2048)", "(0,)"),
+    ([[256, 257]], np.int32, "BFloat16", "257 (not held exactly: it would become 256)", "(0, 1)"),
+])
+def test_checked_never_changes_an_integer_it_lets_into_a_float(values, numpy_type, target, shown, index):
+    with pytest.raises(nbx.ValueRangeError) as caught:
+        Tensor.from_numpy(np.array(values, numpy_type), dtype=target)
+    assert f"value {shown}" in str(caught.value) and f"at index {index}" in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("values,numpy_type,target", [
+    ([16777216, -16777216, 2**30, 0], np.int32, "Float32"), ([2048, -2048, 2**15], np.int32, "Float16"),
+    ([256, -256, 2**20], np.int64, "BFloat16"), ([2**63], np.uint64, "Float32"),
+])
+def test_checked_takes_integers_a_float_holds_exactly(values, numpy_type, target):
+    t = Tensor.from_numpy(np.array(values, numpy_type), dtype=target)
+    np.testing.assert_array_equal(t.numpy().astype(np.float64), np.array(values, np.float64))
+
+
+def test_wrap_rounds_integers_into_floats_without_a_check():
+    t = Tensor.from_numpy(np.array([16777217], np.int32), dtype="Float32", narrowing="wrap")
+    assert t.numpy()[0] == 16777216

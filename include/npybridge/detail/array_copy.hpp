@@ -12,12 +12,14 @@
 #include <npybridge/policies.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
+#include <npybridge/scalar_types.hpp>
 #include <npybridge/tensor.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -275,6 +277,11 @@ struct value_bounds {
     bool floating = false;
     std::int64_t lo = 0, hi = 0;
     double overflow = 0;
+    /// Floating targets: the significand's bits (float32 24, float16 11, bfloat16 8): an integer that needs
+    /// more is not held exactly, and `checked` refuses it as it refuses an overflow.
+    unsigned digits = 0;
+    /// The float it would become (integer -> float), for messages.
+    double (*rounded)(double) = nullptr;
 };
 
 /// The bounds of a dtype's storage (the codes, for quantized dtypes); none
@@ -283,7 +290,18 @@ struct value_bounds {
 inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
     if (type.is_packed) return std::nullopt;
     if (type.category == dtype_category::floating || type.category == dtype_category::complex) {
-        return value_bounds{true, 0, 0, overflow_threshold(type.range.hi)};
+        value_bounds bounds{true, 0, 0, overflow_threshold(type.range.hi)};
+        if (type.storage == "bfloat16") {
+            bounds.digits = 8;
+            bounds.rounded = [](double v) { return static_cast<double>(bfloat16::from_float(static_cast<float>(v)).to_float()); };
+        } else if (type.storage == "half") {
+            bounds.digits = 11;
+            bounds.rounded = [](double v) { return static_cast<double>(half::from_float(static_cast<float>(v)).to_float()); };
+        } else {  // float, complex<float>
+            bounds.digits = 24;
+            bounds.rounded = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+        }
+        return bounds;
     }
     if (type.category != dtype_category::integer && type.category != dtype_category::quantized) return std::nullopt;
     const unsigned bits = static_cast<unsigned>(type.element_size * 8);
@@ -310,6 +328,44 @@ constexpr bool codes_narrower_than_storage(const dtype_info& type) noexcept {
     return static_cast<double>(type.range.lo) > lo || static_cast<double>(type.range.hi) < hi;
 }
 
+/// first_unfit_value for an aligned, native, C-contiguous integer array into a float dtype, read in the
+/// array's own width: the range (for narrow floats) and exactness in one pass. nullopt when the array is
+/// not such an array (the general path then widens it); an optional holding nullopt when every value fits.
+inline std::optional<std::optional<std::pair<std::size_t, std::string>>> first_unfit_integer_for_float(PyArrayObject* array,
+                                                                                                      const value_bounds& bounds) {
+    if (!PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) return std::nullopt;
+    const char kind = descr_kind(PyArray_DESCR(array));
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
+    const double integer_limit = std::ceil(bounds.overflow) - 1;
+    const auto scan = [&](const auto* in) -> std::optional<std::pair<std::size_t, std::string>> {
+        using T = std::remove_cv_t<std::remove_pointer_t<decltype(in)>>;
+        const unsigned value_bits = sizeof(T) * 8 - (std::is_signed_v<T> ? 1 : 0);
+        std::size_t bad = n;
+        if (integer_limit < static_cast<double>(std::numeric_limits<T>::max())) {  // a narrow float: range first
+            const auto limit = static_cast<T>(integer_limit);
+            bad = first_outside<T>(in, n, std::is_signed_v<T> ? static_cast<T>(-limit) : T{0}, limit);
+            if (bad != n) return std::pair{bad, std::to_string(in[bad])};
+        }
+        if (value_bits <= bounds.digits) return std::nullopt;  // every value of T is held exactly
+        bad = first_inexact(in, n, bounds.digits);
+        if (bad == n) return std::nullopt;
+        const std::string rounded = bounds.rounded ? number_text(bounds.rounded(static_cast<double>(in[bad]))) : std::string("another value");
+        return std::pair{bad, std::to_string(in[bad]) + " (not held exactly: it would become " + rounded + ")"};
+    };
+    const void* data = PyArray_DATA(array);
+    switch (PyArray_ITEMSIZE(array) * (kind == 'i' ? 1 : -1)) {
+        case 1: return scan(static_cast<const std::int8_t*>(data));
+        case 2: return scan(static_cast<const std::int16_t*>(data));
+        case 4: return scan(static_cast<const std::int32_t*>(data));
+        case 8: return scan(static_cast<const std::int64_t*>(data));
+        case -1: return scan(static_cast<const std::uint8_t*>(data));
+        case -2: return scan(static_cast<const std::uint16_t*>(data));
+        case -4: return scan(static_cast<const std::uint32_t*>(data));
+        case -8: return scan(static_cast<const std::uint64_t*>(data));
+        default: return std::nullopt;
+    }
+}
+
 /// The first value of the array (C order) that does not survive a cast into
 /// `bounds`: its index and its text. Integers are read as int64 / uint64 and
 /// floats as double (long double when wider), complex numbers part by part;
@@ -323,12 +379,20 @@ inline std::optional<std::pair<std::size_t, std::string>> first_unfit_value(PyAr
                           : kind == 'c' ? (wide_float ? NPY_CLONGDOUBLE : NPY_CDOUBLE)
                                         : -1;
     if (wide_type < 0) return std::nullopt;
+    if (bounds.floating && (kind == 'i' || kind == 'u')) {
+        // Integers into a float: read in their own width when that is possible (no int64 copy first).
+        if (auto found = first_unfit_integer_for_float(array, bounds)) return *found;
+    }
     object wide = contiguous_as(array, wide_type, NPY_SAFE_CASTING, "checked narrowing");
     const void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(wide.get()));
     const auto n = static_cast<std::size_t>(PyArray_SIZE(array)) * (kind == 'c' ? 2 : 1);
-    // Integers against a float's overflow: |v| <= the largest integer below it.
+    // Integers against a float's overflow: |v| <= the largest integer below it; then exactly held.
     const double integer_limit = bounds.floating ? std::ceil(bounds.overflow) - 1 : 0;
     std::size_t bad = n;
+    const auto inexact = [&](auto value) {
+        const std::string rounded = bounds.rounded ? number_text(bounds.rounded(static_cast<double>(value))) : std::string("another value");
+        return std::to_string(value) + " (not held exactly: it would become " + rounded + ")";
+    };
     if (kind == 'i') {
         const auto* in = static_cast<const std::int64_t*>(data);
         if (!bounds.floating) {
@@ -338,12 +402,14 @@ inline std::optional<std::pair<std::size_t, std::string>> first_unfit_value(PyAr
             bad = first_outside<std::int64_t>(in, n, -limit, limit);
         }
         if (bad != n) return std::pair{bad, std::to_string(in[bad])};
+        if (bounds.floating && (bad = first_inexact(in, n, bounds.digits)) != n) return std::pair{bad, inexact(in[bad])};
     } else if (kind == 'u') {
         const auto* in = static_cast<const std::uint64_t*>(data);
         const auto hi = bounds.floating ? (integer_limit < 1.8e19 ? static_cast<std::uint64_t>(integer_limit) : ~std::uint64_t{0})
                                         : static_cast<std::uint64_t>(std::max<std::int64_t>(bounds.hi, 0));
         bad = first_outside<std::uint64_t>(in, n, 0, hi);  // every integer bound's lo is <= 0
         if (bad != n) return std::pair{bad, std::to_string(in[bad])};
+        if (bounds.floating && (bad = first_inexact(in, n, bounds.digits)) != n) return std::pair{bad, inexact(in[bad])};
     } else {
         auto check = [&](const auto* in) {
             using real = std::remove_cv_t<std::remove_pointer_t<decltype(in)>>;

@@ -93,6 +93,35 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
     const bool into_complex = target.info().category == dtype_category::complex;
     const bool value_checked = options.narrow == narrowing::checked && !same && bounds &&
                                (kind == 'i' || kind == 'u' || (kind == 'f' && bounds->floating) || (kind == 'c' && into_complex));
+    if (value_checked && target.id() == dtype_enum::Float32 && (kind == 'i' || kind == 'u') &&
+        PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array) &&
+        static_cast<std::size_t>(PyArray_NDIM(array)) == layout.ndim) {
+        // The common narrowing (numpy's int64 / int32 into Float32): converted and checked in one pass.
+        const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
+        auto* floats = static_cast<float*>(out);
+        const void* data = PyArray_DATA(array);
+        std::size_t bad = n;
+        std::string value;
+        const auto convert = [&](const auto* in) {
+            bad = without_gil_if_large(n * sizeof(*in), [&] { return convert_exact_to_float32(in, floats, n); });
+            if (bad != n) {
+                value = std::to_string(in[bad]) + " (not held exactly: it would become " +
+                        number_text(static_cast<double>(static_cast<float>(in[bad]))) + ")";
+            }
+        };
+        switch (PyArray_ITEMSIZE(array) * (kind == 'i' ? 1 : -1)) {
+            case 4: convert(static_cast<const std::int32_t*>(data)); break;
+            case 8: convert(static_cast<const std::int64_t*>(data)); break;
+            case -4: convert(static_cast<const std::uint32_t*>(data)); break;
+            case -8: convert(static_cast<const std::uint64_t*>(data)); break;
+            default: bad = n + 1; break;  // narrower integers: always exact, numpy's cast below
+        }
+        if (bad < n) {
+            throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to Float32: value " + value + " at index " +
+                                    index_text(bad, layout) + " does not fit Float32 (narrowing='checked'; 'wrap' casts anyway)");
+        }
+        if (bad == n) return;
+    }
     const NPY_CASTING casting = same || options.narrow == narrowing::wrap ? NPY_UNSAFE_CASTING
                                 : options.narrow == narrowing::reject     ? NPY_SAFE_CASTING
                                 : value_checked                           ? NPY_UNSAFE_CASTING

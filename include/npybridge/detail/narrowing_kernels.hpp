@@ -130,6 +130,64 @@ std::size_t first_unfit(const Source* in, std::size_t n) noexcept {
 
 /// Index of the first value outside [lo, hi] (NaN is outside), n when all
 /// lie inside. Blocks are checked without branches, so compilers vectorize.
+/// The first integer that a float with `digits` significand bits cannot hold exactly (its bits, once the
+/// trailing zeros are dropped, are more than `digits`); n when every one is held. Blocks of 64 are first
+/// OR-reduced (|v| >> digits: a loop compilers vectorize), and only a block with a large value is looked at
+/// one by one, so integers that fit the significand cost about what the range check costs.
+template <class T>
+std::size_t first_inexact(const T* in, std::size_t n, unsigned digits) noexcept {
+    const auto magnitude = [](T value) {
+        return value < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
+    };
+    const auto exact_from = [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) {
+            const std::uint64_t m = magnitude(in[i]);
+            if ((m >> digits) != 0 && ((m >> __builtin_ctzll(m)) >> digits) != 0) return i;
+        }
+        return end;
+    };
+    constexpr std::size_t block = 64;
+    std::size_t i = 0;
+    for (; i + block <= n; i += block) {
+        std::uint64_t large = 0;
+        for (std::size_t k = 0; k < block; ++k) large |= magnitude(in[i + k]) >> digits;
+        if (large != 0) {
+            const std::size_t found = exact_from(i, i + block);
+            if (found != i + block) return found;
+        }
+    }
+    const std::size_t found = exact_from(i, n);
+    return found == n ? n : found;
+}
+
+/// Integers into float32 in one pass, each checked to be held exactly (blocks of 64 OR-reduce |v| >> 24; a
+/// block with a large value is looked at one by one): the index of the first that is not, or n. Writes as it
+/// goes: for fresh memory only, which the caller discards on failure.
+template <class T>
+std::size_t convert_exact_to_float32(const T* in, float* out, std::size_t n) noexcept {
+    using U = std::make_unsigned_t<T>;  // magnitudes in the integers' own width: the loop vectorizes
+    const auto large_bits = [](T value) {
+        const U magnitude = value < 0 ? static_cast<U>(U{0} - static_cast<U>(value)) : static_cast<U>(value);
+        return static_cast<U>(magnitude >> 24);
+    };
+    constexpr std::size_t block = 64;  // a constant trip count, which -O2's vectorizer takes
+    std::size_t start = 0;
+    for (; start + block <= n; start += block) {
+        U large = 0;
+        for (std::size_t k = 0; k < block; ++k) {
+            out[start + k] = static_cast<float>(in[start + k]);
+            large |= large_bits(in[start + k]);
+        }
+        if (large != 0) {
+            const std::size_t found = first_inexact(in + start, block, 24);
+            if (found != block) return start + found;
+        }
+    }
+    for (std::size_t i = start; i < n; ++i) out[i] = static_cast<float>(in[i]);
+    const std::size_t found = first_inexact(in + start, n - start, 24);
+    return found == n - start ? n : start + found;
+}
+
 template <class T>
 std::size_t first_outside(const T* in, std::size_t n, T lo, T hi) noexcept {
     constexpr std::size_t block = 4096;
