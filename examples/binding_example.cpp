@@ -297,6 +297,10 @@ EXAMPLE_MODULE(m) {
     m.def("kind", [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Float32>>&) { return std::string("Float32"); });
     m.def("kind", [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Int8>>&) { return std::string("Int8"); });
     m.def("kind", [](const std::string& text) { return "str: " + text; });
+    // A quantized overload first: a float64 matrix is not a QuantizedS8 one, so the Float32 overload takes it.
+    m.def("scale_or_kind", [](const qs8_matrix& a) { return "QuantizedS8 scale " + std::to_string(*a->type().scale()); });
+    m.def("scale_or_kind",
+          [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Float32>, npb::ndim_is<2>>&) { return std::string("Float32"); });
 
     // Results: a tensor returned by value hands its owner to the array.
     m.def("zeros", [](const npb::dtype& type, const std::vector<std::size_t>& shape) {

@@ -194,6 +194,48 @@ public:
         }
     }
 
+    /// A quantized dtype_is<> takes only arrays that are that dtype already (its params come from the array):
+    /// anything else is refused naming the caller's input, not a step of its conversion.
+    static void check_source(PyObject* obj) {
+        if (!spec.has_dtype || !info(spec.id).is_quantized) return;
+        const auto* descr = PyArray_Check(obj) ? PyArray_DESCR(reinterpret_cast<PyArrayObject*>(obj)) : nullptr;
+        if (descr != nullptr && source_is_quantized_as_wanted(const_cast<PyArray_Descr*>(descr))) return;
+        std::string got = descr != nullptr ? detail::descr_text(const_cast<PyArray_Descr*>(descr)) : std::string(Py_TYPE(obj)->tp_name);
+        if (descr != nullptr && detail::descr_metadata(const_cast<PyArray_Descr*>(descr)) != nullptr) {
+            try {  // another quantized dtype: its name and params say more than its storage
+                got = from_numpy(const_cast<PyArray_Descr*>(descr), narrowing::reject).type.to_string();
+            } catch (const error&) {
+                if (PyErr_Occurred()) PyErr_Clear();
+            }
+        }
+        throw dtype_error("expected a " + std::string(info(spec.id).name) + " array (" + std::string(info(spec.id).numpy_name()) +
+                          " with mgb_dtype metadata), got " + got);
+    }
+
+    /// Whether obj could become this argument at all (its ndim, a quantized dtype it must already be, numbers
+    /// for a plain dtype). Casters decline what cannot, on every pass, so that another overload gets its turn;
+    /// what could but fails (a value out of range) is npybridge's error to raise.
+    static bool may_convert(PyObject* obj) noexcept {
+        if (!PyArray_Check(obj)) return !(spec.has_dtype && info(spec.id).is_quantized);  // lists carry no params
+        auto* array = reinterpret_cast<PyArrayObject*>(obj);
+        if (spec.has_ndim && static_cast<std::size_t>(PyArray_NDIM(array)) != spec.ndim) return false;
+        if (!spec.has_dtype) return true;
+        if (info(spec.id).is_quantized) return source_is_quantized_as_wanted(PyArray_DESCR(array));
+        const char kind = detail::descr_kind(PyArray_DESCR(array));
+        return kind == 'b' || kind == 'i' || kind == 'u' || kind == 'f' || kind == 'c' || kind == 'V';
+    }
+
+private:
+    static bool source_is_quantized_as_wanted(PyArray_Descr* descr) noexcept {
+        try {
+            return from_numpy(descr, narrowing::reject).type.id() == spec.id;
+        } catch (...) {
+            if (PyErr_Occurred()) PyErr_Clear();
+            return false;
+        }
+    }
+
+public:
     arg() = default;
     explicit arg(to_tensor_result<Tensor>&& made)
         : m_tensor(std::move(made.tensor)), m_borrowed(made.borrowed), m_copy_reason(std::move(made.copy_reason)) {}
@@ -227,6 +269,7 @@ Arg to_arg(PyObject* obj) {
     if (Arg::spec.has_ndim && PyArray_Check(obj)) {
         Arg::check_ndim(static_cast<std::size_t>(PyArray_NDIM(reinterpret_cast<PyArrayObject*>(obj))));
     }
+    Arg::check_source(obj);
     Arg made(to_tensor<typename Arg::tensor_type>(obj, Arg::options()));
     using adapter = typename Arg::adapter;
     Arg::check_dtype(adapter::dtype_of(*made));

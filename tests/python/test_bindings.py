@@ -69,14 +69,25 @@ def test_signatures_name_the_constraints(m):
         assert "dtype_name(arg: numpy.dtype, /) -> str" in m.dtype_name.__doc__
 
 
-def test_constraints_are_checked_with_named_errors(m):
+def test_inputs_no_overload_can_take_are_declined_with_the_constraints_named(m):
+    # What cannot become the argument at all (another ndim, another quantized dtype) is declined on every pass,
+    # so the binding library's TypeError lists the constraints; neither library lets a caster learn that no
+    # overload took the input, so npybridge's own reason cannot be raised then (see docs/bindings).
     assert m.qs8_scale(np.zeros((2, 2), QS8)) == 0.25
-    with pytest.raises(m.ConversionError, match="expected an array with ndim=2, got ndim=3"):
-        m.qs8_scale(np.zeros((2, 2, 2), QS8))
-    with pytest.raises(m.DTypeError, match="expected a QuantizedS8 array, got Int8"):
-        m.qs8_scale(np.zeros((2, 2), np.int8))
-    with pytest.raises(m.DTypeError, match="expected a QuantizedS8 array, got QuantizedS8|QuantizedS4"):
-        m.qs8_scale(np.zeros((2, 2), mgb_dtype("int8", "QuantizedS4", 0.5)))
+    for declined in (np.zeros((2, 2, 2), QS8), np.zeros((2, 2), np.int8), np.zeros((2, 2)),
+                     np.zeros((2, 2), mgb_dtype("int8", "QuantizedS4", 0.5))):
+        with pytest.raises(TypeError, match=r"incompatible function arguments(.|\n)*numpy.ndarray\[QuantizedS8, ndim=2\]"):
+            m.qs8_scale(declined)
+
+
+def test_an_overload_for_another_dtype_gets_its_turn(m):
+    # The issue's case: a QuantizedS8 overload first, then Float32: a float64 matrix goes to the second.
+    assert m.scale_or_kind(np.zeros((2, 3))) == "Float32"
+    assert m.scale_or_kind(np.zeros((2, 3), np.int64)) == "Float32"
+    assert m.scale_or_kind(np.zeros((2, 2), QS8)).startswith("QuantizedS8 scale 0.25")
+    # Taken by an overload but its values do not fit: npybridge's reason, naming the value.
+    with pytest.raises(m.ValueRangeError, match="1e\\+300|1e300|value"):
+        m.scale_or_kind(np.full((2, 2), 1e300))
 
 
 def test_borrow_only_arguments_share_or_fail(m):
@@ -104,8 +115,8 @@ def test_overloads_pick_by_dtype(m):
     assert m.kind("text") == "str: text"
     # No overload borrows int16: the second pass converts into the first that accepts it.
     assert m.kind(np.zeros(2, np.int16)) == "Float32"
-    # An ndarray that no overload can take: npybridge's reason, not only "incompatible function arguments".
-    with pytest.raises(m.DTypeError, match="<U1"):
+    # An ndarray that no overload can take (strings): declined, the library's message lists the constraints.
+    with pytest.raises(TypeError, match=r"incompatible function arguments(.|\n)*numpy.ndarray\[Float32\]"):
         m.kind(np.array(["a", "b"]))
     with pytest.raises(TypeError, match="incompatible function arguments"):
         m.kind({})  # not an array nor anything NumPy makes a usable one of: the binding library's own message
@@ -157,8 +168,8 @@ def test_no_reference_is_leaked(m):
         m.describe(a)
         m.borrow_info(a)
         m.identity(a)
-        with pytest.raises(m.ConversionError):
-            m.qs8_scale(a)  # ndim 1 and Float32: refused
+        with pytest.raises(TypeError):
+            m.qs8_scale(a)  # ndim 1 and Float32: declined
     assert sys.getrefcount(a) == before
     z = m.zeros(np.dtype("int8"), [3])
     owner = z.base
@@ -173,7 +184,7 @@ def public_names(namespace):
 
 # What only the caster modules have: the casters' own demonstrations (not part of npybridge_example's API).
 CASTER_DEMOS = {"binding_library", "describe", "borrow_info", "qs8_scale", "must_borrow_f32", "fill", "reject_narrowing",
-                "pack_intb4", "kind", "zeros", "identity", "dtype_name", "quantized", "Holder"}
+                "pack_intb4", "kind", "scale_or_kind", "zeros", "identity", "dtype_name", "quantized", "Holder"}
 
 
 def test_the_caster_modules_expose_the_whole_api_of_the_plain_module(m):

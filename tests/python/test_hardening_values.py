@@ -109,3 +109,21 @@ def test_checked_takes_integers_a_float_holds_exactly(values, numpy_type, target
 def test_wrap_rounds_integers_into_floats_without_a_check():
     t = Tensor.from_numpy(np.array([16777217], np.int32), dtype="Float32", narrowing="wrap")
     assert t.numpy()[0] == 16777216
+
+
+@pytest.mark.parametrize("target,expected", [("Float16", np.float16), ("Complex64", np.complex64), ("Float32", np.float32)])
+def test_bfloat16_goes_into_float_dtypes_as_floats_do(target, expected):
+    a = np.array([1.5, -2.0, 65280.0], dtype=nbx.bfloat16)
+    t = Tensor.from_numpy(a, dtype=target)
+    np.testing.assert_array_equal(t.numpy(), np.array([1.5, -2.0, 65280.0], expected))
+
+
+def test_bfloat16_beyond_float16_is_named():
+    a = np.array([1.0, 131072.0], dtype=nbx.bfloat16)
+    with pytest.raises(nbx.ValueRangeError, match=r"value 131072 at index \(1,\) does not fit Float16"):
+        Tensor.from_numpy(a, dtype="Float16")
+
+
+def test_bfloat16_into_integers_follows_the_float_rule():
+    with pytest.raises(nbx.DTypeError, match="same_kind"):
+        Tensor.from_numpy(np.array([1.5], dtype=nbx.bfloat16), dtype="Int32")

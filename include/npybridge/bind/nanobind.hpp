@@ -5,10 +5,12 @@
 //   NB_MODULE(m, m) { npybridge::nanobind_support::init(m); m.def("run", [](my::Tensor t) { ... }); }
 // npybridge::tensor and every npybridge::arg<Tensor, ...> of a tensor type with a caster work without a macro.
 //
-// nanobind casters must not throw. On the first pass a caster takes only what it can borrow as it is; on the
-// second pass an ndarray it cannot convert is still taken, with npybridge's error kept, and the error is
-// thrown when nanobind asks for the value (inside the call, where nanobind translates exceptions): the user
-// sees npybridge's class and message, not only "incompatible function arguments".
+// nanobind casters must not throw. What cannot become the argument at all (another ndim, another quantized
+// dtype, not numbers) is declined on every pass, so that another overload gets its turn. On the first pass a
+// caster takes only what it can borrow as it is; on the second pass an ndarray it could convert but cannot
+// (a value out of range) is still taken, with npybridge's error kept, and the error is thrown when nanobind
+// asks for the value (inside the call, where nanobind translates exceptions): the user sees npybridge's class
+// and message, not only "incompatible function arguments".
 #pragma once
 
 #include <npybridge/arg.hpp>
@@ -66,6 +68,7 @@ struct loaded_arg {
         error = nullptr;
         if (!src) return false;
         PyObject* obj = src.ptr();
+        if (!Arg::may_convert(obj)) return false;  // another overload's, or nobody's: nanobind says so
         if (!(flags & static_cast<std::uint32_t>(nanobind::detail::cast_flags::convert))) {
             return borrow_as_is<Arg>(obj, value);
         }

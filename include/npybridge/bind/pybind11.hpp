@@ -57,15 +57,17 @@ constexpr auto signature_text(std::index_sequence<I...>) {
     return pybind11::detail::descr<sizeof...(I)>(Text.chars[I]...);
 }
 
-/// The one conversion both casters make. On pybind11's first pass (`convert` false) only what can be
-/// borrowed as it is is accepted, and a refusal is a silent `false` (so that another overload, e.g. for
-/// another dtype, gets its turn). On the second pass an ndarray npybridge cannot convert raises
-/// npybridge's error (ConversionError, ValueRangeError, ...: the user sees why); any other object that
-/// cannot become an array is a silent `false`, leaving pybind11's "incompatible function arguments".
+/// The one conversion both casters make. What cannot become the argument at all (another ndim, another
+/// quantized dtype, not numbers: Arg::may_convert) is a silent `false` on every pass, so that another
+/// overload gets its turn (pybind11's "incompatible function arguments" when none takes it). On pybind11's
+/// first pass (`convert` false) only what can be borrowed as it is is accepted. On the second pass an
+/// ndarray that could be converted but is not (a value out of range, ...) raises npybridge's error; any
+/// other object that cannot become an array is a silent `false`.
 template <class Arg>
 bool load_arg(pybind11::handle src, bool convert, std::optional<Arg>& out) {
     if (!src) return false;
     PyObject* obj = src.ptr();
+    if (!Arg::may_convert(obj)) return false;
     const bool is_array = PyArray_Check(obj);
     if (!convert) {
         return borrow_as_is<Arg>(obj, out);

@@ -68,6 +68,16 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
         narrow_into(array, target, out, options.narrow, layout);
         return;
     }
+    if (source && source->type.id() == dtype_enum::BFloat16 && target.id() != dtype_enum::BFloat16 &&
+        descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF) {
+        // bfloat16 (npybridge's, ml_dtypes' or MegEngine's) into another dtype: its values are float32 values,
+        // so it converts as a float32 array would, by the same rules on NumPy 1 and 2 whatever casts the
+        // user dtype registered (float16, complex64, integers, ...).
+        const object as_float = contiguous_as(array, NPY_FLOAT32, NPY_UNSAFE_CASTING, "bfloat16 values");
+        fill_copy(reinterpret_cast<PyArrayObject*>(as_float.get()), numpy_dtype_match{dtype(dtype_enum::Float32), false}, target,
+                  out, layout, packing, options);
+        return;
+    }
     const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
     if (source && same_storage(*source, target) &&
         static_cast<std::size_t>(PyArray_ITEMSIZE(array)) == target.info().element_size) {
