@@ -1,0 +1,136 @@
+"""What npybridge's headers cost a user's build: parse time of each public header alone, the umbrella and the
+caster headers, against pybind11's and nanobind's own headers, in one run (interleaved: every translation unit
+once per round, `--rounds` rounds), plus the README's pybind11 module compiled at -O2 beside a pybind11
+`array_t` module doing the same (time and stripped .so size).
+
+Usage (tools/bench/run compile_time does this): compile_time.py [--rounds N] [--compiler g++]
+Run with the numpy2 venv's Python (its NumPy, pybind11 and nanobind headers are used). Prints markdown
+tables: best and worst seconds per translation unit, and the ratios the build-cost targets are stated in.
+"""
+import argparse
+import os
+import pathlib
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+import nanobind
+import numpy
+import pybind11
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+INCLUDE = ROOT / "include"
+NEEDS_MEGBRAIN = {"megbrain.hpp", "megbrain_compat.hpp"}
+
+
+def flags():
+    nanobind_root = pathlib.Path(nanobind.include_dir()).parent
+    return ["-std=c++17", "-I", str(INCLUDE), "-isystem", numpy.get_include(), "-isystem", sysconfig.get_paths()["include"],
+            "-isystem", pybind11.get_include(), "-isystem", nanobind.include_dir(),
+            "-isystem", str(nanobind_root / "ext" / "robin_map" / "include")]
+
+
+def units():
+    """(label, source text) of every translation unit measured by parsing alone."""
+    made = [("<pybind11/pybind11.h> + <pybind11/numpy.h>", "#include <pybind11/pybind11.h>\n#include <pybind11/numpy.h>\n"),
+            ("<nanobind/nanobind.h> + <nanobind/ndarray.h>", "#include <nanobind/nanobind.h>\n#include <nanobind/ndarray.h>\n"),
+            ("<boost/pfr.hpp>", "#include <boost/pfr.hpp>\n"),
+            ("<Python.h> + NumPy's arrayobject.h",
+             "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n#define NO_IMPORT_ARRAY\n#include <numpy/arrayobject.h>\n")]
+    for header in sorted((INCLUDE / "npybridge").glob("*.hpp")):
+        if header.name not in NEEDS_MEGBRAIN:
+            made.append((f"npybridge/{header.name}", f"#include <npybridge/{header.name}>\n"))
+    made.append(("npybridge/bind/pybind11.hpp", "#include <npybridge/bind/pybind11.hpp>\n"))
+    made.append(("npybridge/bind/nanobind.hpp", "#include <npybridge/bind/nanobind.hpp>\n"))
+    return made
+
+
+def parse_seconds(compiler, source):
+    start = time.perf_counter()
+    subprocess.run([compiler, "-x", "c++", "-fsyntax-only", *flags(), "-"], input=source, text=True, check=True,
+                   capture_output=True)
+    return time.perf_counter() - start
+
+
+def readme_module():
+    text = (ROOT / "README.md").read_text()
+    start = text.index("```cpp pybind11\n") + len("```cpp pybind11\n")
+    return text[start:text.index("```", start)]
+
+
+# The same two functions written with pybind11 alone: rows of a float32 matrix, and an empty array of a dtype.
+PEER_MODULE = """#include <pybind11/pybind11.h>
+#include <pybind11/numpy.h>
+namespace py = pybind11;
+PYBIND11_MODULE(readme_pybind11, m) {
+    m.def("rows", [](py::array_t<float, py::array::c_style | py::array::forcecast> a) {
+        if (a.ndim() != 2) throw py::value_error("expected ndim=2");
+        return a.shape(0);
+    });
+    m.def("empty", [](py::dtype type, std::size_t n) { return py::array(type, {n}); });
+}
+"""
+
+
+def module_cost(compiler, source, work):
+    path = work / "module.cpp"
+    path.write_text(source)
+    out = work / "module.so"
+    start = time.perf_counter()
+    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-fvisibility=hidden", *flags(), str(path), "-o", str(out)],
+                   check=True, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    subprocess.run(["strip", "-s", str(out)], check=True)
+    return seconds, out.stat().st_size
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--compiler", default="g++")
+    args = parser.parse_args()
+    measured = units()
+    times = {label: [] for label, _ in measured}
+    modules = {"README's pybind11 module (npybridge caster)": readme_module(), "the same with pybind11's array_t": PEER_MODULE}
+    module_times = {label: [] for label in modules}
+    sizes = {}
+    with tempfile.TemporaryDirectory() as folder:
+        work = pathlib.Path(folder)
+        for _ in range(args.rounds):
+            for label, source in measured:
+                times[label].append(parse_seconds(args.compiler, source))
+            for label, source in modules.items():
+                seconds, size = module_cost(args.compiler, source, work)
+                module_times[label].append(seconds)
+                sizes[label] = size
+    print(f"{args.compiler} -std=c++17 -fsyntax-only, {args.rounds} interleaved rounds; seconds (best, worst)")
+    print()
+    print("| translation unit includes | best s | worst s |")
+    print("|---|---|---|")
+    for label, _ in measured:
+        print(f"| {label} | {min(times[label]):.2f} | {max(times[label]):.2f} |")
+    best = {label: min(values) for label, values in times.items()}
+    pybind_pair = best["<pybind11/pybind11.h> + <pybind11/numpy.h>"]
+    nanobind_pair = best["<nanobind/nanobind.h> + <nanobind/ndarray.h>"]
+    print()
+    print("| ratio (best of each) | measured | target |")
+    print("|---|---|---|")
+    rows = [("convert.hpp / pybind11's two headers", best["npybridge/convert.hpp"] / pybind_pair, 0.5),
+            ("npybridge.hpp / pybind11's two headers", best["npybridge/npybridge.hpp"] / pybind_pair, 0.7),
+            ("bind/pybind11.hpp / pybind11's two headers", best["npybridge/bind/pybind11.hpp"] / pybind_pair, 1.5),
+            ("bind/nanobind.hpp / nanobind's two headers", best["npybridge/bind/nanobind.hpp"] / nanobind_pair, 3.5),
+            ("dtype.hpp / <boost/pfr.hpp>", best["npybridge/dtype.hpp"] / best["<boost/pfr.hpp>"], 1.3)]
+    for label, ratio, target in rows:
+        print(f"| {label} | {ratio:.2f} | <= {target} |")
+    print()
+    print("| module, -O2 | best s | worst s | stripped .so bytes |")
+    print("|---|---|---|---|")
+    for label in modules:
+        print(f"| {label} | {min(module_times[label]):.1f} | {max(module_times[label]):.1f} | {sizes[label]} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
