@@ -138,3 +138,11 @@ static_assert(!nb::has_dtype_v<char32_t> && !nb::has_dtype_v<std::byte> && !nb::
 
 // ---- param structs stay plain aggregates (PFR reflects them).
 static_assert(std::is_aggregate_v<nb::scale_param> && std::is_aggregate_v<nb::asymm_param>);
+
+// The version's two spellings agree (version.hpp checks it too); a wrong spelling is refused.
+#include <npybridge/version.hpp>
+static_assert(NPYBRIDGE_VERSION_MAJOR >= 0 && NPYBRIDGE_VERSION_MINOR >= 0 && NPYBRIDGE_VERSION_PATCH >= 0);
+static_assert(npybridge::detail::version_text_is("0.5.0", 0, 5, 0));
+static_assert(!npybridge::detail::version_text_is("0.5.1", 0, 5, 0));
+static_assert(!npybridge::detail::version_text_is("0.5", 0, 5, 0));
+static_assert(!npybridge::detail::version_text_is("10.5.0x", 10, 5, 0));
