@@ -129,10 +129,15 @@ struct tensor_layout {
     /// start on whole bytes (lowbit_layout::row_aligned), with MegBrain's
     /// padded element strides: a (2, 3) QuantizedS4 tensor has strides (4, 1).
     static tensor_layout row_aligned(dtype_enum id, const std::size_t* shape, std::size_t ndim) {
+        return row_aligned(info(id).bits, shape, ndim);
+    }
+    /// The same for elements of `bits` bits (1, 2 or 4).
+    static tensor_layout row_aligned(unsigned bits, const std::size_t* shape, std::size_t ndim) {
         tensor_layout layout = contiguous(shape, ndim);
         if (ndim == 0) return layout;
-        const std::size_t per_byte = 8 / info(id).bits;
-        std::ptrdiff_t stride = static_cast<std::ptrdiff_t>((shape[ndim - 1] + per_byte - 1) / per_byte * per_byte);
+        const std::size_t per_byte = 8 / bits;
+        const std::size_t padded = (shape[ndim - 1] + per_byte - 1) / per_byte * per_byte;
+        auto stride = static_cast<std::ptrdiff_t>(padded == 0 ? 1 : padded);
         for (std::size_t i = ndim - 1; i-- > 0;) {
             layout.strides[i] = stride;
             stride *= static_cast<std::ptrdiff_t>(shape[i] == 0 ? 1 : shape[i]);

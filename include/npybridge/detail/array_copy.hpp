@@ -328,6 +328,19 @@ constexpr bool codes_narrower_than_storage(const dtype_info& type) noexcept {
     return static_cast<double>(type.range.lo) > lo || static_cast<double>(type.range.hi) < hi;
 }
 
+/// "16777217 (not held exactly: it would become 16777216)": an integer a float dtype does not hold.
+template <class Integer>
+std::string inexact_text(Integer value, const value_bounds& bounds) {
+    const std::string rounded = bounds.rounded ? number_text(bounds.rounded(static_cast<double>(value))) : std::string("another value");
+    return std::to_string(value) + " (not held exactly: it would become " + rounded + ")";
+}
+
+/// The value_range_error for a value that is not one of a packed or narrow-coded dtype's codes.
+[[noreturn]] inline void throw_invalid_code(const dtype_info& type, const std::string& value, const std::string& index) {
+    throw value_range_error(std::string(type.name) + ": value " + value + " at index " + index + " is not valid (" +
+                            std::string(type.name) + " holds " + valid_set_text(type) + ")");
+}
+
 /// first_unfit_value for an aligned, native, C-contiguous integer array into a float dtype, read in the
 /// array's own width: the range (for narrow floats) and exactness in one pass. nullopt when the array is
 /// not such an array (the general path then widens it); an optional holding nullopt when every value fits.
@@ -349,8 +362,7 @@ inline std::optional<std::optional<std::pair<std::size_t, std::string>>> first_u
         if (value_bits <= bounds.digits) return std::nullopt;  // every value of T is held exactly
         bad = first_inexact(in, n, bounds.digits);
         if (bad == n) return std::nullopt;
-        const std::string rounded = bounds.rounded ? number_text(bounds.rounded(static_cast<double>(in[bad]))) : std::string("another value");
-        return std::pair{bad, std::to_string(in[bad]) + " (not held exactly: it would become " + rounded + ")"};
+        return std::pair{bad, inexact_text(in[bad], bounds)};
     };
     const void* data = PyArray_DATA(array);
     switch (PyArray_ITEMSIZE(array) * (kind == 'i' ? 1 : -1)) {
@@ -389,10 +401,6 @@ inline std::optional<std::pair<std::size_t, std::string>> first_unfit_value(PyAr
     // Integers against a float's overflow: |v| <= the largest integer below it; then exactly held.
     const double integer_limit = bounds.floating ? std::ceil(bounds.overflow) - 1 : 0;
     std::size_t bad = n;
-    const auto inexact = [&](auto value) {
-        const std::string rounded = bounds.rounded ? number_text(bounds.rounded(static_cast<double>(value))) : std::string("another value");
-        return std::to_string(value) + " (not held exactly: it would become " + rounded + ")";
-    };
     if (kind == 'i') {
         const auto* in = static_cast<const std::int64_t*>(data);
         if (!bounds.floating) {
@@ -402,14 +410,14 @@ inline std::optional<std::pair<std::size_t, std::string>> first_unfit_value(PyAr
             bad = first_outside<std::int64_t>(in, n, -limit, limit);
         }
         if (bad != n) return std::pair{bad, std::to_string(in[bad])};
-        if (bounds.floating && (bad = first_inexact(in, n, bounds.digits)) != n) return std::pair{bad, inexact(in[bad])};
+        if (bounds.floating && (bad = first_inexact(in, n, bounds.digits)) != n) return std::pair{bad, inexact_text(in[bad], bounds)};
     } else if (kind == 'u') {
         const auto* in = static_cast<const std::uint64_t*>(data);
         const auto hi = bounds.floating ? (integer_limit < 1.8e19 ? static_cast<std::uint64_t>(integer_limit) : ~std::uint64_t{0})
                                         : static_cast<std::uint64_t>(std::max<std::int64_t>(bounds.hi, 0));
         bad = first_outside<std::uint64_t>(in, n, 0, hi);  // every integer bound's lo is <= 0
         if (bad != n) return std::pair{bad, std::to_string(in[bad])};
-        if (bounds.floating && (bad = first_inexact(in, n, bounds.digits)) != n) return std::pair{bad, inexact(in[bad])};
+        if (bounds.floating && (bad = first_inexact(in, n, bounds.digits)) != n) return std::pair{bad, inexact_text(in[bad], bounds)};
     } else {
         auto check = [&](const auto* in) {
             using real = std::remove_cv_t<std::remove_pointer_t<decltype(in)>>;
@@ -549,10 +557,7 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
     // too, so nothing wraps into a valid code); the packer's own codec judges
     // the value set (and names the index) in pack_values.
     const value_bounds byte_bounds{false, type.is_signed ? -128 : 0, type.is_signed ? 127 : 255, 0};
-    if (const auto unfit = first_unfit_value(array, byte_bounds)) {
-        throw value_range_error(std::string(type.name) + ": value " + unfit->second + " at index " + index_text(unfit->first, layout) +
-                          " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
-    }
+    if (const auto unfit = first_unfit_value(array, byte_bounds)) throw_invalid_code(type, unfit->second, index_text(unfit->first, layout));
     return contiguous_as(array, byte_type, NPY_UNSAFE_CASTING, std::string(type.name));
 }
 
@@ -561,9 +566,7 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
 inline void check_codes(PyArrayObject* array, const dtype& target, narrowing narrow, const tensor_layout& layout) {
     if (narrow == narrowing::wrap || !codes_narrower_than_storage(target.info())) return;
     if (const auto unfit = first_unfit_value(array, *storage_bounds(target.info()))) {
-        const dtype_info& type = target.info();
-        throw value_range_error(std::string(type.name) + ": value " + unfit->second + " at index " + index_text(unfit->first, layout) +
-                                " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
+        throw_invalid_code(target.info(), unfit->second, index_text(unfit->first, layout));
     }
 }
 

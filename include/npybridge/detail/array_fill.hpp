@@ -114,10 +114,7 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
         std::string value;
         const auto convert = [&](const auto* in) {
             bad = without_gil_if_large(n * sizeof(*in), [&] { return convert_exact_to_float32(in, floats, n); });
-            if (bad != n) {
-                value = std::to_string(in[bad]) + " (not held exactly: it would become " +
-                        number_text(static_cast<double>(static_cast<float>(in[bad]))) + ")";
-            }
+            if (bad != n) value = inexact_text(in[bad], *bounds);
         };
         switch (PyArray_ITEMSIZE(array) * (kind == 'i' ? 1 : -1)) {
             case 4: convert(static_cast<const std::int32_t*>(data)); break;

@@ -56,16 +56,9 @@ inline constexpr auto dlpack_types = make_dlpack_types();
 /// order; MegBrain's row-aligned layout starts each row at a byte, i.e. pads
 /// the innermost dimension to whole bytes, which element strides describe.
 inline void packed_strides(const tensor_layout& layout, unsigned bits, lowbit_layout packing, std::int64_t* strides) {
-    if (layout.ndim == 0) return;
-    const std::size_t inner = layout.shape[layout.ndim - 1];
-    const std::size_t per_byte = 8 / bits;
-    std::int64_t stride = 1;
-    for (std::size_t i = layout.ndim; i-- > 0;) {
-        strides[i] = stride;
-        std::size_t extent = layout.shape[i] == 0 ? 1 : layout.shape[i];
-        if (i == layout.ndim - 1 && packing == lowbit_layout::row_aligned) extent = (inner + per_byte - 1) / per_byte * per_byte;
-        stride *= static_cast<std::int64_t>(extent == 0 ? 1 : extent);
-    }
+    const tensor_layout packed = packing == lowbit_layout::row_aligned ? tensor_layout::row_aligned(bits, layout.shape.data(), layout.ndim)
+                                                                        : tensor_layout::contiguous(layout.shape.data(), layout.ndim);
+    for (std::size_t i = 0; i < layout.ndim; ++i) strides[i] = packed.strides[i];
 }
 
 }  // namespace detail
