@@ -3,6 +3,7 @@
 #pragma once
 
 #include <npybridge/config.hpp>
+#include <npybridge/detail/bfloat16_math.hpp>
 #include <npybridge/detail/user_dtype_kinds.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
@@ -55,6 +56,11 @@ struct numpy_bool_tag {
 struct numpy_half_tag {
     using type = npy_half;
 };
+/// Tag for numpy's complex types, read and written as their two Real parts (the layout C and NumPy share).
+template <class Real>
+struct numpy_complex_tag {
+    using type = Real[2];
+};
 
 template <class T>
 struct cast_storage {
@@ -68,6 +74,14 @@ template <>
 struct cast_storage<numpy_half_tag> {
     using type = npy_half;
 };
+template <class Real>
+struct cast_storage<numpy_complex_tag<Real>> {
+    using type = Real[2];
+};
+template <class T>
+struct is_complex_tag : std::false_type {};
+template <class Real>
+struct is_complex_tag<numpy_complex_tag<Real>> : std::true_type {};
 
 template <class Kind, class Builtin>
 void cast_from_user(void* from, void* to, npy_intp n, void*, void*) {
@@ -80,6 +94,10 @@ void cast_from_user(void* from, void* to, npy_intp n, void*, void*) {
             out[i] = half::from_float(static_cast<float>(value)).bits;
         } else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) {
             out[i] = value != 0.0;
+        } else if constexpr (is_complex_tag<Builtin>::value) {
+            using real = std::remove_extent_t<out_t>;
+            out[i][0] = static_cast<real>(value);  // exact: bfloat16 and intbN values are floats
+            out[i][1] = 0;
         } else if constexpr (std::is_integral_v<Builtin>) {
             out[i] = integer_like_numpy<Builtin>(static_cast<float>(value));  // exact: bfloat16 and intbN values are floats
         } else {
@@ -93,13 +111,21 @@ void cast_to_user(void* from, void* to, npy_intp n, void*, void*) {
     const auto* in = static_cast<const typename cast_storage<Builtin>::type*>(from);
     auto* out = static_cast<typename Kind::storage*>(to);
     for (npy_intp i = 0; i < n; ++i) {
-        double value;
-        if constexpr (std::is_same_v<Builtin, numpy_half_tag>) value = static_cast<double>(half{in[i]}.to_float());
-        else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) value = in[i] != 0;  // any nonzero byte is True
-        else value = static_cast<double>(in[i]);
+        // Complex numbers give their real part (NumPy's rule for complex -> real, without its warning, as
+        // ml_dtypes does); bfloat16 rounds once from float, as every float type's value is first made float.
         if constexpr (Kind::is_float) {
-            out[i] = bfloat16::from_float(static_cast<float>(value));
+            float value;
+            if constexpr (std::is_same_v<Builtin, numpy_half_tag>) value = half{in[i]}.to_float();
+            else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) value = in[i] != 0 ? 1.0f : 0.0f;
+            else if constexpr (is_complex_tag<Builtin>::value) value = static_cast<float>(in[i][0]);
+            else value = static_cast<float>(in[i]);
+            out[i] = bfloat16::from_float(value);
         } else {
+            double value;
+            if constexpr (std::is_same_v<Builtin, numpy_half_tag>) value = static_cast<double>(half{in[i]}.to_float());
+            else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) value = in[i] != 0;  // any nonzero byte is True
+            else if constexpr (is_complex_tag<Builtin>::value) value = static_cast<double>(in[i][0]);
+            else value = static_cast<double>(in[i]);
             constexpr unsigned bits = info(Kind::id).bits;
             if (!(value == std::floor(value)) || !intb_traits<bits>::valid(static_cast<long long>(value))) {
                 // Casts run with the GIL (the dtype needs the Python API): numpy reports this error.
@@ -138,10 +164,10 @@ void compare_loop(char** args, npy_intp const* dimensions, npy_intp const* steps
         switch (Op) {
             case Py_EQ: r = x == y; break;
             case Py_NE: r = x != y; break;
-            case Py_LT: r = x < y; break;
-            case Py_LE: r = x <= y; break;
-            case Py_GT: r = x > y; break;
-            case Py_GE: r = x >= y; break;
+            case Py_LT: r = std::isless(x, y); break;  // quiet: a NaN raises no "invalid" flag
+            case Py_LE: r = std::islessequal(x, y); break;
+            case Py_GT: r = std::isgreater(x, y); break;
+            case Py_GE: r = std::isgreaterequal(x, y); break;
         }
         *reinterpret_cast<npy_bool*>(args[2] + i * steps[2]) = r;
     }
@@ -149,34 +175,44 @@ void compare_loop(char** args, npy_intp const* dimensions, npy_intp const* steps
 
 // ---- registration ------------------------------------------------------------------------
 
+/// Casts both ways with every NumPy number type. Safe ("can_cast") as ml_dtypes registers them for its
+/// bfloat16: bfloat16 -> float32 / float64 / longdouble / complex, and bool / int8 / uint8 -> bfloat16;
+/// intbN -> every signed integer and float type and complex.
 template <class Kind>
 bool register_casts(PyArray_Descr* user_descr, int type_num) {
     bool ok = true;
-    auto both = [&](int builtin, PyArray_VectorUnaryFunc* from_user, PyArray_VectorUnaryFunc* to_user, bool safe_out) {
-        ok = ok && PyArray_RegisterCastFunc(user_descr, builtin, from_user) == 0;
+    constexpr bool is_bf16 = Kind::is_float;
+    // safe_out: user -> builtin is safe; safe_in: builtin -> user is safe.
+    auto both = [&](int builtin, PyArray_VectorUnaryFunc* from_user, PyArray_VectorUnaryFunc* to_user, bool safe_out,
+                    bool safe_in = false) {
         PyArray_Descr* builtin_descr = PyArray_DescrFromType(builtin);
+        ok = ok && builtin_descr != nullptr && PyArray_RegisterCastFunc(user_descr, builtin, from_user) == 0;
         ok = ok && PyArray_RegisterCastFunc(builtin_descr, type_num, to_user) == 0;
         if (ok && safe_out) ok = PyArray_RegisterCanCast(user_descr, builtin, NPY_NOSCALAR) == 0;
-        Py_DECREF(builtin_descr);
+        if (ok && safe_in) ok = PyArray_RegisterCanCast(builtin_descr, type_num, NPY_NOSCALAR) == 0;
+        Py_XDECREF(builtin_descr);
     };
-    constexpr bool is_bf16 = Kind::is_float;
-    both(NPY_BOOL, cast_from_user<Kind, numpy_bool_tag>, cast_to_user<Kind, numpy_bool_tag>, false);
-    both(NPY_INT8, cast_from_user<Kind, npy_int8>, cast_to_user<Kind, npy_int8>, !is_bf16);
-    both(NPY_UINT8, cast_from_user<Kind, npy_uint8>, cast_to_user<Kind, npy_uint8>, false);
-    both(NPY_INT16, cast_from_user<Kind, npy_int16>, cast_to_user<Kind, npy_int16>, !is_bf16);
-    both(NPY_UINT16, cast_from_user<Kind, npy_uint16>, cast_to_user<Kind, npy_uint16>, false);
-    both(NPY_INT32, cast_from_user<Kind, npy_int32>, cast_to_user<Kind, npy_int32>, !is_bf16);
-    both(NPY_UINT32, cast_from_user<Kind, npy_uint32>, cast_to_user<Kind, npy_uint32>, false);
-    both(NPY_INT64, cast_from_user<Kind, npy_int64>, cast_to_user<Kind, npy_int64>, !is_bf16);
-    both(NPY_UINT64, cast_from_user<Kind, npy_uint64>, cast_to_user<Kind, npy_uint64>, false);
-    // 'q' / 'Q' (np.longlong, array.array("q")): their own type numbers even where they are 64 bits like NPY_INT64.
-    if (NPY_LONGLONG != NPY_INT64) {
-        both(NPY_LONGLONG, cast_from_user<Kind, npy_longlong>, cast_to_user<Kind, npy_longlong>, !is_bf16);
-        both(NPY_ULONGLONG, cast_from_user<Kind, npy_ulonglong>, cast_to_user<Kind, npy_ulonglong>, false);
-    }
+    both(NPY_BOOL, cast_from_user<Kind, numpy_bool_tag>, cast_to_user<Kind, numpy_bool_tag>, false, is_bf16);
+    // By C type: every integer type number NumPy has (np.intc, np.int_, np.longlong, ... where two have one width).
+    both(NPY_BYTE, cast_from_user<Kind, npy_byte>, cast_to_user<Kind, npy_byte>, !is_bf16, is_bf16);
+    both(NPY_UBYTE, cast_from_user<Kind, npy_ubyte>, cast_to_user<Kind, npy_ubyte>, false, is_bf16);
+    both(NPY_SHORT, cast_from_user<Kind, npy_short>, cast_to_user<Kind, npy_short>, !is_bf16);
+    both(NPY_USHORT, cast_from_user<Kind, npy_ushort>, cast_to_user<Kind, npy_ushort>, false);
+    both(NPY_INT, cast_from_user<Kind, npy_int>, cast_to_user<Kind, npy_int>, !is_bf16);
+    both(NPY_UINT, cast_from_user<Kind, npy_uint>, cast_to_user<Kind, npy_uint>, false);
+    both(NPY_LONG, cast_from_user<Kind, npy_long>, cast_to_user<Kind, npy_long>, !is_bf16);
+    both(NPY_ULONG, cast_from_user<Kind, npy_ulong>, cast_to_user<Kind, npy_ulong>, false);
+    both(NPY_LONGLONG, cast_from_user<Kind, npy_longlong>, cast_to_user<Kind, npy_longlong>, !is_bf16);
+    both(NPY_ULONGLONG, cast_from_user<Kind, npy_ulonglong>, cast_to_user<Kind, npy_ulonglong>, false);
     both(NPY_HALF, cast_from_user<Kind, numpy_half_tag>, cast_to_user<Kind, numpy_half_tag>, !is_bf16);
-    both(NPY_FLOAT32, cast_from_user<Kind, npy_float32>, cast_to_user<Kind, npy_float32>, true);
-    both(NPY_FLOAT64, cast_from_user<Kind, npy_float64>, cast_to_user<Kind, npy_float64>, true);
+    both(NPY_FLOAT, cast_from_user<Kind, npy_float>, cast_to_user<Kind, npy_float>, true);
+    both(NPY_DOUBLE, cast_from_user<Kind, npy_double>, cast_to_user<Kind, npy_double>, true);
+    both(NPY_LONGDOUBLE, cast_from_user<Kind, npy_longdouble>, cast_to_user<Kind, npy_longdouble>, true);
+    both(NPY_CFLOAT, cast_from_user<Kind, numpy_complex_tag<float>>, cast_to_user<Kind, numpy_complex_tag<float>>, true);
+    both(NPY_CDOUBLE, cast_from_user<Kind, numpy_complex_tag<double>>, cast_to_user<Kind, numpy_complex_tag<double>>,
+         true);
+    both(NPY_CLONGDOUBLE, cast_from_user<Kind, numpy_complex_tag<long double>>,
+         cast_to_user<Kind, numpy_complex_tag<long double>>, true);
     return ok;
 }
 
@@ -208,14 +244,20 @@ bool register_comparisons(int type_num) {
 /// `<module>.<name>`), ArrFuncs, casts and comparison loops.
 template <class Kind>
 bool register_one(const std::string& module_name) {
-    const char type_char = Kind::is_float ? 'f' : 'i';
+    // bfloat16's type character is ml_dtypes' ('E'); 'f' would be float32's.
+    const char type_char = Kind::is_float ? 'E' : 'i';
     using storage = typename Kind::storage;
     static const std::string qualified = module_name + "." + Kind::name;
     static PyMethodDef methods[] = {
         {"__reduce__", scalar_reduce<Kind>, METH_NOARGS, nullptr},
         {nullptr, nullptr, 0, nullptr},
     };
-    static PyType_Slot slots[] = {
+    static PyMethodDef bf16_methods[] = {
+        {"__reduce__", scalar_reduce<Kind>, METH_NOARGS, nullptr},
+        {"__format__", bf16_scalar_format, METH_O, nullptr},
+        {nullptr, nullptr, 0, nullptr},
+    };
+    static PyType_Slot intb_slots[] = {
         {Py_tp_new, reinterpret_cast<void*>(scalar_tp_new<Kind>)},
         {Py_tp_repr, reinterpret_cast<void*>(scalar_repr<Kind>)},
         {Py_tp_str, reinterpret_cast<void*>(scalar_repr<Kind>)},
@@ -227,6 +269,27 @@ bool register_one(const std::string& module_name) {
         {Py_tp_methods, methods},
         {0, nullptr},
     };
+    // bfloat16 computes (bfloat16_math.hpp); the operators it does not define (//, %, **, abs, ...) are
+    // numpy.generic's, which run the ufunc loops.
+    static PyType_Slot bf16_slots[] = {
+        {Py_tp_new, reinterpret_cast<void*>(bf16_scalar_new)},
+        {Py_tp_repr, reinterpret_cast<void*>(scalar_repr<Kind>)},
+        {Py_tp_str, reinterpret_cast<void*>(scalar_repr<Kind>)},
+        {Py_tp_hash, reinterpret_cast<void*>(bf16_scalar_hash)},
+        {Py_tp_richcompare, reinterpret_cast<void*>(bf16_scalar_richcompare)},
+        {Py_nb_add, reinterpret_cast<void*>(bf16_scalar_binary<bf16_math::add, &PyNumberMethods::nb_add>)},
+        {Py_nb_subtract, reinterpret_cast<void*>(bf16_scalar_binary<bf16_math::subtract, &PyNumberMethods::nb_subtract>)},
+        {Py_nb_multiply, reinterpret_cast<void*>(bf16_scalar_binary<bf16_math::multiply, &PyNumberMethods::nb_multiply>)},
+        {Py_nb_true_divide,
+         reinterpret_cast<void*>(bf16_scalar_binary<bf16_math::divide, &PyNumberMethods::nb_true_divide>)},
+        {Py_nb_negative, reinterpret_cast<void*>(bf16_scalar_negative)},
+        {Py_nb_float, reinterpret_cast<void*>(scalar_float<Kind>)},
+        {Py_nb_int, reinterpret_cast<void*>(scalar_int<Kind>)},
+        {Py_nb_bool, reinterpret_cast<void*>(scalar_bool<Kind>)},
+        {Py_tp_methods, bf16_methods},
+        {0, nullptr},
+    };
+    PyType_Slot* const slots = Kind::is_float ? bf16_slots : intb_slots;
     static PyType_Spec spec = {qualified.c_str(), static_cast<int>(sizeof(scalar_object<storage>)), 0,
                                Py_TPFLAGS_DEFAULT, slots};
     object bases = object::steal(PyTuple_Pack(1, reinterpret_cast<PyObject*>(&PyGenericArrType_Type)));
@@ -248,6 +311,10 @@ bool register_one(const std::string& module_name) {
     funcs.compare = array_compare<Kind>;
     funcs.argmax = array_argmax<Kind>;
     funcs.argmin = array_argmin<Kind>;
+    if constexpr (Kind::is_float) {
+        funcs.fill = bf16_fill;
+        funcs.dotfunc = bf16_dot;
+    }
 
 #if NPY_ABI_VERSION >= 0x02000000
     static PyArray_DescrProto proto;
@@ -261,7 +328,9 @@ bool register_one(const std::string& module_name) {
     proto.kind = 'V';
     proto.type = type_char;
     proto.byteorder = sizeof(storage) > 1 ? '=' : '|';
-    proto.flags = NPY_NEEDS_PYAPI | NPY_USE_GETITEM | NPY_USE_SETITEM;
+    // bfloat16's loops never need Python, and its scalar is made by NumPy from the element's bytes (the value
+    // sits right after the object header, where NumPy puts it); intbN's casts raise Python errors.
+    proto.flags = Kind::is_float ? NPY_USE_SETITEM : NPY_NEEDS_PYAPI | NPY_USE_GETITEM | NPY_USE_SETITEM;
     proto.type_num = 0;
     proto.elsize = static_cast<int>(sizeof(storage));
     proto.alignment = static_cast<int>(alignof(storage));
@@ -272,7 +341,17 @@ bool register_one(const std::string& module_name) {
     Kind::type_num() = type_num;
     PyArray_Descr* descr = PyArray_DescrFromType(type_num);
     if (descr == nullptr) return false;
-    const bool ok = register_casts<Kind>(descr, type_num) && register_comparisons<Kind>(type_num);
+    // bfloat16.dtype and np.dtype("bfloat16"), as ml_dtypes' type has them.
+    bool ok = PyObject_SetAttrString(type, "dtype", reinterpret_cast<PyObject*>(descr)) == 0;
+    if (ok && Kind::is_float) {
+        object numpy = object::steal(PyImport_ImportModule("numpy"));
+        object names = numpy ? object::steal(PyObject_GetAttrString(numpy.get(), "sctypeDict")) : object{};
+        ok = names && PyDict_Check(names.get()) && PyDict_GetItemString(names.get(), Kind::name) == nullptr
+                 ? PyDict_SetItemString(names.get(), Kind::name, type) == 0
+                 : static_cast<bool>(names);
+    }
+    ok = ok && register_casts<Kind>(descr, type_num) && register_comparisons<Kind>(type_num);
+    if constexpr (Kind::is_float) ok = ok && register_bfloat16_ufuncs();
     Py_DECREF(descr);
     return ok;
 }

@@ -167,7 +167,8 @@ struct bf16_kind {
         return true;
     }
     static PyObject* to_python_number(storage v) { return PyFloat_FromDouble(to_double(v)); }
-    static std::string text(storage v) { return value_text(to_double(v)); }
+    /// As float's "%g" (ml_dtypes' text): 6 significant digits, NaN without a sign.
+    static std::string text(storage v) { return std::isnan(to_double(v)) ? "nan" : value_text(to_double(v)); }
     static void swap(storage& v) { v.bits = static_cast<std::uint16_t>((v.bits >> 8) | (v.bits << 8)); }
 };
 
@@ -275,11 +276,14 @@ PyObject* scalar_reduce(PyObject* self, PyObject*) {
 
 // ---- ArrFuncs -----------------------------------------------------------------------
 
+/// An element as Python sees it in .item() and .tolist(): bfloat16 as a Python float (NumPy's own floats do
+/// so; indexing still gives the bfloat16 scalar, which NumPy makes from the bytes), intbN as its scalar.
 template <class Kind>
 PyObject* array_getitem(void* data, void* array) {
     typename Kind::storage value;
     std::memcpy(&value, data, sizeof value);
     if (array != nullptr && !PyArray_ISNOTSWAPPED(static_cast<PyArrayObject*>(array))) Kind::swap(value);
+    if constexpr (Kind::is_float) return Kind::to_python_number(value);
     return scalar_new_value<Kind>(value);
 }
 

@@ -1,0 +1,437 @@
+// npybridge/detail/bfloat16_math.hpp — npybridge's own bfloat16 as a number NumPy computes with: the ufunc loops
+// of NumPy's arithmetic and math in bfloat16, and the scalar's arithmetic, comparisons, hash and format
+// (docs/dtypes.md, "bfloat16 arithmetic").
+#pragma once
+
+#include <npybridge/config.hpp>
+#include <npybridge/detail/user_dtype_kinds.hpp>
+#include <npybridge/numpy.hpp>
+#include <npybridge/python.hpp>
+#include <npybridge/scalar_types.hpp>
+
+#include <numpy/arrayscalars.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+// Every operation computes in float and rounds the result once to bfloat16 (to nearest, ties to even, as
+// MegDNN and ml_dtypes round). float's 24 significant bits are more than twice bfloat16's 8 plus two, so
+// rounding +, -, * and / through float gives the correctly rounded bfloat16 result.
+namespace bf16_math {
+
+inline float f(bfloat16 x) noexcept { return x.to_float(); }
+inline bfloat16 bf(float x) noexcept { return bfloat16::from_float(x); }
+constexpr std::uint16_t sign_bit = 0x8000u;
+inline bool is_nan(bfloat16 x) noexcept { return (x.bits & 0x7fffu) > 0x7f80u; }
+inline std::uint16_t magnitude(bfloat16 x) noexcept { return static_cast<std::uint16_t>(x.bits & 0x7fffu); }
+inline bfloat16 with_bits(unsigned bits) noexcept { return bfloat16{static_cast<std::uint16_t>(bits)}; }
+
+/// Python's and NumPy's floored division and modulus (the remainder takes the divisor's sign).
+inline std::pair<float, float> floored_divmod(float a, float b) noexcept {
+    float mod = std::fmod(a, b);
+    if (b == 0.0f) return {a / b, mod};  // ±inf or NaN, and NaN
+    float div = (a - mod) / b;
+    if (mod != 0.0f) {
+        if (std::isless(b, 0.0f) != std::isless(mod, 0.0f)) {
+            mod += b;
+            div -= 1.0f;
+        }
+    } else {
+        mod = std::copysign(0.0f, b);
+    }
+    float floor_div;
+    if (div != 0.0f) {
+        floor_div = std::floor(div);
+        if (std::isgreater(div - floor_div, 0.5f)) floor_div += 1.0f;
+    } else {
+        floor_div = std::copysign(0.0f, a / b);
+    }
+    return {floor_div, mod};
+}
+
+/// The bfloat16 next to `from` in the direction of `to` (NumPy's nextafter on bfloat16's own grid).
+inline bfloat16 next_after(bfloat16 from, bfloat16 to) noexcept {
+    if (is_nan(from) || is_nan(to)) return bf(std::numeric_limits<float>::quiet_NaN());
+    if (from.bits == to.bits) return to;
+    if (magnitude(from) == 0) {  // ±0: the smallest subnormal with to's sign (or to, another zero)
+        return magnitude(to) == 0 ? to : with_bits((to.bits & sign_bit) | 1u);
+    }
+    const bool away_from_zero = magnitude(from) < magnitude(to) && (from.bits & sign_bit) == (to.bits & sign_bit);
+    return with_bits(away_from_zero ? from.bits + 1u : from.bits - 1u);
+}
+
+// One struct per ufunc: apply() takes and returns the ufunc's element types (bfloat16, npy_bool, int).
+#define NPYBRIDGE_BF16_UNARY(name, expression) \
+    struct name {                              \
+        static bfloat16 apply(bfloat16 x) {    \
+            const float v = f(x);              \
+            (void)v;                           \
+            return expression;                 \
+        }                                      \
+    }
+#define NPYBRIDGE_BF16_BINARY(name, expression)        \
+    struct name {                                      \
+        static bfloat16 apply(bfloat16 x, bfloat16 y) { \
+            const float a = f(x), b = f(y);            \
+            (void)a;                                   \
+            (void)b;                                   \
+            return expression;                         \
+        }                                              \
+    }
+NPYBRIDGE_BF16_BINARY(add, bf(a + b));
+NPYBRIDGE_BF16_BINARY(subtract, bf(a - b));
+NPYBRIDGE_BF16_BINARY(multiply, bf(a * b));
+NPYBRIDGE_BF16_BINARY(divide, bf(a / b));
+NPYBRIDGE_BF16_BINARY(floor_divide, bf(floored_divmod(a, b).first));
+NPYBRIDGE_BF16_BINARY(remainder, bf(floored_divmod(a, b).second));
+NPYBRIDGE_BF16_BINARY(fmod, bf(std::fmod(a, b)));
+NPYBRIDGE_BF16_BINARY(power, bf(std::pow(a, b)));
+NPYBRIDGE_BF16_BINARY(arctan2, bf(std::atan2(a, b)));
+NPYBRIDGE_BF16_BINARY(hypot, bf(std::hypot(a, b)));
+NPYBRIDGE_BF16_BINARY(copysign, with_bits(magnitude(x) | (y.bits & sign_bit)));
+NPYBRIDGE_BF16_BINARY(nextafter, next_after(x, y));
+// NaN wins in maximum / minimum, loses in fmax / fmin (NumPy's rules). Quiet comparisons (std::isgreater,
+// ...) raise no "invalid" flag for a NaN, so NumPy warns no more than for its own floats.
+NPYBRIDGE_BF16_BINARY(maximum, is_nan(x) || std::isgreater(a, b) ? x : y);
+NPYBRIDGE_BF16_BINARY(minimum, is_nan(x) || std::isless(a, b) ? x : y);
+NPYBRIDGE_BF16_BINARY(fmax, is_nan(y) || std::isgreater(a, b) ? x : y);
+NPYBRIDGE_BF16_BINARY(fmin, is_nan(y) || std::isless(a, b) ? x : y);
+NPYBRIDGE_BF16_BINARY(heaviside, is_nan(x) ? x : magnitude(x) == 0 ? y : bf((x.bits & sign_bit) ? 0.0f : 1.0f));
+NPYBRIDGE_BF16_BINARY(logaddexp, a == b ? bf(a + std::log(2.0f))  // equal infinities stay infinite
+                                 : std::isgreater(a, b) ? bf(a + std::log1p(std::exp(b - a)))
+                                 : std::isless(a, b) ? bf(b + std::log1p(std::exp(a - b)))
+                                         : bf(std::numeric_limits<float>::quiet_NaN()));
+NPYBRIDGE_BF16_BINARY(logaddexp2, a == b ? bf(a + 1.0f)
+                                  : std::isgreater(a, b) ? bf(a + std::log1p(std::exp2(b - a)) / std::log(2.0f))
+                                  : std::isless(a, b) ? bf(b + std::log1p(std::exp2(a - b)) / std::log(2.0f))
+                                          : bf(std::numeric_limits<float>::quiet_NaN()));
+
+NPYBRIDGE_BF16_UNARY(negative, with_bits(x.bits ^ sign_bit));
+NPYBRIDGE_BF16_UNARY(positive, x);
+NPYBRIDGE_BF16_UNARY(absolute, with_bits(magnitude(x)));
+NPYBRIDGE_BF16_UNARY(sign, is_nan(x) || magnitude(x) == 0 ? x : bf((x.bits & sign_bit) ? -1.0f : 1.0f));
+NPYBRIDGE_BF16_UNARY(spacing, bf(f(next_after(x, with_bits((x.bits & sign_bit) | 0x7f80u))) - v));
+NPYBRIDGE_BF16_UNARY(rint, bf(std::rint(v)));
+NPYBRIDGE_BF16_UNARY(floor, bf(std::floor(v)));
+NPYBRIDGE_BF16_UNARY(ceil, bf(std::ceil(v)));
+NPYBRIDGE_BF16_UNARY(trunc, bf(std::trunc(v)));
+NPYBRIDGE_BF16_UNARY(exp, bf(std::exp(v)));
+NPYBRIDGE_BF16_UNARY(exp2, bf(std::exp2(v)));
+NPYBRIDGE_BF16_UNARY(expm1, bf(std::expm1(v)));
+NPYBRIDGE_BF16_UNARY(log, bf(std::log(v)));
+NPYBRIDGE_BF16_UNARY(log2, bf(std::log2(v)));
+NPYBRIDGE_BF16_UNARY(log10, bf(std::log10(v)));
+NPYBRIDGE_BF16_UNARY(log1p, bf(std::log1p(v)));
+NPYBRIDGE_BF16_UNARY(sqrt, bf(std::sqrt(v)));
+NPYBRIDGE_BF16_UNARY(square, bf(v * v));
+NPYBRIDGE_BF16_UNARY(cbrt, bf(std::cbrt(v)));
+NPYBRIDGE_BF16_UNARY(reciprocal, bf(1.0f / v));
+NPYBRIDGE_BF16_UNARY(sin, bf(std::sin(v)));
+NPYBRIDGE_BF16_UNARY(cos, bf(std::cos(v)));
+NPYBRIDGE_BF16_UNARY(tan, bf(std::tan(v)));
+NPYBRIDGE_BF16_UNARY(arcsin, bf(std::asin(v)));
+NPYBRIDGE_BF16_UNARY(arccos, bf(std::acos(v)));
+NPYBRIDGE_BF16_UNARY(arctan, bf(std::atan(v)));
+NPYBRIDGE_BF16_UNARY(sinh, bf(std::sinh(v)));
+NPYBRIDGE_BF16_UNARY(cosh, bf(std::cosh(v)));
+NPYBRIDGE_BF16_UNARY(tanh, bf(std::tanh(v)));
+NPYBRIDGE_BF16_UNARY(arcsinh, bf(std::asinh(v)));
+NPYBRIDGE_BF16_UNARY(arccosh, bf(std::acosh(v)));
+NPYBRIDGE_BF16_UNARY(arctanh, bf(std::atanh(v)));
+NPYBRIDGE_BF16_UNARY(deg2rad, bf(v * static_cast<float>(3.14159265358979323846 / 180.0)));
+NPYBRIDGE_BF16_UNARY(rad2deg, bf(v * static_cast<float>(180.0 / 3.14159265358979323846)));
+#undef NPYBRIDGE_BF16_UNARY
+#undef NPYBRIDGE_BF16_BINARY
+
+// The ufuncs whose results are not bfloat16.
+struct is_finite { static npy_bool apply(bfloat16 x) { return std::isfinite(f(x)); } };
+struct is_inf { static npy_bool apply(bfloat16 x) { return std::isinf(f(x)); } };
+struct is_nan_op { static npy_bool apply(bfloat16 x) { return is_nan(x); } };
+struct signbit { static npy_bool apply(bfloat16 x) { return (x.bits & sign_bit) != 0; } };
+// Truth is "not zero" (NaN is true), as for float.
+struct logical_not { static npy_bool apply(bfloat16 x) { return magnitude(x) == 0; } };
+struct logical_and { static npy_bool apply(bfloat16 x, bfloat16 y) { return magnitude(x) != 0 && magnitude(y) != 0; } };
+struct logical_or { static npy_bool apply(bfloat16 x, bfloat16 y) { return magnitude(x) != 0 || magnitude(y) != 0; } };
+struct logical_xor { static npy_bool apply(bfloat16 x, bfloat16 y) { return (magnitude(x) != 0) != (magnitude(y) != 0); } };
+struct ldexp { static bfloat16 apply(bfloat16 x, int e) { return bf(std::ldexp(f(x), e)); } };
+struct frexp {
+    static std::pair<bfloat16, int> apply(bfloat16 x) {
+        int e = 0;
+        const float m = std::frexp(f(x), &e);
+        return {bf(m), e};
+    }
+};
+struct modf {
+    static std::pair<bfloat16, bfloat16> apply(bfloat16 x) {
+        float whole = 0;
+        const float fraction = std::modf(f(x), &whole);
+        return {bf(fraction), bf(whole)};
+    }
+};
+struct divmod {
+    static std::pair<bfloat16, bfloat16> apply(bfloat16 x, bfloat16 y) {
+        const std::pair<float, float> r = floored_divmod(f(x), f(y));
+        return {bf(r.first), bf(r.second)};
+    }
+};
+
+}  // namespace bf16_math
+
+// ---- the loops ----------------------------------------------------------------------------
+
+/// NumPy's type number of a ufunc loop's element type: bfloat16 (this interpreter's), bool or C int.
+template <class Element>
+int element_type_num() {
+    if constexpr (std::is_same_v<Element, bfloat16>) return bf16_kind::type_num();
+    else if constexpr (std::is_same_v<Element, npy_bool>) return NPY_BOOL;
+    else {
+        static_assert(std::is_same_v<Element, int>, "npybridge: a bfloat16 ufunc loop reads bfloat16, bool or int");
+        return NPY_INT;
+    }
+}
+
+template <class T>
+T load(const char* p) noexcept {
+    T value;
+    std::memcpy(&value, p, sizeof value);
+    return value;
+}
+
+template <class T>
+void store(char* p, T value) noexcept {
+    std::memcpy(p, &value, sizeof value);
+}
+
+template <class T>
+struct pair_parts : std::false_type {};
+template <class A, class B>
+struct pair_parts<std::pair<A, B>> : std::true_type {
+    using first = A;
+    using second = B;
+};
+
+/// The ufunc loop of Op over its arguments' strides: In... in, one result or a pair of them out.
+template <class Op, class... In>
+struct bf16_loop {
+    using result = decltype(Op::apply(std::declval<In>()...));
+    static constexpr int inputs = sizeof...(In);
+    static constexpr int outputs = pair_parts<result>::value ? 2 : 1;
+
+    template <std::size_t... I>
+    static void run(char** args, npy_intp n, npy_intp const* steps, std::index_sequence<I...>) {
+        for (npy_intp i = 0; i < n; ++i) {
+            const result r = Op::apply(load<In>(args[I] + i * steps[I])...);
+            if constexpr (outputs == 2) {
+                store(args[inputs] + i * steps[inputs], r.first);
+                store(args[inputs + 1] + i * steps[inputs + 1], r.second);
+            } else {
+                store(args[inputs] + i * steps[inputs], r);
+            }
+        }
+    }
+    static void call(char** args, npy_intp const* dimensions, npy_intp const* steps, void*) {
+        run(args, dimensions[0], steps, std::index_sequence_for<In...>{});
+    }
+    static bool register_for(PyObject* numpy, const char* name) {
+        int types[4] = {};
+        int k = 0;
+        ((types[k++] = element_type_num<In>()), ...);
+        if constexpr (outputs == 2) {
+            types[k++] = element_type_num<typename pair_parts<result>::first>();
+            types[k++] = element_type_num<typename pair_parts<result>::second>();
+        } else {
+            types[k++] = element_type_num<result>();
+        }
+        object ufunc = object::steal(PyObject_GetAttrString(numpy, name));
+        if (!ufunc) return false;
+        auto* u = reinterpret_cast<PyUFuncObject*>(ufunc.get());
+        if (!PyObject_TypeCheck(ufunc.get(), &PyUFunc_Type) || u->nargs != k) {
+            PyErr_Format(PyExc_RuntimeError, "npybridge: numpy.%s is not a ufunc of %d arguments", name, k);
+            return false;
+        }
+        return PyUFunc_RegisterLoopForType(u, bf16_kind::type_num(), call, types, nullptr) == 0;
+    }
+};
+
+/// Every ufunc npybridge's bfloat16 computes in bfloat16 (the same set as ml_dtypes' bfloat16, so that a
+/// program sees the same result dtypes with either). Comparisons are register_comparisons()'s.
+inline bool register_bfloat16_ufuncs() {
+    object numpy = object::steal(PyImport_ImportModule("numpy"));
+    if (!numpy) return false;
+    namespace m = bf16_math;
+    using b = bfloat16;
+    PyObject* np = numpy.get();
+    return bf16_loop<m::add, b, b>::register_for(np, "add") &&
+           bf16_loop<m::subtract, b, b>::register_for(np, "subtract") &&
+           bf16_loop<m::multiply, b, b>::register_for(np, "multiply") &&
+           bf16_loop<m::divide, b, b>::register_for(np, "divide") &&  // also np.true_divide
+           bf16_loop<m::logaddexp, b, b>::register_for(np, "logaddexp") &&
+           bf16_loop<m::logaddexp2, b, b>::register_for(np, "logaddexp2") &&
+           bf16_loop<m::negative, b>::register_for(np, "negative") &&
+           bf16_loop<m::positive, b>::register_for(np, "positive") &&
+           bf16_loop<m::floor_divide, b, b>::register_for(np, "floor_divide") &&
+           bf16_loop<m::power, b, b>::register_for(np, "power") &&
+           bf16_loop<m::remainder, b, b>::register_for(np, "remainder") &&  // also np.mod
+           bf16_loop<m::fmod, b, b>::register_for(np, "fmod") &&
+           bf16_loop<m::divmod, b, b>::register_for(np, "divmod") &&
+           bf16_loop<m::absolute, b>::register_for(np, "absolute") &&
+           bf16_loop<m::absolute, b>::register_for(np, "fabs") &&
+           bf16_loop<m::rint, b>::register_for(np, "rint") &&
+           bf16_loop<m::sign, b>::register_for(np, "sign") &&
+           bf16_loop<m::heaviside, b, b>::register_for(np, "heaviside") &&
+           bf16_loop<m::positive, b>::register_for(np, "conjugate") &&
+           bf16_loop<m::exp, b>::register_for(np, "exp") &&
+           bf16_loop<m::exp2, b>::register_for(np, "exp2") &&
+           bf16_loop<m::expm1, b>::register_for(np, "expm1") &&
+           bf16_loop<m::log, b>::register_for(np, "log") &&
+           bf16_loop<m::log2, b>::register_for(np, "log2") &&
+           bf16_loop<m::log10, b>::register_for(np, "log10") &&
+           bf16_loop<m::log1p, b>::register_for(np, "log1p") &&
+           bf16_loop<m::sqrt, b>::register_for(np, "sqrt") &&
+           bf16_loop<m::square, b>::register_for(np, "square") &&
+           bf16_loop<m::cbrt, b>::register_for(np, "cbrt") &&
+           bf16_loop<m::reciprocal, b>::register_for(np, "reciprocal") &&
+           bf16_loop<m::sin, b>::register_for(np, "sin") &&
+           bf16_loop<m::cos, b>::register_for(np, "cos") &&
+           bf16_loop<m::tan, b>::register_for(np, "tan") &&
+           bf16_loop<m::arcsin, b>::register_for(np, "arcsin") &&
+           bf16_loop<m::arccos, b>::register_for(np, "arccos") &&
+           bf16_loop<m::arctan, b>::register_for(np, "arctan") &&
+           bf16_loop<m::arctan2, b, b>::register_for(np, "arctan2") &&
+           bf16_loop<m::hypot, b, b>::register_for(np, "hypot") &&
+           bf16_loop<m::sinh, b>::register_for(np, "sinh") &&
+           bf16_loop<m::cosh, b>::register_for(np, "cosh") &&
+           bf16_loop<m::tanh, b>::register_for(np, "tanh") &&
+           bf16_loop<m::arcsinh, b>::register_for(np, "arcsinh") &&
+           bf16_loop<m::arccosh, b>::register_for(np, "arccosh") &&
+           bf16_loop<m::arctanh, b>::register_for(np, "arctanh") &&
+           bf16_loop<m::deg2rad, b>::register_for(np, "deg2rad") &&
+           bf16_loop<m::rad2deg, b>::register_for(np, "rad2deg") &&
+           bf16_loop<m::maximum, b, b>::register_for(np, "maximum") &&
+           bf16_loop<m::minimum, b, b>::register_for(np, "minimum") &&
+           bf16_loop<m::fmax, b, b>::register_for(np, "fmax") &&
+           bf16_loop<m::fmin, b, b>::register_for(np, "fmin") &&
+           bf16_loop<m::logical_and, b, b>::register_for(np, "logical_and") &&
+           bf16_loop<m::logical_or, b, b>::register_for(np, "logical_or") &&
+           bf16_loop<m::logical_xor, b, b>::register_for(np, "logical_xor") &&
+           bf16_loop<m::logical_not, b>::register_for(np, "logical_not") &&
+           bf16_loop<m::is_finite, b>::register_for(np, "isfinite") &&
+           bf16_loop<m::is_inf, b>::register_for(np, "isinf") &&
+           bf16_loop<m::is_nan_op, b>::register_for(np, "isnan") &&
+           bf16_loop<m::signbit, b>::register_for(np, "signbit") &&
+           bf16_loop<m::copysign, b, b>::register_for(np, "copysign") &&
+           bf16_loop<m::modf, b>::register_for(np, "modf") &&
+           bf16_loop<m::ldexp, b, int>::register_for(np, "ldexp") &&
+           bf16_loop<m::frexp, b>::register_for(np, "frexp") &&
+           bf16_loop<m::floor, b>::register_for(np, "floor") &&
+           bf16_loop<m::ceil, b>::register_for(np, "ceil") &&
+           bf16_loop<m::trunc, b>::register_for(np, "trunc") &&
+           bf16_loop<m::nextafter, b, b>::register_for(np, "nextafter") &&
+           bf16_loop<m::spacing, b>::register_for(np, "spacing");
+}
+
+// ---- ArrFuncs a float has: fill (arange) and dot ------------------------------------------
+
+/// np.arange's fill: the first two elements set, the rest start + i * step, computed in float.
+inline int bf16_fill(void* data, npy_intp length, void*) {
+    auto* values = static_cast<bfloat16*>(data);
+    const float start = values[0].to_float();
+    const float step = values[1].to_float() - start;
+    for (npy_intp i = 2; i < length; ++i) values[i] = bfloat16::from_float(start + static_cast<float>(i) * step);
+    return 0;
+}
+
+/// The dot product accumulated in float and rounded once (np.dot, matmul of 1-d arrays).
+inline void bf16_dot(void* a, npy_intp a_stride, void* b, npy_intp b_stride, void* out, npy_intp n, void*) {
+    float sum = 0.0f;
+    for (npy_intp i = 0; i < n; ++i) {
+        sum += load<bfloat16>(static_cast<const char*>(a) + i * a_stride).to_float() *
+               load<bfloat16>(static_cast<const char*>(b) + i * b_stride).to_float();
+    }
+    store(static_cast<char*>(out), bfloat16::from_float(sum));
+}
+
+// ---- the scalar: arithmetic, comparisons, hash, format, repr --------------------------------
+
+/// Two bfloat16 scalars are computed here; anything else goes through NumPy's array arithmetic (which runs
+/// the ufunc loops above, or promotes as NumPy promotes: bf16 + 2.0 is float32 there, as with ml_dtypes).
+template <class Op, binaryfunc PyNumberMethods::*Slot>
+PyObject* bf16_scalar_binary(PyObject* a, PyObject* b) {
+    if (is_scalar<bf16_kind>(a) && is_scalar<bf16_kind>(b)) {
+        return scalar_new_value<bf16_kind>(Op::apply(scalar_value<bf16_kind>(a), scalar_value<bf16_kind>(b)));
+    }
+    return (PyArray_Type.tp_as_number->*Slot)(a, b);
+}
+
+inline PyObject* bf16_scalar_negative(PyObject* self) {
+    return scalar_new_value<bf16_kind>(bf16_math::negative::apply(scalar_value<bf16_kind>(self)));
+}
+
+/// Comparisons give numpy.bool_; against sequences and arrays they broadcast as NumPy's scalars do; == and
+/// != with strings or objects that are no numbers give NotImplemented (so Python answers False / True).
+inline PyObject* bf16_scalar_richcompare(PyObject* a, PyObject* b, int op) {
+    if (!is_scalar<bf16_kind>(a) || !is_scalar<bf16_kind>(b)) {
+        if ((op == Py_EQ || op == Py_NE) &&
+            (PyUnicode_Check(b) || PyBytes_Check(b) || (!PyNumber_Check(b) && !PyArray_Check(b) && !PySequence_Check(b)))) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        return PyGenericArrType_Type.tp_richcompare(a, b, op);
+    }
+    const float x = scalar_value<bf16_kind>(a).to_float(), y = scalar_value<bf16_kind>(b).to_float();
+    bool r = false;
+    switch (op) {
+        case Py_EQ: r = x == y; break;
+        case Py_NE: r = x != y; break;
+        case Py_LT: r = std::isless(x, y); break;
+        case Py_LE: r = std::islessequal(x, y); break;
+        case Py_GT: r = std::isgreater(x, y); break;
+        case Py_GE: r = std::isgreaterequal(x, y); break;
+        default: Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyArrayScalar_RETURN_BOOL_FROM_LONG(r);
+}
+
+/// As float's hash: equal values hash equal to the float, NaNs by identity (Python 3.10's rule for float).
+inline Py_hash_t bf16_scalar_hash(PyObject* self) {
+    const bfloat16 v = scalar_value<bf16_kind>(self);
+    if (bf16_math::is_nan(v)) return PyBaseObject_Type.tp_hash(self);
+    object number = object::steal(PyFloat_FromDouble(v.to_float()));
+    return number ? PyObject_Hash(number.get()) : -1;
+}
+
+/// format(x, spec) is format(float(x), spec): f"{x:.2f}" and f"{x}" as for the float it holds.
+inline PyObject* bf16_scalar_format(PyObject* self, PyObject* spec) {
+    if (!PyUnicode_Check(spec)) {
+        PyErr_Format(PyExc_TypeError, "__format__() argument 1 must be str, not %s", Py_TYPE(spec)->tp_name);
+        return nullptr;
+    }
+    object number = object::steal(PyFloat_FromDouble(scalar_value<bf16_kind>(self).to_float()));
+    return number ? PyObject_Format(number.get(), spec) : nullptr;
+}
+
+/// bfloat16(x): an array (of at least one dimension) becomes that array cast to bfloat16, as with ml_dtypes'
+/// type; anything else is a number, a numeric string or a 0-d array, rounded to bfloat16.
+inline PyObject* bf16_scalar_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+    if (PyTuple_GET_SIZE(args) == 1 && (kwargs == nullptr || PyDict_GET_SIZE(kwargs) == 0)) {
+        PyObject* value = PyTuple_GET_ITEM(args, 0);
+        if (PyArray_Check(value) && PyArray_NDIM(reinterpret_cast<PyArrayObject*>(value)) > 0) {
+            auto* array = reinterpret_cast<PyArrayObject*>(value);
+            if (PyArray_TYPE(array) == bf16_kind::type_num()) {
+                Py_INCREF(value);
+                return value;
+            }
+            return PyArray_Cast(array, bf16_kind::type_num());
+        }
+    }
+    return scalar_tp_new<bf16_kind>(type, args, kwargs);
+}
+
+}  // namespace detail
+}  // namespace npybridge
