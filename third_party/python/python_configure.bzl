@@ -73,12 +73,14 @@ def _python_configure_impl(rctx):
     candidates, forced = _candidates(rctx)
     info = None
     failures = []
+    chosen = None
     for origin, python in candidates:
         if not rctx.path(python).exists:
             failures.append("%s (%s): not found" % (python, origin))
             continue
         info, error = _probe(rctx, python)
         if info:
+            chosen = origin
             break
         failures.append("%s (%s): %s" % (python, origin, " ".join(error)))
     if not info:
@@ -92,6 +94,9 @@ def _python_configure_impl(rctx):
         fail(("npybridge: %s has no Python.h in %s. Install the CPython headers " +
               "(Debian: apt-get install python3-dev).") % (info["executable"], info["include"]))
 
+    # Said once per fetch (Bazel shows it as DEBUG): which interpreter's headers and NumPy a build uses.
+    print("npybridge: @%s uses %s (NumPy %s, from %s; set PYTHON_BIN_PATH to choose another)" %
+          (rctx.name, info["executable"], info["numpy_version"], chosen))
     rctx.symlink(info["include"], "python_include")
     rctx.symlink(info["numpy_include"], "numpy_include")
     if info.get("pybind11_include"):
