@@ -1,4 +1,4 @@
-"""The README's MegBrain module (tests/BUILD builds it from the README as written, against MegEngine's headers and
+"""docs/guide.md's MegBrain module (tests/BUILD builds it from the guide as written, against MegEngine's headers and
 library) works, beside MegEngine itself."""
 import os
 import pathlib

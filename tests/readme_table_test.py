@@ -1,4 +1,4 @@
-"""The dtype table in README.md is exactly what tools/dtype_table prints."""
+"""The dtype table in docs/guide.md is exactly what tools/dtype_table prints."""
 import os
 import pathlib
 import subprocess
@@ -14,11 +14,11 @@ class ReadmeTableTest(unittest.TestCase):
         root = pathlib.Path(os.environ["TEST_SRCDIR"]) / "npybridge"
         printed = subprocess.run([str(root / "tools" / "dtype_table")], check=True,
                                  capture_output=True, text=True).stdout.strip()
-        readme = (root / "README.md").read_text()
-        self.assertIn(BEGIN, readme, "README.md lost its dtype-table markers")
+        readme = (root / "docs" / "guide.md").read_text()
+        self.assertIn(BEGIN, readme, "docs/guide.md lost its dtype-table markers")
         copied = readme.split(BEGIN, 1)[1].split(END, 1)[0].strip()
         self.assertEqual(copied, printed,
-                         "README.md's dtype table is stale: paste the output of "
+                         "docs/guide.md's dtype table is stale: paste the output of "
                          "`tools/bazelw run //tools:dtype_table` between the markers")
         self.assertEqual(printed.count("\n") + 1, 2 + 22, "one header, one rule, 22 dtypes")
 

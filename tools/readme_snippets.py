@@ -1,15 +1,18 @@
-"""Writes every ```cpp block of README.md into one C++ file, so the build proves they compile.
+"""Writes every ```cpp block of the given Markdown files into one C++ file, so the build proves they compile.
 
 #include lines are gathered at the top; each block becomes its own namespace.
-Usage: readme_snippets.py README.md OUT.cpp [KIND]
-With KIND (pybind11, nanobind), writes the one ```cpp KIND block instead, as it is: a whole extension module.
+Usage: readme_snippets.py --out OUT.cpp FILE.md...
+       readme_snippets.py --block KIND --out OUT.cpp FILE.md...
+With --block KIND (pybind11, nanobind, megbrain, my_module), writes the one ```cpp KIND block of the files
+instead, as it is: a whole extension module.
 """
+import argparse
 import re
 import sys
 
 
-def main(readme, out):
-    blocks = re.findall(r"```cpp\n(.*?)```", open(readme).read(), re.S)
+def all_blocks(files, out):
+    blocks = [b for f in files for b in re.findall(r"```cpp\n(.*?)```", open(f).read(), re.S)]
     includes, bodies = [], []
     for number, block in enumerate(blocks):
         lines = []
@@ -21,27 +24,36 @@ def main(readme, out):
             else:
                 lines.append(line)
         bodies.append(f"namespace readme_block_{number} {{\n" + "\n".join(lines) + f"\n}}  // namespace readme_block_{number}\n")
+    if not blocks:
+        sys.exit(f"readme_snippets: no ```cpp blocks in {', '.join(files)}")
     with open(out, "w") as f:
-        f.write("// Generated from README.md by tools/readme_snippets.py: compiling is passing.\n")
+        f.write(f"// Generated from {', '.join(files)} by tools/readme_snippets.py: compiling is passing.\n")
         for include in dict.fromkeys(includes):
             f.write(include + "\n")
         f.write("\nnamespace npb = npybridge;\n\n")
         f.write("\n".join(bodies))
-    if not blocks:
-        sys.exit("readme_snippets: README.md has no ```cpp blocks")
 
 
-def module_block(readme, out, kind):
-    blocks = re.findall(r"```cpp " + re.escape(kind) + r"\n(.*?)```", open(readme).read(), re.S)
+def one_block(files, out, kind):
+    blocks = [b for f in files for b in re.findall(r"```cpp " + re.escape(kind) + r"\n(.*?)```", open(f).read(), re.S)]
     if len(blocks) != 1:
-        sys.exit(f"readme_snippets: README.md must have one ```cpp {kind} block, has {len(blocks)}")
+        sys.exit(f"readme_snippets: {', '.join(files)} must have one ```cpp {kind} block, has {len(blocks)}")
     with open(out, "w") as f:
-        f.write(f"// Generated from README.md's ```cpp {kind} block by tools/readme_snippets.py.\n")
+        f.write(f"// Generated from the ```cpp {kind} block of {', '.join(files)} by tools/readme_snippets.py.\n")
         f.write(blocks[0])
 
 
-if __name__ == "__main__":
-    if len(sys.argv) == 4:
-        module_block(sys.argv[1], sys.argv[2], sys.argv[3])
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--block")
+    parser.add_argument("files", nargs="+")
+    args = parser.parse_args()
+    if args.block:
+        one_block(args.files, args.out, args.block)
     else:
-        main(sys.argv[1], sys.argv[2])
+        all_blocks(args.files, args.out)
+
+
+if __name__ == "__main__":
+    main()
