@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 
 namespace {
 
@@ -24,22 +24,22 @@ namespace {
 /// allocation besides the object itself).
 struct tensor_object {
     PyObject_HEAD
-    nb::tensor value;
+    npb::tensor value;
     std::string copy_reason;
 };
 
 PyTypeObject* tensor_type = nullptr;  // made once in PyInit (a heap type)
 
-PyObject* wrap(nb::tensor value, std::string copy_reason = {}) {
+PyObject* wrap(npb::tensor value, std::string copy_reason = {}) {
     auto* self = PyObject_GC_New(tensor_object, tensor_type);
     if (self == nullptr) return nullptr;
-    new (&self->value) nb::tensor(std::move(value));  // noexcept moves: nothing can fail past PyObject_GC_New
+    new (&self->value) npb::tensor(std::move(value));  // noexcept moves: nothing can fail past PyObject_GC_New
     new (&self->copy_reason) std::string(std::move(copy_reason));
     PyObject_GC_Track(self);
     return reinterpret_cast<PyObject*>(self);
 }
 
-nb::tensor& unwrap(PyObject* self) { return reinterpret_cast<tensor_object*>(self)->value; }
+npb::tensor& unwrap(PyObject* self) { return reinterpret_cast<tensor_object*>(self)->value; }
 
 void tensor_dealloc(PyObject* self) {
     auto* t = reinterpret_cast<tensor_object*>(self);
@@ -56,11 +56,11 @@ void tensor_dealloc(PyObject* self) {
 /// ndarray subclass holding its own tensor) would never be freed.
 int tensor_traverse(PyObject* self, visitproc visit, void* arg) {
     Py_VISIT(Py_TYPE(self));
-    return nb::traverse_owner(unwrap(self).owner(), visit, arg);
+    return npb::traverse_owner(unwrap(self).owner(), visit, arg);
 }
 
 int tensor_clear(PyObject* self) {
-    unwrap(self) = nb::tensor();  // drops the owner (and with it the array)
+    unwrap(self) = npb::tensor();  // drops the owner (and with it the array)
     return 0;
 }
 
@@ -94,7 +94,7 @@ void parse_arguments(const char* function, PyObject* const* args, Py_ssize_t nar
                      const char* const (&names)[N], std::size_t required, PyObject* (&slots)[N]) {
     auto fail = [&](const std::string& what) {
         PyErr_Format(PyExc_TypeError, "%s() %s", function, what.c_str());
-        throw nb::python_error();
+        throw npb::python_error();
     };
     if (static_cast<std::size_t>(nargs) > N) {
         fail("takes at most " + std::to_string(N) + " arguments (" + std::to_string(nargs) + " given)");
@@ -111,7 +111,7 @@ void parse_arguments(const char* function, PyObject* const* args, Py_ssize_t nar
             i = 0;
             while (i < N && PyUnicode_CompareWithASCIIString(key, names[i]) != 0) ++i;
         }
-        if (i == N) fail("got an unexpected keyword argument " + nb::safe_repr(key));
+        if (i == N) fail("got an unexpected keyword argument " + npb::safe_repr(key));
         if (slots[i] != nullptr) fail("got multiple values for argument '" + std::string(names[i]) + "'");
         slots[i] = args[nargs + k];
     }
@@ -123,30 +123,30 @@ void parse_arguments(const char* function, PyObject* const* args, Py_ssize_t nar
 /// from_numpy and from_dlpack: (obj, dtype=None, policy='try_borrow', narrowing='checked', layout=None).
 template <class Convert>
 PyObject* tensor_from(const char* function, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames, Convert convert) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         static const char* const names[] = {"obj", "dtype", "policy", "narrowing", "layout"};
         PyObject* slots[5];
         parse_arguments(function, args, PyVectorcall_NARGS(nargsf), kwnames, names, 1, slots);
         auto [obj, dtype, policy, narrowing, layout] = slots;
-        const nb::to_tensor_options options = example::to_tensor_options_of(dtype, policy, narrowing, layout);
-        nb::to_tensor_result<nb::tensor> result = convert(obj, options);
+        const npb::to_tensor_options options = example::to_tensor_options_of(dtype, policy, narrowing, layout);
+        npb::to_tensor_result<npb::tensor> result = convert(obj, options);
         return wrap(std::move(result.tensor), std::move(result.copy_reason));
     });
 }
 
 PyObject* tensor_from_numpy(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
     return tensor_from("from_numpy", args, nargsf, kwnames,
-                       [](PyObject* obj, const nb::to_tensor_options& options) { return nb::to_tensor(obj, options); });
+                       [](PyObject* obj, const npb::to_tensor_options& options) { return npb::to_tensor(obj, options); });
 }
 
 PyObject* tensor_from_dlpack(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
     return tensor_from("from_dlpack", args, nargsf, kwnames,
-                       [](PyObject* obj, const nb::to_tensor_options& options) { return nb::from_dlpack(obj, options); });
+                       [](PyObject* obj, const npb::to_tensor_options& options) { return npb::from_dlpack(obj, options); });
 }
 
 /// Tensor.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None, codes=False)
 PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         // Keyword-only, so the order is free: NumPy passes max_version, dl_device and copy.
         static const char* const names[] = {"max_version", "dl_device", "copy", "stream", "codes"};
         PyObject* slots[5];
@@ -156,14 +156,14 @@ PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargsf
         }
         parse_arguments("__dlpack__", args, 0, kwnames, names, 0, slots);
         auto [max_version, dl_device, copy, stream, codes] = slots;
-        return nb::to_dlpack(unwrap(self), nb::dlpack_options::from_python(stream, max_version, dl_device, copy, codes)).release();
+        return npb::to_dlpack(unwrap(self), npb::dlpack_options::from_python(stream, max_version, dl_device, copy, codes)).release();
     });
 }
 
-PyObject* tensor_dlpack_device(PyObject*, PyObject*) { return Py_BuildValue("(ii)", nb::dlpack::cpu, 0); }
+PyObject* tensor_dlpack_device(PyObject*, PyObject*) { return Py_BuildValue("(ii)", npb::dlpack::cpu, 0); }
 
 PyObject* tensor_from_storage(PyObject*, PyObject* args, PyObject* kwargs) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         static const char* keywords[] = {"data", "dtype_name", "shape", "scale", "zero_point", "layout", nullptr};
         PyObject *data = nullptr, *name = nullptr, *shape = nullptr, *scale = Py_None, *zero_point = Py_None,
                  *layout = nullptr;
@@ -178,35 +178,35 @@ PyObject* tensor_from_storage(PyObject*, PyObject* args, PyObject* kwargs) {
 /// Tensor.copy_from(obj, narrowing='checked'): copies the array's values into
 /// this tensor's memory (same shape; same dtype or int64 / float64 narrowed).
 PyObject* tensor_copy_from(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         static const char* const names[] = {"obj", "narrowing"};
         PyObject* slots[2];
         parse_arguments("copy_from", args, PyVectorcall_NARGS(nargsf), kwnames, names, 1, slots);
-        nb::to_tensor_options options;
+        npb::to_tensor_options options;
         options.narrow = example::narrowing_of(slots[1]);
-        nb::copy_into(slots[0], unwrap(self), options);
+        npb::copy_into(slots[0], unwrap(self), options);
         Py_RETURN_NONE;
     });
 }
 
 PyObject* tensor_numpy(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         static const char* const names[] = {"policy", "lowbit_format"};
         PyObject* slots[2];
         parse_arguments("numpy", args, PyVectorcall_NARGS(nargsf), kwnames, names, 0, slots);
-        return nb::to_array(unwrap(self), example::share_policy_of(slots[0]), example::lowbit_format_of(slots[1])).release();
+        return npb::to_array(unwrap(self), example::share_policy_of(slots[0]), example::lowbit_format_of(slots[1])).release();
     });
 }
 
-int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) { return nb::get_buffer(self, unwrap(self), view, flags); }
-void tensor_releasebuffer(PyObject*, Py_buffer* view) { nb::release_buffer(view); }
+int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) { return npb::get_buffer(self, unwrap(self), view, flags); }
+void tensor_releasebuffer(PyObject*, Py_buffer* view) { npb::release_buffer(view); }
 
 PyObject* tensor_storage(PyObject* self, PyObject*) {
-    return nb::guarded([&] { return example::storage_bytes(unwrap(self)).release(); });
+    return npb::guarded([&] { return example::storage_bytes(unwrap(self)).release(); });
 }
 
 PyObject* tensor_repr(PyObject* self) {
-    return nb::guarded([&] { return PyUnicode_FromString(example::repr_text(unwrap(self)).c_str()); });
+    return npb::guarded([&] { return PyUnicode_FromString(example::repr_text(unwrap(self)).c_str()); });
 }
 
 
@@ -216,7 +216,7 @@ PyObject* get_dtype_name(PyObject* self, void*) {
 }
 
 PyObject* get_dtype(PyObject* self, void*) {
-    return nb::guarded([&] { return example::numpy_dtype_or_none(unwrap(self).type()).release(); });
+    return npb::guarded([&] { return example::numpy_dtype_or_none(unwrap(self).type()).release(); });
 }
 
 PyObject* get_scale(PyObject* self, void*) {
@@ -232,10 +232,10 @@ PyObject* get_zero_point(PyObject* self, void*) {
 }
 
 PyObject* get_shape(PyObject* self, void*) {
-    return nb::guarded([&] { return example::shape_tuple(unwrap(self).layout()).release(); });
+    return npb::guarded([&] { return example::shape_tuple(unwrap(self).layout()).release(); });
 }
 PyObject* get_strides(PyObject* self, void*) {
-    return nb::guarded([&] { return example::strides_tuple(unwrap(self).layout()).release(); });
+    return npb::guarded([&] { return example::strides_tuple(unwrap(self).layout()).release(); });
 }
 PyObject* get_borrowed(PyObject* self, void*) { return PyBool_FromLong(unwrap(self).borrowed()); }
 PyObject* get_writable(PyObject* self, void*) { return PyBool_FromLong(unwrap(self).writable()); }
@@ -318,11 +318,11 @@ PyType_Spec tensor_spec = {"npybridge_example.Tensor", sizeof(tensor_object), 0,
 /// call(fn, *args): calls fn from C++; a Python exception travels through the
 /// C++ frames as npybridge::python_error and comes back as the same object.
 PyObject* call(PyObject*, PyObject* args) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         const Py_ssize_t count = PyTuple_GET_SIZE(args);
-        if (count < 1) throw nb::error("call(fn, *args) needs fn");
-        nb::object rest = nb::object::steal(PyTuple_GetSlice(args, 1, count));
-        if (!rest) throw nb::python_error();
+        if (count < 1) throw npb::error("call(fn, *args) needs fn");
+        npb::object rest = npb::object::steal(PyTuple_GetSlice(args, 1, count));
+        if (!rest) throw npb::python_error();
         return example::call_from_cpp(PyTuple_GET_ITEM(args, 0), rest.get()).release();
     });
 }
@@ -330,7 +330,7 @@ PyObject* call(PyObject*, PyObject* args) {
 
 /// throw_cpp(kind, message): throws a C++ exception of the named kind.
 PyObject* throw_cpp(PyObject*, PyObject* args) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         const char* kind = nullptr;
         const char* message = nullptr;
         if (!PyArg_ParseTuple(args, "ss:throw_cpp", &kind, &message)) return nullptr;
@@ -361,7 +361,7 @@ example::tracker& tracker_of(PyObject* self) {
 }
 
 PyObject* tracker_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         if (!PyArg_ParseTuple(args, ":OriginTracker") || (kwargs && PyDict_Size(kwargs) > 0)) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "OriginTracker() takes no arguments");
             return nullptr;
@@ -396,7 +396,7 @@ int tracker_clear(PyObject* self) {
 }
 
 PyObject* tracker_scope(PyObject* self, PyObject* tag) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         auto active = std::make_unique<std::optional<example::tracker::scope>>();
         auto* scope = PyObject_GC_New(scope_object, scope_type);
         if (scope == nullptr) return nullptr;
@@ -411,7 +411,7 @@ PyObject* tracker_scope(PyObject* self, PyObject* tag) {
 }
 
 PyObject* tracker_create(PyObject* self, PyObject*) {
-    return nb::guarded([&] {
+    return npb::guarded([&] {
         auto* t = reinterpret_cast<tracker_object*>(self);
         const unsigned long long key = ++t->next_key;  // stands for a new C++ object (an operator, a node)
         t->tracker->on_create(key);
@@ -421,12 +421,12 @@ PyObject* tracker_create(PyObject* self, PyObject*) {
 
 unsigned long long key_of(PyObject* key) {
     const unsigned long long value = PyLong_AsUnsignedLongLong(key);
-    if (value == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw nb::python_error();
+    if (value == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw npb::python_error();
     return value;
 }
 
 PyObject* tracker_origin(PyObject* self, PyObject* key) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         PyObject* tag = tracker_of(self).origin(key_of(key));
         if (tag == nullptr) Py_RETURN_NONE;
         Py_INCREF(tag);
@@ -435,7 +435,7 @@ PyObject* tracker_origin(PyObject* self, PyObject* key) {
 }
 
 PyObject* tracker_blame(PyObject* self, PyObject* args) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         PyObject* key = nullptr;
         const char* message = "";
         if (!PyArg_ParseTuple(args, "O|s:blame", &key, &message)) return nullptr;
@@ -445,7 +445,7 @@ PyObject* tracker_blame(PyObject* self, PyObject* args) {
 }
 
 PyObject* tracker_forget(PyObject* self, PyObject* key) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         tracker_of(self).forget(key_of(key));
         Py_RETURN_NONE;
     });
@@ -504,10 +504,10 @@ int scope_clear(PyObject* self) {
 }
 
 PyObject* scope_enter(PyObject* self, PyObject*) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         auto* s = reinterpret_cast<scope_object*>(self);
-        if (s->owner == nullptr) throw nb::error("this scope object was cleared by the garbage collector");
-        if (s->active->has_value()) throw nb::error("this scope object is already entered");
+        if (s->owner == nullptr) throw npb::error("this scope object was cleared by the garbage collector");
+        if (s->active->has_value()) throw npb::error("this scope object is already entered");
         s->active->emplace(tracker_of(s->owner).enter(s->tag));
         Py_INCREF(s->tag);
         return s->tag;
@@ -539,15 +539,15 @@ PyType_Spec scope_spec = {"npybridge_example.TrackerScope", sizeof(scope_object)
 // ---- module functions -----------------------------------------------------------
 
 PyObject* dtype_table(PyObject*, PyObject*) {
-    return nb::guarded([&] { return example::dtype_table_rows().release(); });
+    return npb::guarded([&] { return example::dtype_table_rows().release(); });
 }
 
 PyObject* register_user_dtypes_again(PyObject* module, PyObject*) {
-    return nb::guarded([&] { return example::user_dtype_numbers(module).release(); });
+    return npb::guarded([&] { return example::user_dtype_numbers(module).release(); });
 }
 
 PyObject* quantize(PyObject*, PyObject* args) {
-    return nb::guarded([&]() -> PyObject* {
+    return npb::guarded([&]() -> PyObject* {
         PyObject *values = nullptr, *dtype = nullptr;
         if (!PyArg_ParseTuple(args, "OO:quantize", &values, &dtype)) return nullptr;
         return example::quantize_values(values, dtype).release();
@@ -555,7 +555,7 @@ PyObject* quantize(PyObject*, PyObject* args) {
 }
 
 PyObject* dequantize(PyObject*, PyObject* codes) {
-    return nb::guarded([&] { return example::dequantize_codes(codes).release(); });
+    return npb::guarded([&] { return example::dequantize_codes(codes).release(); });
 }
 
 PyMethodDef module_methods[] = {
@@ -579,11 +579,11 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "npybridge_example",
 }  // namespace
 
 PyMODINIT_FUNC PyInit_npybridge_example() {
-    if (!nb::import_numpy()) return nullptr;
-    nb::object module = nb::object::steal(PyModule_Create(&module_def));
+    if (!npb::import_numpy()) return nullptr;
+    npb::object module = npb::object::steal(PyModule_Create(&module_def));
     if (!module) return nullptr;
-    if (!nb::make_exception_classes(module.get())) return nullptr;
-    if (!nb::register_user_dtypes(module.get())) return nullptr;
+    if (!npb::make_exception_classes(module.get())) return nullptr;
+    if (!npb::register_user_dtypes(module.get())) return nullptr;
     if (tensor_type == nullptr) {
         tensor_type = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&tensor_spec));
         if (tensor_type == nullptr) return nullptr;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 using Catch::Matchers::Contains;
 
 // Both adapters meet the contract (tests/compile_fail has adapters that do not).
@@ -29,7 +29,7 @@ TEST_CASE("a MegBrain-like tensor borrows what it can describe and copies the re
     SECTION("contiguous memory is borrowed, and the borrow keeps the array alive") {
         const Py_ssize_t before = Py_REFCNT(array.get());
         {
-            auto result = nb::to_tensor<host_tensor>(array.get());
+            auto result = npb::to_tensor<host_tensor>(array.get());
             CHECK(result.borrowed);
             CHECK(result.tensor.ptr == data);
             CHECK(result.tensor.ndim == 2);
@@ -40,110 +40,110 @@ TEST_CASE("a MegBrain-like tensor borrows what it can describe and copies the re
     }
     SECTION("negative strides are copied, with the reason") {
         test::owned reversed = test::eval("np.arange(6, dtype=np.int32)[::-1]");
-        auto result = nb::to_tensor<host_tensor>(reversed.get());
+        auto result = npb::to_tensor<host_tensor>(reversed.get());
         CHECK_FALSE(result.borrowed);
         CHECK_THAT(result.copy_reason, Contains("cannot be described by this tensor type"));
         const auto* values = static_cast<const std::int32_t*>(result.tensor.ptr);
         CHECK(values[0] == 5);
         CHECK(values[5] == 0);
-        nb::to_tensor_options must;
-        must.policy = nb::borrow_policy::must_borrow;
-        CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::to_tensor<host_tensor>(reversed.get(), must); }),
+        npb::to_tensor_options must;
+        must.policy = npb::borrow_policy::must_borrow;
+        CHECK_THAT(test::message_of<npb::conversion_error>([&] { npb::to_tensor<host_tensor>(reversed.get(), must); }),
                    Contains("must_borrow") && Contains("strides: (-4,)"));
     }
     SECTION("a 0-d array becomes shape (1,), as in MegBrain") {
         test::owned scalar = test::eval("np.array(2.5, dtype=np.float32)");
-        auto result = nb::to_tensor<host_tensor>(scalar.get());
+        auto result = npb::to_tensor<host_tensor>(scalar.get());
         CHECK(result.tensor.ndim == 1);
         CHECK(result.tensor.shape[0] == 1);
         CHECK(*static_cast<const float*>(result.tensor.ptr) == 2.5f);
     }
     SECTION("eight dimensions are one too many") {
         test::owned deep = test::eval("np.zeros((1,) * 8, dtype=np.float32)");
-        CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::to_tensor<host_tensor>(deep.get()); }),
+        CHECK_THAT(test::message_of<npb::conversion_error>([&] { npb::to_tensor<host_tensor>(deep.get()); }),
                    Contains("has 8 dimensions; the tensor type holds at most 7"));
     }
     SECTION("a read-only array is borrowed read-only, or copied when a writable tensor is required") {
         test::owned frozen = test::eval("(lambda a: (a.setflags(write=False), a)[1])(np.arange(3, dtype=np.int16))");
-        auto view = nb::to_tensor<host_tensor>(frozen.get());
+        auto view = npb::to_tensor<host_tensor>(frozen.get());
         CHECK(view.borrowed);
         CHECK(view.tensor.read_only);
-        nb::to_tensor_options writable;
+        npb::to_tensor_options writable;
         writable.require_writable = true;
-        auto copy = nb::to_tensor<host_tensor>(frozen.get(), writable);
+        auto copy = npb::to_tensor<host_tensor>(frozen.get(), writable);
         CHECK_FALSE(copy.borrowed);
         CHECK_THAT(copy.copy_reason, Contains("read-only"));
-        writable.policy = nb::borrow_policy::must_borrow;
-        CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::to_tensor<host_tensor>(frozen.get(), writable); }),
+        writable.policy = npb::borrow_policy::must_borrow;
+        CHECK_THAT(test::message_of<npb::conversion_error>([&] { npb::to_tensor<host_tensor>(frozen.get(), writable); }),
                    Contains("read-only"));
     }
 }
 
 TEST_CASE("a MegBrain-like tensor shares its memory with numpy", "[adapter][convert]") {
     test::owned source = test::eval("np.arange(6, dtype=np.int16).reshape(2, 3)");
-    host_tensor copied = nb::to_tensor<host_tensor>(source.get(), nb::to_tensor_options().with(nb::borrow_policy::copy)).tensor;
-    nb::object shared = nb::to_array(copied);
+    host_tensor copied = npb::to_tensor<host_tensor>(source.get(), npb::to_tensor_options().with(npb::borrow_policy::copy)).tensor;
+    npb::object shared = npb::to_array(copied);
     auto* array = reinterpret_cast<PyArrayObject*>(shared.get());
     CHECK(PyArray_DATA(array) == copied.ptr);
     CHECK(PyArray_NDIM(array) == 2);
     CHECK(copied.storage.use_count() == 2);  // the tensor and the array's owner object
-    shared = nb::object();
+    shared = npb::object();
     CHECK(copied.storage.use_count() == 1);
     // Without take_owner in its adapter, to_array(std::move(t)) copies the owner as above.
-    nb::object moved = nb::to_array(std::move(copied));
+    npb::object moved = npb::to_array(std::move(copied));
     CHECK(copied.storage.use_count() == 2);  // NOLINT: the adapter left the tensor as it was
-    CHECK_THAT(test::message_of<nb::conversion_error>([&] {
-                   host_tensor packed = nb::to_tensor<host_tensor>(
+    CHECK_THAT(test::message_of<npb::conversion_error>([&] {
+                   host_tensor packed = npb::to_tensor<host_tensor>(
                                             test::eval("np.array([1, -1, 1], dtype=np.int8)").get(),
-                                            nb::to_tensor_options().as(nb::dtype(nb::dtype_enum::IntB1)))
+                                            npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::IntB1)))
                                             .tensor;
-                   nb::to_array(packed, nb::share_policy::must_share);
+                   npb::to_array(packed, npb::share_policy::must_share);
                }),
                Contains("must_share: IntB1 is packed"));
 }
 
 TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was on any error", "[adapter][convert]") {
     test::owned zeros = test::eval("np.zeros((2, 3), dtype=np.int32)");
-    host_tensor destination = nb::to_tensor<host_tensor>(zeros.get(), nb::to_tensor_options().with(nb::borrow_policy::copy)).tensor;
+    host_tensor destination = npb::to_tensor<host_tensor>(zeros.get(), npb::to_tensor_options().with(npb::borrow_policy::copy)).tensor;
     auto* values = static_cast<std::int32_t*>(destination.ptr);
     values[0] = 7;
 
     SECTION("a good copy lands") {
         test::owned ints = test::eval("np.arange(6, dtype=np.int64).reshape(2, 3)");
-        nb::copy_into(ints.get(), destination);
+        npb::copy_into(ints.get(), destination);
         CHECK(values[5] == 5);
     }
     SECTION("same storage copies straight in: strided, byte-swapped, or plain codes into a quantized tensor") {
         test::owned strided = test::eval("np.arange(12, dtype=np.int32).reshape(2, 6)[:, ::2]");
-        nb::copy_into(strided.get(), destination);
+        npb::copy_into(strided.get(), destination);
         CHECK(values[0] == 0);
         CHECK(values[2] == 4);
         CHECK(values[5] == 10);
         test::owned swapped = test::eval("np.arange(6, dtype='>i4').reshape(2, 3) * 256");
-        nb::copy_into(swapped.get(), destination);
+        npb::copy_into(swapped.get(), destination);
         CHECK(values[1] == 256);
         CHECK(values[5] == 1280);
         test::owned codes = test::eval("np.zeros((2, 2), dtype=np.int8)");
         host_tensor quantized =
-            nb::to_tensor<host_tensor>(codes.get(), nb::to_tensor_options()
-                                                        .as(nb::dtype::quantized(nb::dtype_enum::QuantizedS8, 0.5))
-                                                        .with(nb::borrow_policy::copy))
+            npb::to_tensor<host_tensor>(codes.get(), npb::to_tensor_options()
+                                                        .as(npb::dtype::quantized(npb::dtype_enum::QuantizedS8, 0.5))
+                                                        .with(npb::borrow_policy::copy))
                 .tensor;
         test::owned plain = test::eval("np.array([[1, -2], [3, -128]], dtype=np.int8)");
-        nb::copy_into(plain.get(), quantized);
+        npb::copy_into(plain.get(), quantized);
         CHECK(static_cast<std::int8_t*>(quantized.ptr)[1] == -2);
         CHECK(static_cast<std::int8_t*>(quantized.ptr)[3] == -128);
     }
     SECTION("strided sources into a strided (transposed) destination, every pairing of layouts") {
         test::owned memory = test::eval("np.zeros((7, 5), dtype=np.int32)");
         test::owned transposed{PyObject_GetAttrString(memory.get(), "T")};
-        host_tensor strided = nb::to_tensor<host_tensor>(transposed.get()).tensor;
+        host_tensor strided = npb::to_tensor<host_tensor>(transposed.get()).tensor;
         REQUIRE((strided.stride[0] == 1 && strided.stride[1] == 5));
         for (const char* source : {"np.arange(35, dtype=np.int32).reshape(5, 7)",
                                    "np.arange(35, dtype=np.int32).reshape(7, 5).T[::-1, ::-1]",
                                    "np.arange(35, dtype='>i4').reshape(7, 5).T[:, ::-1]"}) {
             test::owned values_array = test::eval(source);
-            nb::copy_into(values_array.get(), strided);
+            npb::copy_into(values_array.get(), strided);
             test::owned equal = test::eval("lambda m, s: bool((m.T == s).all())");
             test::owned result{PyObject_CallFunctionObjArgs(equal.get(), memory.get(), values_array.get(), nullptr)};
             CAPTURE(source);
@@ -152,11 +152,11 @@ TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was
     }
     SECTION("a source sharing the destination's memory is read before it is overwritten") {
         test::owned base = test::eval("np.arange(6, dtype=np.int32).reshape(2, 3)");
-        host_tensor borrowed = nb::to_tensor<host_tensor>(base.get()).tensor;
+        host_tensor borrowed = npb::to_tensor<host_tensor>(base.get()).tensor;
         REQUIRE(PyArray_DATA(reinterpret_cast<PyArrayObject*>(base.get())) == borrowed.ptr);
         test::owned reversed{PyObject_GetItem(base.get(), test::eval("(slice(None, None, -1), slice(None, None, -1))").get())};
         REQUIRE(reversed);
-        nb::copy_into(reversed.get(), borrowed);
+        npb::copy_into(reversed.get(), borrowed);
         const auto* got = static_cast<const std::int32_t*>(borrowed.ptr);
         CHECK(got[0] == 5);
         CHECK(got[2] == 3);
@@ -165,76 +165,76 @@ TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was
     }
     SECTION("checked narrowing failure: untouched") {
         test::owned big = test::eval("np.array([[1, 2, 3], [4, 5, 2**40]])");
-        CHECK_THAT(test::message_of<nb::value_range_error>([&] { nb::copy_into(big.get(), destination); }),
+        CHECK_THAT(test::message_of<npb::value_range_error>([&] { npb::copy_into(big.get(), destination); }),
                    Contains("at index (1, 2)"));
         CHECK(values[0] == 7);
         CHECK(values[1] == 0);
     }
     SECTION("narrowing checks every value before writing any, wraps on request, and takes care of shared memory") {
         test::owned fits = test::eval("np.array([[1, -2, 3], [4, 5, -(2**31)]])");
-        nb::copy_into(fits.get(), destination);
+        npb::copy_into(fits.get(), destination);
         CHECK(values[1] == -2);
         CHECK(values[5] == INT32_MIN);
         test::owned first_bad = test::eval("np.array([[2**31, 0, 0], [0, 0, 9]])");
-        CHECK_THAT(test::message_of<nb::value_range_error>([&] { nb::copy_into(first_bad.get(), destination); }),
+        CHECK_THAT(test::message_of<npb::value_range_error>([&] { npb::copy_into(first_bad.get(), destination); }),
                    Contains("value 2147483648 at index (0, 0)"));
         CHECK(values[1] == -2);  // untouched, though the bad value comes first
-        nb::copy_into(first_bad.get(), destination, nb::to_tensor_options().with(nb::narrowing::wrap));
+        npb::copy_into(first_bad.get(), destination, npb::to_tensor_options().with(npb::narrowing::wrap));
         CHECK(values[0] == INT32_MIN);
         CHECK(values[5] == 9);
         // An int64 view over the int32 tensor's own memory (and beyond): staged, so no value is read after it is overwritten.
         test::owned memory = test::eval("np.zeros(8, dtype=np.int32)");
         test::owned tail{PyObject_GetItem(memory.get(), test::eval("slice(4, 8)").get())};
-        host_tensor shared = nb::to_tensor<host_tensor>(tail.get()).tensor;
+        host_tensor shared = npb::to_tensor<host_tensor>(tail.get()).tensor;
         test::owned wide{PyObject_CallMethod(memory.get(), "view", "s", "int64")};
         REQUIRE(wide);
         test::owned set{PyObject_CallMethod(wide.get(), "__setitem__", "(OO)", test::eval("slice(None)").get(),
                                             test::eval("[1, 2, 3, 4]").get())};
         REQUIRE(set);
-        nb::copy_into(wide.get(), shared);
+        npb::copy_into(wide.get(), shared);
         const auto* got = static_cast<const std::int32_t*>(shared.ptr);
         CHECK((got[0] == 1 && got[1] == 2 && got[2] == 3 && got[3] == 4));
     }
     SECTION("float64 into Float32: a value that would become infinite is refused, infinities pass") {
         test::owned zeros32 = test::eval("np.zeros(3, dtype=np.float32)");
-        host_tensor floats = nb::to_tensor<host_tensor>(zeros32.get(), nb::to_tensor_options().with(nb::borrow_policy::copy)).tensor;
+        host_tensor floats = npb::to_tensor<host_tensor>(zeros32.get(), npb::to_tensor_options().with(npb::borrow_policy::copy)).tensor;
         auto* f = static_cast<float*>(floats.ptr);
         test::owned good = test::eval("np.array([1.5, -np.inf, np.nan])");
-        nb::copy_into(good.get(), floats);
+        npb::copy_into(good.get(), floats);
         CHECK(f[0] == 1.5f);
         CHECK(std::isinf(f[1]));
         CHECK(std::isnan(f[2]));
         test::owned too_big = test::eval("np.array([2.0, 3.0, 1e39])");
-        CHECK_THAT(test::message_of<nb::value_range_error>([&] { nb::copy_into(too_big.get(), floats); }),
+        CHECK_THAT(test::message_of<npb::value_range_error>([&] { npb::copy_into(too_big.get(), floats); }),
                    Contains("at index (2,)"));
         CHECK(f[0] == 1.5f);
     }
     SECTION("shape and dtype mismatches are named") {
         test::owned wrong_shape = test::eval("np.zeros((3, 2), dtype=np.int32)");
-        CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::copy_into(wrong_shape.get(), destination); }),
+        CHECK_THAT(test::message_of<npb::conversion_error>([&] { npb::copy_into(wrong_shape.get(), destination); }),
                    Contains("does not match the tensor's shape (2, 3)"));
         test::owned wrong_dtype = test::eval("np.zeros((2, 3), dtype=np.float32)");
-        CHECK_THAT(test::message_of<nb::dtype_error>([&] { nb::copy_into(wrong_dtype.get(), destination); }),
+        CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::copy_into(wrong_dtype.get(), destination); }),
                    Contains("the array is Float32") && Contains("the tensor is Int32"));
         CHECK(values[0] == 7);
     }
     SECTION("packed destination: an invalid value leaves the bytes as they were") {
         test::owned codes = test::eval("np.array([[1, -1, 3], [3, 1, -3]], dtype=np.int8)");
-        host_tensor packed = nb::to_tensor<host_tensor>(codes.get(), nb::to_tensor_options().as(nb::dtype(nb::dtype_enum::IntB2))).tensor;
+        host_tensor packed = npb::to_tensor<host_tensor>(codes.get(), npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::IntB2))).tensor;
         std::vector<std::uint8_t> before(static_cast<std::uint8_t*>(packed.ptr), static_cast<std::uint8_t*>(packed.ptr) + 2);
         test::owned bad = test::eval("np.array([[1, -1, 3], [3, 2, -3]], dtype=np.int8)");
-        CHECK_THAT(test::message_of<nb::value_range_error>([&] { nb::copy_into(bad.get(), packed); }),
+        CHECK_THAT(test::message_of<npb::value_range_error>([&] { npb::copy_into(bad.get(), packed); }),
                    Contains("IntB2: value 2 at index (1, 1)"));
         CHECK(std::memcmp(before.data(), packed.ptr, 2) == 0);
         test::owned good = test::eval("np.array([[-3, -3, -3], [3, 3, 3]], dtype=np.int8)");
-        nb::copy_into(good.get(), packed);
+        npb::copy_into(good.get(), packed);
         // IntB2 is compact, as in MegBrain: codes 0,0,0,3 | 3,3 (v = 2c - 3).
         CHECK(static_cast<std::uint8_t*>(packed.ptr)[0] == 0xC0);
         CHECK(static_cast<std::uint8_t*>(packed.ptr)[1] == 0x0F);
     }
     SECTION("a read-only destination is refused") {
         destination.read_only = true;
-        CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::copy_into(zeros.get(), destination); }),
+        CHECK_THAT(test::message_of<npb::conversion_error>([&] { npb::copy_into(zeros.get(), destination); }),
                    Contains("destination tensor is read-only"));
     }
 }
@@ -258,29 +258,29 @@ static_assert(npybridge::check_adapter<flagless_tensor>());
 
 TEST_CASE("a placement is carried through borrow, make and copy", "[adapter][placement]") {
     test::owned array = test::eval("np.arange(6, dtype=np.float32)");
-    CHECK(nb::to_tensor<host_tensor>(array.get()).tensor.where.device == 0);  // the adapter's default
-    auto borrowed = nb::to_tensor<host_tensor>(array.get(), {}, megbrain_like::place{4});
+    CHECK(npb::to_tensor<host_tensor>(array.get()).tensor.where.device == 0);  // the adapter's default
+    auto borrowed = npb::to_tensor<host_tensor>(array.get(), {}, megbrain_like::place{4});
     CHECK(borrowed.borrowed);
     CHECK(borrowed.tensor.where.device == 4);
-    auto copied = nb::to_tensor<host_tensor>(array.get(), nb::to_tensor_options().with(nb::borrow_policy::copy), {5});
+    auto copied = npb::to_tensor<host_tensor>(array.get(), npb::to_tensor_options().with(npb::borrow_policy::copy), {5});
     CHECK_FALSE(copied.borrowed);
     CHECK(copied.tensor.where.device == 5);
     test::owned reversed = test::eval("np.arange(6, dtype=np.float32)[::-1]");  // copied: the stand-in takes no negative strides
-    CHECK(nb::to_tensor<host_tensor>(reversed.get(), {}, {6}).tensor.where.device == 6);
+    CHECK(npb::to_tensor<host_tensor>(reversed.get(), {}, {6}).tensor.where.device == 6);
     test::owned codes = test::eval("np.array([1, -1, 3], dtype=np.int8)");
-    CHECK(nb::to_tensor<host_tensor>(codes.get(), nb::to_tensor_options().as(nb::dtype(nb::dtype_enum::IntB2)), {7})
+    CHECK(npb::to_tensor<host_tensor>(codes.get(), npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::IntB2)), {7})
               .tensor.where.device == 7);
-    CHECK(nb::placement_of(borrowed.tensor).device == 4);
-    CHECK(nb::default_placement<host_tensor>().device == 0);
-    static_assert(std::is_same_v<nb::placement_t<nb::tensor>, nb::no_placement>);
+    CHECK(npb::placement_of(borrowed.tensor).device == 4);
+    CHECK(npb::default_placement<host_tensor>().device == 0);
+    static_assert(std::is_same_v<npb::placement_t<npb::tensor>, npb::no_placement>);
 }
 
 TEST_CASE("a packed tensor is made in the layout asked for, padded strides included", "[adapter][lowbit]") {
     test::owned codes = test::eval("np.array([[1, -2, 3], [-4, 5, -6]], dtype=np.int8)");
-    const nb::dtype qs4 = nb::dtype::quantized(nb::dtype_enum::QuantizedS4, 0.5);
-    host_tensor t = nb::to_tensor<host_tensor>(codes.get(), nb::to_tensor_options().as(qs4)).tensor;
+    const npb::dtype qs4 = npb::dtype::quantized(npb::dtype_enum::QuantizedS4, 0.5);
+    host_tensor t = npb::to_tensor<host_tensor>(codes.get(), npb::to_tensor_options().as(qs4)).tensor;
     // MegBrain's row-aligned QuantizedS4: two bytes a row, element strides (4, 1).
-    CHECK(t.packing == nb::lowbit_layout::row_aligned);
+    CHECK(t.packing == npb::lowbit_layout::row_aligned);
     CHECK(t.stride[0] == 4);
     CHECK(t.stride[1] == 1);
     const auto* bytes = static_cast<const std::uint8_t*>(t.ptr);
@@ -288,7 +288,7 @@ TEST_CASE("a packed tensor is made in the layout asked for, padded strides inclu
     CHECK(bytes[1] == 0x03);
     CHECK(bytes[2] == 0x5C);  // -4 | 5 << 4
     CHECK(bytes[3] == 0x0A);  // -6
-    nb::object back = nb::to_array(t);
+    npb::object back = npb::to_array(t);
     test::owned equal{PyObject_RichCompare(back.get(), codes.get(), Py_EQ)};
     CHECK(PyObject_IsTrue(test::owned{PyObject_CallMethod(equal.get(), "all", nullptr)}.get()) == 1);
 }
@@ -296,37 +296,37 @@ TEST_CASE("a packed tensor is made in the layout asked for, padded strides inclu
 TEST_CASE("packed sub-tensors convert by copy, element by element", "[adapter][lowbit]") {
     // IntB4 (compact, as MegBrain lays it out): columns 0..1 of a (2, 3) tensor start row 1 inside a byte.
     test::owned values = test::eval("np.array([[-15, -13, -11], [-9, -7, -5]], dtype=np.int8)");
-    host_tensor whole = nb::to_tensor<host_tensor>(values.get(), nb::to_tensor_options().as(nb::dtype(nb::dtype_enum::IntB4))).tensor;
+    host_tensor whole = npb::to_tensor<host_tensor>(values.get(), npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::IntB4))).tensor;
     host_tensor columns = whole;
     columns.shape[1] = 2;  // strides (3, 1) stay: MegBrain's sub-tensor of the same storage
-    nb::object array = nb::to_array(columns);
+    npb::object array = npb::to_array(columns);
     test::owned expected = test::eval("np.array([[-15, -13], [-9, -7]], dtype=np.int8)");
     test::owned equal{PyObject_RichCompare(array.get(), expected.get(), Py_EQ)};
     CHECK(PyObject_IsTrue(test::owned{PyObject_CallMethod(equal.get(), "all", nullptr)}.get()) == 1);
 
     SECTION("row-aligned QuantizedS4 columns 1..2 (the sub-tensor starts on byte 0, bit 4)") {
         test::owned codes = test::eval("np.array([[1, -2, 3], [-4, 5, -6]], dtype=np.int8)");
-        host_tensor q = nb::to_tensor<host_tensor>(codes.get(), nb::to_tensor_options().as(
-                                                                     nb::dtype::quantized(nb::dtype_enum::QuantizedS4, 0.5)))
+        host_tensor q = npb::to_tensor<host_tensor>(codes.get(), npb::to_tensor_options().as(
+                                                                     npb::dtype::quantized(npb::dtype_enum::QuantizedS4, 0.5)))
                             .tensor;
         host_tensor tail = q;  // columns 0..1: whole bytes
         tail.shape[1] = 2;
-        nb::object got = nb::to_array(tail);
+        npb::object got = npb::to_array(tail);
         test::owned want = test::eval("np.array([[1, -2], [-4, 5]], dtype=np.int8)");
         test::owned same{PyObject_RichCompare(got.get(), want.get(), Py_EQ)};
         CHECK(PyObject_IsTrue(test::owned{PyObject_CallMethod(same.get(), "all", nullptr)}.get()) == 1);
     }
     SECTION("copy_into a packed sub-tensor writes its elements and keeps every other bit") {
         test::owned fresh = test::eval("np.array([[1, 3], [5, 7]], dtype=np.int8)");
-        nb::copy_into(fresh.get(), columns);
-        nb::object after = nb::to_array(whole);
+        npb::copy_into(fresh.get(), columns);
+        npb::object after = npb::to_array(whole);
         test::owned want = test::eval("np.array([[1, 3, -11], [5, 7, -5]], dtype=np.int8)");
         test::owned same{PyObject_RichCompare(after.get(), want.get(), Py_EQ)};
         CHECK(PyObject_IsTrue(test::owned{PyObject_CallMethod(same.get(), "all", nullptr)}.get()) == 1);
         test::owned bad = test::eval("np.array([[1, 2], [5, 7]], dtype=np.int8)");
-        CHECK_THAT(test::message_of<nb::value_range_error>([&] { nb::copy_into(bad.get(), columns); }),
+        CHECK_THAT(test::message_of<npb::value_range_error>([&] { npb::copy_into(bad.get(), columns); }),
                    Contains("IntB4: value 2 at index (0, 1)"));
-        nb::object unchanged = nb::to_array(whole);
+        npb::object unchanged = npb::to_array(whole);
         test::owned still{PyObject_RichCompare(unchanged.get(), want.get(), Py_EQ)};
         CHECK(PyObject_IsTrue(test::owned{PyObject_CallMethod(still.get(), "all", nullptr)}.get()) == 1);
     }
@@ -334,37 +334,37 @@ TEST_CASE("packed sub-tensors convert by copy, element by element", "[adapter][l
 
 TEST_CASE("read-only memory is never handed back writable, even by a tensor type that cannot mark it", "[adapter][readonly]") {
     test::owned frozen = test::eval("(lambda a: (a.setflags(write=False), a)[1])(np.arange(4, dtype=np.int32))");
-    auto result = nb::to_tensor<flagless_tensor>(frozen.get());
+    auto result = npb::to_tensor<flagless_tensor>(frozen.get());
     REQUIRE(result.borrowed);  // borrowed, and its owner remembers
-    CHECK_FALSE(nb::is_writable(result.tensor));
-    nb::object back = nb::to_array(result.tensor);
+    CHECK_FALSE(npb::is_writable(result.tensor));
+    npb::object back = npb::to_array(result.tensor);
     CHECK_FALSE(PyArray_ISWRITEABLE(reinterpret_cast<PyArrayObject*>(back.get())));
     CHECK(PyArray_DATA(reinterpret_cast<PyArrayObject*>(back.get())) == result.tensor.ptr);
     test::owned values = test::eval("np.ones(4, dtype=np.int32)");
-    CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::copy_into(values.get(), result.tensor); }),
+    CHECK_THAT(test::message_of<npb::conversion_error>([&] { npb::copy_into(values.get(), result.tensor); }),
                Contains("destination tensor is read-only"));
     CHECK(static_cast<const std::int32_t*>(result.tensor.ptr)[1] == 1);  // 1 from arange: unchanged
 
     SECTION("a scoped borrow keeps no owner to remember: copied, with the reason") {
-        auto scoped = nb::to_tensor<flagless_tensor>(frozen.get(), nb::to_tensor_options().scoped());
+        auto scoped = npb::to_tensor<flagless_tensor>(frozen.get(), npb::to_tensor_options().scoped());
         CHECK_FALSE(scoped.borrowed);
         CHECK_THAT(scoped.copy_reason, Contains("read-only") && Contains("cannot mark memory read-only"));
-        auto must = nb::to_tensor_options().scoped().with(nb::borrow_policy::must_borrow);
-        CHECK_THAT(test::message_of<nb::conversion_error>([&] { nb::to_tensor<flagless_tensor>(frozen.get(), must); }),
+        auto must = npb::to_tensor_options().scoped().with(npb::borrow_policy::must_borrow);
+        CHECK_THAT(test::message_of<npb::conversion_error>([&] { npb::to_tensor<flagless_tensor>(frozen.get(), must); }),
                    Contains("must_borrow") && Contains("read-only"));
         test::owned open = test::eval("np.arange(4, dtype=np.int32)");
-        CHECK(nb::to_tensor<flagless_tensor>(open.get(), nb::to_tensor_options().scoped()).borrowed);
+        CHECK(npb::to_tensor<flagless_tensor>(open.get(), npb::to_tensor_options().scoped()).borrowed);
     }
 }
 
 TEST_CASE("a tensor that borrowed an array shares it back with that array as base", "[adapter][owner]") {
     test::owned array = test::eval("np.arange(6, dtype=np.float32)");
-    host_tensor t = nb::to_tensor<host_tensor>(array.get()).tensor;  // its storage is a shared_ptr
-    nb::object back = nb::to_array(t);
+    host_tensor t = npb::to_tensor<host_tensor>(array.get()).tensor;  // its storage is a shared_ptr
+    npb::object back = npb::to_array(t);
     CHECK(PyArray_BASE(reinterpret_cast<PyArrayObject*>(back.get())) == array.get());
     // And the owner of a shared_ptr npybridge did not make is still kept alive through one.
-    host_tensor made = nb::to_tensor<host_tensor>(array.get(), nb::to_tensor_options().with(nb::borrow_policy::copy)).tensor;
-    nb::object shared = nb::to_array(made);
+    host_tensor made = npb::to_tensor<host_tensor>(array.get(), npb::to_tensor_options().with(npb::borrow_policy::copy)).tensor;
+    npb::object shared = npb::to_array(made);
     CHECK(PyArray_BASE(reinterpret_cast<PyArrayObject*>(shared.get())) != nullptr);
     CHECK(made.storage.use_count() == 2);
 }

@@ -8,27 +8,27 @@
 
 #include <string>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 using Catch::Matchers::Contains;
-using nb::dtype_enum;
+using npb::dtype_enum;
 
-using qs8_matrix = nb::arg<nb::tensor, nb::dtype_is<dtype_enum::QuantizedS8>, nb::ndim_is<2>>;
-using f32_any = nb::arg<nb::tensor, nb::dtype_is<dtype_enum::Float32>>;
+using qs8_matrix = npb::arg<npb::tensor, npb::dtype_is<dtype_enum::QuantizedS8>, npb::ndim_is<2>>;
+using f32_any = npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Float32>>;
 
 TEST_CASE("a quantized constraint names the caller's dtype, not a step of its conversion", "[arg][errors]") {
     // int64 was reported as "narrowing int64 to Int32: ...", float64 as "got Float32".
     test::owned wide = test::eval("np.zeros((2, 2), np.int64)");
-    CHECK_THAT(test::message_of<nb::dtype_error>([&] { nb::to_arg<qs8_matrix>(wide.get()); }),
+    CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::to_arg<qs8_matrix>(wide.get()); }),
                Contains("expected a QuantizedS8 array (int8 with mgb_dtype metadata), got int64"));
     test::owned floats = test::eval("np.zeros((2, 2))");
-    CHECK_THAT(test::message_of<nb::dtype_error>([&] { nb::to_arg<qs8_matrix>(floats.get()); }), Contains("got float64"));
+    CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::to_arg<qs8_matrix>(floats.get()); }), Contains("got float64"));
     test::owned other = test::eval("np.zeros((2, 2), np.dtype('int8', metadata={'mgb_dtype': {'name': 'QuantizedS4', 'scale': 0.5}}))");
-    CHECK_THAT(test::message_of<nb::dtype_error>([&] { nb::to_arg<qs8_matrix>(other.get()); }),
+    CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::to_arg<qs8_matrix>(other.get()); }),
                Contains("expected a QuantizedS8 array") && Contains("QuantizedS4"));
     test::owned listed = test::eval("[[1, 2], [3, 4]]");
-    CHECK_THAT(test::message_of<nb::dtype_error>([&] { nb::to_arg<qs8_matrix>(listed.get()); }), Contains("got list"));
+    CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::to_arg<qs8_matrix>(listed.get()); }), Contains("got list"));
     test::owned right = test::eval("np.zeros((2, 2), np.dtype('int8', metadata={'mgb_dtype': {'name': 'QuantizedS8', 'scale': 0.25}}))");
-    CHECK(*nb::to_arg<qs8_matrix>(right.get())->type().scale() == 0.25f);
+    CHECK(*npb::to_arg<qs8_matrix>(right.get())->type().scale() == 0.25f);
 }
 
 TEST_CASE("may_convert declines what cannot become the argument and takes what could", "[arg]") {

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <thread>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -22,30 +22,30 @@ std::atomic<int> deleted{0};
 struct producer {
     float values[6] = {0, 1, 2, 3, 4, 5};
     std::int64_t shape[2] = {2, 3};
-    nb::dlpack::managed_tensor_versioned versioned{};
-    nb::dlpack::managed_tensor legacy{};
+    npb::dlpack::managed_tensor_versioned versioned{};
+    npb::dlpack::managed_tensor legacy{};
 
-    nb::dlpack::tensor_view view() {
-        return {values, {nb::dlpack::cpu, 0}, 2, {nb::dlpack::float_code, 32, 1}, shape, nullptr, 0};
+    npb::dlpack::tensor_view view() {
+        return {values, {npb::dlpack::cpu, 0}, 2, {npb::dlpack::float_code, 32, 1}, shape, nullptr, 0};
     }
 };
 
-void count_versioned(nb::dlpack::managed_tensor_versioned* self) {
+void count_versioned(npb::dlpack::managed_tensor_versioned* self) {
     delete static_cast<producer*>(self->manager_ctx);
     ++deleted;
 }
-void count_legacy(nb::dlpack::managed_tensor* self) {
+void count_legacy(npb::dlpack::managed_tensor* self) {
     delete static_cast<producer*>(self->manager_ctx);
     ++deleted;
 }
 
 /// A capsule as a producer makes it; its destructor deletes an unconsumed tensor (the protocol's rule).
-test::owned versioned_capsule(std::uint64_t flags = 0, nb::dlpack::api_version version = nb::dlpack::supported) {
+test::owned versioned_capsule(std::uint64_t flags = 0, npb::dlpack::api_version version = npb::dlpack::supported) {
     auto* p = new producer;
     p->versioned = {version, p, &count_versioned, flags, p->view()};
     return test::owned{PyCapsule_New(&p->versioned, "dltensor_versioned", [](PyObject* capsule) {
         if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
-            auto* m = static_cast<nb::dlpack::managed_tensor_versioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+            auto* m = static_cast<npb::dlpack::managed_tensor_versioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
             m->deleter(m);
         }
     })};
@@ -56,7 +56,7 @@ test::owned legacy_capsule() {
     p->legacy = {p->view(), p, &count_legacy};
     return test::owned{PyCapsule_New(&p->legacy, "dltensor", [](PyObject* capsule) {
         if (PyCapsule_IsValid(capsule, "dltensor")) {
-            auto* m = static_cast<nb::dlpack::managed_tensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+            auto* m = static_cast<npb::dlpack::managed_tensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
             m->deleter(m);
         }
     })};
@@ -68,32 +68,32 @@ TEST_CASE("an imported DLPack tensor calls its producer's deleter exactly once, 
     deleted = 0;
     SECTION("versioned capsule, borrowed") {
         test::owned capsule = versioned_capsule();
-        nb::to_tensor_result<nb::tensor> r = nb::from_dlpack(capsule.get());
+        npb::to_tensor_result<npb::tensor> r = npb::from_dlpack(capsule.get());
         CHECK(r.borrowed);
         CHECK(r.tensor.writable());
         CHECK(static_cast<const float*>(r.tensor.data())[5] == 5.0f);
         CHECK(std::string(PyCapsule_GetName(capsule.get())) == "used_dltensor_versioned");
         capsule.reset();  // a consumed capsule leaves the tensor alone
         CHECK(deleted == 0);
-        r.tensor = nb::tensor();
+        r.tensor = npb::tensor();
         CHECK(deleted == 1);
     }
     SECTION("legacy capsule") {
         test::owned capsule = legacy_capsule();
-        nb::tensor t = nb::from_dlpack(capsule.get()).tensor;
+        npb::tensor t = npb::from_dlpack(capsule.get()).tensor;
         capsule.reset();
         CHECK(deleted == 0);
-        t = nb::tensor();
+        t = npb::tensor();
         CHECK(deleted == 1);
     }
     SECTION("READ_ONLY gives a read-only tensor; writable() in the options makes it a copy") {
-        test::owned capsule = versioned_capsule(nb::dlpack::flag_read_only);
-        nb::tensor t = nb::from_dlpack(capsule.get()).tensor;
+        test::owned capsule = versioned_capsule(npb::dlpack::flag_read_only);
+        npb::tensor t = npb::from_dlpack(capsule.get()).tensor;
         CHECK_FALSE(t.writable());
-        t = nb::tensor();
+        t = npb::tensor();
         CHECK(deleted == 1);
-        test::owned again = versioned_capsule(nb::dlpack::flag_read_only);
-        auto copied = nb::from_dlpack(again.get(), nb::to_tensor_options().writable());
+        test::owned again = versioned_capsule(npb::dlpack::flag_read_only);
+        auto copied = npb::from_dlpack(again.get(), npb::to_tensor_options().writable());
         CHECK_FALSE(copied.borrowed);
         CHECK(copied.tensor.writable());
         CHECK(deleted == 2);  // the copy holds nothing of the producer's: its memory went as the copy was made
@@ -102,11 +102,11 @@ TEST_CASE("an imported DLPack tensor calls its producer's deleter exactly once, 
     }
     SECTION("the last reference dropped on another thread, without the GIL") {
         test::owned capsule = versioned_capsule();
-        nb::tensor t = nb::from_dlpack(capsule.get()).tensor;
+        npb::tensor t = npb::from_dlpack(capsule.get()).tensor;
         capsule.reset();
         {
-            nb::gil_release unlocked;
-            std::thread([moved = std::move(t)]() mutable { moved = nb::tensor(); }).join();
+            npb::gil_release unlocked;
+            std::thread([moved = std::move(t)]() mutable { moved = npb::tensor(); }).join();
         }
         CHECK(deleted == 1);
     }
@@ -117,7 +117,7 @@ TEST_CASE("an imported DLPack tensor calls its producer's deleter exactly once, 
     }
     SECTION("a newer major version is refused and left to its destructor") {
         test::owned capsule = versioned_capsule(0, {2, 0});
-        CHECK_THAT(test::message_of<nb::dlpack_error>([&] { nb::from_dlpack(capsule.get()); }),
+        CHECK_THAT(test::message_of<npb::dlpack_error>([&] { npb::from_dlpack(capsule.get()); }),
                    Contains("DLPack 2.0 capsule; npybridge reads DLPack 1.x"));
         CHECK(std::string(PyCapsule_GetName(capsule.get())) == "dltensor_versioned");
         capsule.reset();
@@ -125,30 +125,30 @@ TEST_CASE("an imported DLPack tensor calls its producer's deleter exactly once, 
     }
     SECTION("memory on another device is refused, naming it, and deleted once") {
         auto* p = new producer;
-        p->versioned = {nb::dlpack::supported, p, &count_versioned, 0, p->view()};
+        p->versioned = {npb::dlpack::supported, p, &count_versioned, 0, p->view()};
         p->versioned.dl_tensor.device = {2, 1};
         test::owned capsule{PyCapsule_New(&p->versioned, "dltensor_versioned", nullptr)};
-        CHECK_THAT(test::message_of<nb::dlpack_error>([&] { nb::from_dlpack(capsule.get()); }),
+        CHECK_THAT(test::message_of<npb::dlpack_error>([&] { npb::from_dlpack(capsule.get()); }),
                    Contains("on CUDA:1; npybridge reads CPU memory only"));
         CHECK(deleted == 1);
     }
     SECTION("a consumed capsule cannot be imported again") {
         test::owned capsule = versioned_capsule();
-        nb::tensor t = nb::from_dlpack(capsule.get()).tensor;
-        CHECK_THAT(test::message_of<nb::dlpack_error>([&] { nb::from_dlpack(capsule.get()); }),
+        npb::tensor t = npb::from_dlpack(capsule.get()).tensor;
+        CHECK_THAT(test::message_of<npb::dlpack_error>([&] { npb::from_dlpack(capsule.get()); }),
                    Contains("already consumed ('used_dltensor_versioned')"));
-        t = nb::tensor();
+        t = npb::tensor();
         capsule.reset();
         CHECK(deleted == 1);
     }
     SECTION("an error after consuming still deletes once (too many dimensions for the adapter)") {
         auto* p = new producer;
         static std::int64_t shape[9] = {1, 1, 1, 1, 1, 1, 1, 1, 6};
-        p->versioned = {nb::dlpack::supported, p, &count_versioned, 0, p->view()};
+        p->versioned = {npb::dlpack::supported, p, &count_versioned, 0, p->view()};
         p->versioned.dl_tensor.ndim = 9;
         p->versioned.dl_tensor.shape = shape;
         test::owned capsule{PyCapsule_New(&p->versioned, "dltensor_versioned", nullptr)};
-        CHECK_THROWS_AS(nb::from_dlpack(capsule.get()), nb::conversion_error);
+        CHECK_THROWS_AS(npb::from_dlpack(capsule.get()), npb::conversion_error);
         CHECK(deleted == 1);
     }
 }
@@ -156,34 +156,34 @@ TEST_CASE("an imported DLPack tensor calls its producer's deleter exactly once, 
 TEST_CASE("an exported capsule keeps the tensor's memory until its consumer lets go, or until it goes unconsumed",
           "[dlpack]") {
     const std::size_t shape[] = {4, 5};
-    nb::tensor source = nb::tensor::empty(nb::dtype(nb::dtype_enum::Int16), shape, 2);
+    npb::tensor source = npb::tensor::empty(npb::dtype(npb::dtype_enum::Int16), shape, 2);
     REQUIRE(source.owner().use_count() == 1);
     SECTION("never consumed") {
-        test::owned capsule{nb::to_dlpack(source, {nb::dlpack::supported, std::nullopt, std::nullopt, false}).release()};
+        test::owned capsule{npb::to_dlpack(source, {npb::dlpack::supported, std::nullopt, std::nullopt, false}).release()};
         CHECK(source.owner().use_count() == 2);
         capsule.reset();
         CHECK(source.owner().use_count() == 1);
     }
     SECTION("consumed by npybridge itself: the imported tensor shares the memory and holds it") {
-        test::owned capsule{nb::to_dlpack(source).release()};
-        nb::to_tensor_result<nb::tensor> r = nb::from_dlpack(capsule.get());
+        test::owned capsule{npb::to_dlpack(source).release()};
+        npb::to_tensor_result<npb::tensor> r = npb::from_dlpack(capsule.get());
         CHECK(r.tensor.data() == source.data());
         capsule.reset();
         CHECK(source.owner().use_count() == 2);
-        r.tensor = nb::tensor();
+        r.tensor = npb::tensor();
         CHECK(source.owner().use_count() == 1);
     }
     SECTION("copy=true exports other memory, flagged IS_COPIED") {
-        test::owned capsule{nb::to_dlpack(source, {nb::dlpack::supported, std::nullopt, true, false}).release()};
-        auto* managed = static_cast<nb::dlpack::managed_tensor_versioned*>(PyCapsule_GetPointer(capsule.get(), "dltensor_versioned"));
+        test::owned capsule{npb::to_dlpack(source, {npb::dlpack::supported, std::nullopt, true, false}).release()};
+        auto* managed = static_cast<npb::dlpack::managed_tensor_versioned*>(PyCapsule_GetPointer(capsule.get(), "dltensor_versioned"));
         CHECK(managed->dl_tensor.data != source.data());
-        CHECK(managed->flags == nb::dlpack::flag_is_copied);
+        CHECK(managed->flags == npb::dlpack::flag_is_copied);
         CHECK(source.owner().use_count() == 1);
     }
     SECTION("another device is refused, naming it") {
-        nb::dlpack_options options;
-        options.device = nb::dlpack::device_spec{2, 1};
-        CHECK_THAT(test::message_of<nb::dlpack_error>([&] { nb::to_dlpack(source, options); }), Contains("CUDA:1"));
+        npb::dlpack_options options;
+        options.device = npb::dlpack::device_spec{2, 1};
+        CHECK_THAT(test::message_of<npb::dlpack_error>([&] { npb::to_dlpack(source, options); }), Contains("CUDA:1"));
     }
 }
 
@@ -195,19 +195,19 @@ TEST_CASE("sub-byte DLPack data: packed bits are copied into the packed dtype, p
     // The same values one per byte (IS_SUBBYTE_TYPE_PADDED), upper bits as a producer may leave them.
     static std::uint8_t padded[4] = {0x0F, 0xF7, 0x08, 0x03};
     static std::int64_t shape[1] = {4};
-    const nb::dtype qs4 = nb::dtype::quantized(nb::dtype_enum::QuantizedS4, 0.25);
+    const npb::dtype qs4 = npb::dtype::quantized(npb::dtype_enum::QuantizedS4, 0.25);
     auto import = [&](void* data, std::uint64_t flags) {
         auto* p = new producer;
-        p->versioned = {nb::dlpack::supported, p, &count_versioned, flags,
-                        {data, {nb::dlpack::cpu, 0}, 1, {nb::dlpack::int_code, 4, 1}, shape, nullptr, 0}};
+        p->versioned = {npb::dlpack::supported, p, &count_versioned, flags,
+                        {data, {npb::dlpack::cpu, 0}, 1, {npb::dlpack::int_code, 4, 1}, shape, nullptr, 0}};
         test::owned capsule{PyCapsule_New(&p->versioned, "dltensor_versioned", nullptr)};
-        return nb::from_dlpack(capsule.get(), nb::to_tensor_options().as(qs4).with(nb::lowbit_layout::compact)).tensor;
+        return npb::from_dlpack(capsule.get(), npb::to_tensor_options().as(qs4).with(npb::lowbit_layout::compact)).tensor;
     };
-    for (std::uint64_t flags : {std::uint64_t{0}, nb::dlpack::flag_subbyte_padded}) {
+    for (std::uint64_t flags : {std::uint64_t{0}, npb::dlpack::flag_subbyte_padded}) {
         CAPTURE(flags);
-        nb::tensor t = import(flags == 0 ? static_cast<void*>(packed) : static_cast<void*>(padded), flags);
+        npb::tensor t = import(flags == 0 ? static_cast<void*>(packed) : static_cast<void*>(padded), flags);
         std::int8_t values[4];
-        nb::unpack(nb::dtype_enum::QuantizedS4, t.data(), {4, 4}, values, nb::lowbit_layout::compact);
+        npb::unpack(npb::dtype_enum::QuantizedS4, t.data(), {4, 4}, values, npb::lowbit_layout::compact);
         CHECK(values[0] == -1);
         CHECK(values[1] == 7);
         CHECK(values[2] == -8);
@@ -215,9 +215,9 @@ TEST_CASE("sub-byte DLPack data: packed bits are copied into the packed dtype, p
     }
     CHECK(deleted == 2);  // both producers' memory went once copied
     auto* p = new producer;
-    p->versioned = {nb::dlpack::supported, p, &count_versioned, 0,
-                    {packed, {nb::dlpack::cpu, 0}, 1, {nb::dlpack::int_code, 4, 1}, shape, nullptr, 0}};
+    p->versioned = {npb::dlpack::supported, p, &count_versioned, 0,
+                    {packed, {npb::dlpack::cpu, 0}, 1, {npb::dlpack::int_code, 4, 1}, shape, nullptr, 0}};
     test::owned capsule{PyCapsule_New(&p->versioned, "dltensor_versioned", nullptr)};
-    CHECK_THAT(test::message_of<nb::dtype_error>([&] { nb::from_dlpack(capsule.get()); }),
+    CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::from_dlpack(capsule.get()); }),
                Contains("packed DLPack int4 data needs a packed dtype of that coding as dtype (QuantizedS4"));
 }

@@ -10,22 +10,22 @@
 #include <string>
 #include <vector>
 
-namespace nb = npybridge;
-using nb::dtype_enum;
-using nb::lowbit_layout;
+namespace npb = npybridge;
+using npb::dtype_enum;
+using npb::lowbit_layout;
 using Catch::Matchers::Contains;
 
 namespace {
 
-const nb::detail::lowbit_kernels& kernel_set(const std::string& name) {
-    return name == "portable" ? nb::detail::portable_lowbit_kernels() : nb::detail::active_lowbit_kernels();
+const npb::detail::lowbit_kernels& kernel_set(const std::string& name) {
+    return name == "portable" ? npb::detail::portable_lowbit_kernels() : npb::detail::active_lowbit_kernels();
 }
 
 /// The deliberately simple reference: docs/lowbit.md's table of codes, one element at a
 /// time. Element i of a row sits at bit (i*bits) % 8 of byte i*bits/8.
 std::vector<std::uint8_t> reference_pack(dtype_enum id, const std::vector<int>& values, std::size_t row_length,
                                          lowbit_layout layout) {
-    const nb::dtype_info& type = nb::info(id);
+    const npb::dtype_info& type = npb::info(id);
     const unsigned bits = type.bits;
     const std::size_t rows = layout == lowbit_layout::compact ? 1 : values.size() / row_length;
     const std::size_t row = layout == lowbit_layout::compact ? values.size() : row_length;
@@ -36,8 +36,8 @@ std::vector<std::uint8_t> reference_pack(dtype_enum id, const std::vector<int>& 
             const int v = values[r * row + j];
             int code = 0;
             switch (type.coding) {
-                case nb::lowbit_coding::odd: code = (v + ((1 << bits) - 1)) / 2; break;
-                case nb::lowbit_coding::twos_complement: code = v & 0xF; break;
+                case npb::lowbit_coding::odd: code = (v + ((1 << bits) - 1)) / 2; break;
+                case npb::lowbit_coding::twos_complement: code = v & 0xF; break;
                 default: code = v; break;
             }
             const std::size_t bit = j * bits;
@@ -48,10 +48,10 @@ std::vector<std::uint8_t> reference_pack(dtype_enum id, const std::vector<int>& 
 }
 
 std::vector<int> valid_values(dtype_enum id) {
-    const nb::dtype_info& type = nb::info(id);
+    const npb::dtype_info& type = npb::info(id);
     std::vector<int> values;
     for (int v = static_cast<int>(type.range.lo); v <= static_cast<int>(type.range.hi); ++v) {
-        if (type.coding != nb::lowbit_coding::odd || (v & 1) != 0) values.push_back(v);
+        if (type.coding != npb::lowbit_coding::odd || (v & 1) != 0) values.push_back(v);
     }
     return values;
 }
@@ -64,22 +64,22 @@ std::vector<std::uint8_t> as_bytes(const std::vector<int>& values) {
 
 std::vector<int> as_values(dtype_enum id, const std::vector<std::uint8_t>& bytes) {
     std::vector<int> values;
-    for (std::uint8_t b : bytes) values.push_back(nb::info(id).is_signed ? static_cast<std::int8_t>(b) : b);
+    for (std::uint8_t b : bytes) values.push_back(npb::info(id).is_signed ? static_cast<std::int8_t>(b) : b);
     return values;
 }
 
 std::vector<std::uint8_t> packed(dtype_enum id, const std::vector<int>& values, lowbit_layout layout,
                                  std::size_t row_length = 0, const std::string& kernels = "active") {
-    std::vector<std::uint8_t> out(nb::packed_bytes(id, values.size(), row_length, layout), 0xAA);
+    std::vector<std::uint8_t> out(npb::packed_bytes(id, values.size(), row_length, layout), 0xAA);
     const std::vector<std::uint8_t> in = as_bytes(values);
-    nb::pack(id, in.data(), {values.size(), row_length}, out.data(), layout, kernel_set(kernels));
+    npb::pack(id, in.data(), {values.size(), row_length}, out.data(), layout, kernel_set(kernels));
     return out;
 }
 
 std::vector<int> unpacked(dtype_enum id, const std::vector<std::uint8_t>& bytes, std::size_t count, lowbit_layout layout,
                           std::size_t row_length = 0, const std::string& kernels = "active") {
     std::vector<std::uint8_t> out(count, 0x55);
-    nb::unpack(id, bytes.data(), {count, row_length}, out.data(), layout, kernel_set(kernels));
+    npb::unpack(id, bytes.data(), {count, row_length}, out.data(), layout, kernel_set(kernels));
     return as_values(id, out);
 }
 
@@ -90,7 +90,7 @@ const dtype_enum packed_dtypes[] = {dtype_enum::IntB1, dtype_enum::IntB2, dtype_
 
 TEST_CASE("hand-checked vectors pack and unpack as MegBrain lays them out", "[lowbit]") {
     const std::string kernels = GENERATE(as<std::string>{}, "active", "portable");
-    CAPTURE(kernels, nb::lowbit_kernel_name());
+    CAPTURE(kernels, npb::lowbit_kernel_name());
     // Codes (docs/lowbit.md): IntB1 (v+1)/2, IntB2 (v+3)/2, element 0 in the low bits.
     CHECK(packed(dtype_enum::IntB1, {-1, 1}, lowbit_layout::compact, 0, kernels) == std::vector<std::uint8_t>{0x02});
     CHECK(packed(dtype_enum::IntB2, {-3, -1, 1, 3, 3, 1, -1}, lowbit_layout::compact, 0, kernels) ==
@@ -118,8 +118,8 @@ TEST_CASE("hand-checked vectors pack and unpack as MegBrain lays them out", "[lo
         CHECK(unpacked(dtype_enum::Quantized4Asymm, bytes, 16, lowbit_layout::compact, 0, kernels) == values);
     }
     SECTION("a (3,3,3) QuantizedS4 tensor takes 9 rows of 2 bytes row-aligned, 14 compact") {
-        CHECK(nb::packed_bytes(dtype_enum::QuantizedS4, 27, 3, lowbit_layout::row_aligned) == 18);
-        CHECK(nb::packed_bytes(dtype_enum::QuantizedS4, 27, 3, lowbit_layout::compact) == 14);
+        CHECK(npb::packed_bytes(dtype_enum::QuantizedS4, 27, 3, lowbit_layout::row_aligned) == 18);
+        CHECK(npb::packed_bytes(dtype_enum::QuantizedS4, 27, 3, lowbit_layout::compact) == 14);
         std::vector<int> values(27);
         for (int i = 0; i < 27; ++i) values[i] = (i % 16) - 8;
         const auto bytes = packed(dtype_enum::QuantizedS4, values, lowbit_layout::row_aligned, 3, kernels);
@@ -130,11 +130,11 @@ TEST_CASE("hand-checked vectors pack and unpack as MegBrain lays them out", "[lo
         CHECK(unpacked(dtype_enum::QuantizedS4, bytes, 27, lowbit_layout::row_aligned, 3, kernels) == values);
     }
     SECTION("default layouts follow MegBrain") {
-        CHECK(nb::default_layout(dtype_enum::QuantizedS4) == lowbit_layout::row_aligned);
-        CHECK(nb::default_layout(dtype_enum::Quantized4Asymm) == lowbit_layout::row_aligned);
-        CHECK(nb::default_layout(dtype_enum::IntB2) == lowbit_layout::compact);
-        CHECK(nb::default_layout(dtype_enum::UintB4) == lowbit_layout::compact);
-        CHECK(nb::default_layout(dtype_enum::QuantizedS8) == lowbit_layout::compact);  // not packed: nothing to align
+        CHECK(npb::default_layout(dtype_enum::QuantizedS4) == lowbit_layout::row_aligned);
+        CHECK(npb::default_layout(dtype_enum::Quantized4Asymm) == lowbit_layout::row_aligned);
+        CHECK(npb::default_layout(dtype_enum::IntB2) == lowbit_layout::compact);
+        CHECK(npb::default_layout(dtype_enum::UintB4) == lowbit_layout::compact);
+        CHECK(npb::default_layout(dtype_enum::QuantizedS8) == lowbit_layout::compact);  // not packed: nothing to align
     }
 }
 
@@ -151,7 +151,7 @@ TEST_CASE("random tensors round-trip and match the per-element reference byte fo
         if (trial % 50 == 0) count = 0;
         std::vector<int> values(count);
         for (int& v : values) v = choices[random() % choices.size()];
-        CAPTURE(kernels, trial, nb::name_of(id), count, row_length, layout == lowbit_layout::compact);
+        CAPTURE(kernels, trial, npb::name_of(id), count, row_length, layout == lowbit_layout::compact);
         const auto bytes = packed(id, values, layout, row_length, kernels);
         REQUIRE(bytes == reference_pack(id, values, row_length, layout));
         REQUIRE(unpacked(id, bytes, count, layout, row_length, kernels) == values);
@@ -164,7 +164,7 @@ TEST_CASE("long tensors exercise the vector loops with every tail length", "[low
         for (std::size_t count = 120; count < 400; count += 7) {
             std::vector<int> values(count);
             for (std::size_t i = 0; i < count; ++i) values[i] = choices[(i * 7 + count) % choices.size()];
-            CAPTURE(nb::name_of(id), count);
+            CAPTURE(npb::name_of(id), count);
             const auto bytes = packed(id, values, lowbit_layout::compact);
             REQUIRE(bytes == reference_pack(id, values, 0, lowbit_layout::compact));
             REQUIRE(unpacked(id, bytes, count, lowbit_layout::compact) == values);
@@ -194,12 +194,12 @@ TEST_CASE("an invalid value is named by index and value and leaves the destinati
     values[index] = bad;
     const std::vector<std::uint8_t> in = as_bytes(values);
     const std::size_t row_length = 10;
-    std::vector<std::uint8_t> destination(nb::packed_bytes(id, values.size(), row_length, layout), 0x5A);
+    std::vector<std::uint8_t> destination(npb::packed_bytes(id, values.size(), row_length, layout), 0x5A);
     const std::vector<std::uint8_t> before = destination;
-    CAPTURE(nb::name_of(id), bad, index);
-    const std::string message = test::message_of<nb::value_range_error>(
-        [&, id = id] { nb::pack(id, in.data(), {values.size(), row_length}, destination.data(), layout); });
-    CHECK_THAT(message, Contains(std::string(nb::name_of(id)) + ": value " + std::to_string(bad) + " at index " +
+    CAPTURE(npb::name_of(id), bad, index);
+    const std::string message = test::message_of<npb::value_range_error>(
+        [&, id = id] { npb::pack(id, in.data(), {values.size(), row_length}, destination.data(), layout); });
+    CHECK_THAT(message, Contains(std::string(npb::name_of(id)) + ": value " + std::to_string(bad) + " at index " +
                                  std::to_string(index)) &&
                             Contains(valid));
     CHECK(destination == before);
@@ -208,13 +208,13 @@ TEST_CASE("an invalid value is named by index and value and leaves the destinati
 TEST_CASE("packing asks for a packed dtype and a whole number of rows", "[lowbit][errors]") {
     std::uint8_t byte = 0;
     const std::int8_t one = 1;
-    CHECK_THAT(test::message_of<nb::dtype_error>([&] { nb::pack(dtype_enum::Int8, &one, {1, 1}, &byte, lowbit_layout::compact); }),
+    CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::pack(dtype_enum::Int8, &one, {1, 1}, &byte, lowbit_layout::compact); }),
                Contains("Int8 is not a packed low-bit dtype (IntB1, IntB2, IntB4, UintB4, Quantized4Asymm, QuantizedS4)"));  // table order
-    CHECK_THAT(test::message_of<nb::dtype_error>([&] { nb::unpack(dtype_enum::QuantizedS1, &byte, {1, 1}, &byte, lowbit_layout::compact); }),
+    CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::unpack(dtype_enum::QuantizedS1, &byte, {1, 1}, &byte, lowbit_layout::compact); }),
                Contains("QuantizedS1 is not a packed low-bit dtype"));
     std::int8_t five[5] = {1, 1, 1, 1, 1};
-    CHECK_THAT(test::message_of<nb::conversion_error>(
-                   [&] { nb::pack(dtype_enum::IntB4, five, {5, 2}, &byte, lowbit_layout::row_aligned); }),
+    CHECK_THAT(test::message_of<npb::conversion_error>(
+                   [&] { npb::pack(dtype_enum::IntB4, five, {5, 2}, &byte, lowbit_layout::row_aligned); }),
                Contains("innermost dimension (2) to divide the element count (5)"));
 }
 
@@ -223,9 +223,9 @@ TEST_CASE("unused trailing bits are zero whatever the destination held", "[lowbi
         const int one_value = valid_values(id).back();
         for (std::size_t count = 1; count < 9; ++count) {
             const auto bytes = packed(id, std::vector<int>(count, one_value), lowbit_layout::compact);
-            const std::size_t used_bits = count * nb::info(id).bits;
+            const std::size_t used_bits = count * npb::info(id).bits;
             const unsigned spare = static_cast<unsigned>(bytes.size() * 8 - used_bits);
-            CAPTURE(nb::name_of(id), count);
+            CAPTURE(npb::name_of(id), count);
             if (spare > 0) CHECK((bytes.back() >> (8 - spare)) == 0);
         }
     }
@@ -238,14 +238,14 @@ TEST_CASE("outputs large enough for streaming stores match the portable kernels"
         const std::vector<int> choices = valid_values(id);
         std::vector<std::uint8_t> in(count);
         for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<std::uint8_t>(choices[(i * 2654435761u) % choices.size()]);
-        const std::size_t bytes = nb::byte_size(id, count);
+        const std::size_t bytes = npb::byte_size(id, count);
         std::vector<std::uint8_t> fast(bytes), slow(bytes);
-        nb::pack_fresh(id, in.data(), {count, 0}, fast.data(), lowbit_layout::compact);
-        nb::pack_fresh(id, in.data(), {count, 0}, slow.data(), lowbit_layout::compact, nb::detail::portable_lowbit_kernels());
-        CAPTURE(nb::name_of(id));
+        npb::pack_fresh(id, in.data(), {count, 0}, fast.data(), lowbit_layout::compact);
+        npb::pack_fresh(id, in.data(), {count, 0}, slow.data(), lowbit_layout::compact, npb::detail::portable_lowbit_kernels());
+        CAPTURE(npb::name_of(id));
         REQUIRE(fast == slow);
         std::vector<std::uint8_t> out(count);
-        nb::unpack(id, fast.data(), {count, 0}, out.data(), lowbit_layout::compact);
+        npb::unpack(id, fast.data(), {count, 0}, out.data(), lowbit_layout::compact);
         REQUIRE(out == in);
     }
 }

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 namespace npy = npybridge::megengine;
 using Catch::Matchers::Contains;
 using megbrain_like::host_tensor;
@@ -33,13 +33,13 @@ TEST_CASE("np2tensor borrows where asked, must_borrow shares or says why, copy_i
     CHECK(copied.ptr != PyArray_DATA(reinterpret_cast<PyArrayObject*>(reversed.get())));
     CHECK(static_cast<const float*>(copied.ptr)[0] == 5.0f);
     CHECK(copied.where.device == 2);  // copies are made where asked too
-    CHECK_THAT(test::message_of<nb::conversion_error>([&] { npy::np2tensor(reversed.get(), Meth::must_borrow()); }),
+    CHECK_THAT(test::message_of<npb::conversion_error>([&] { npy::np2tensor(reversed.get(), Meth::must_borrow()); }),
                Contains("must_borrow") && Contains("cannot be described by this tensor type"));
 
     // With a dtype: int64 values into Int16, checked.
     test::owned wide = test::eval("np.array([1, -2, 3])");
-    host_tensor narrow = npy::np2tensor(wide.get(), Meth::borrow(), nb::dtype(nb::dtype_enum::Int16));
-    CHECK(narrow.type.id() == nb::dtype_enum::Int16);
+    host_tensor narrow = npy::np2tensor(wide.get(), Meth::borrow(), npb::dtype(npb::dtype_enum::Int16));
+    CHECK(narrow.type.id() == npb::dtype_enum::Int16);
     CHECK(static_cast<const std::int16_t*>(narrow.ptr)[1] == -2);
 
     // copy_into, as MegEngine's: the destination becomes a copy of the array, made where the destination is;
@@ -56,8 +56,8 @@ TEST_CASE("np2tensor borrows where asked, must_borrow shares or says why, copy_i
     CHECK(static_cast<const float*>(dest.ptr)[5] == 7.0f);
     CHECK(static_cast<const float*>(old.ptr)[0] == 0.0f);
     test::owned bad = test::eval("np.array([1, 300])");
-    CHECK_THAT(test::message_of<nb::value_range_error>(
-                   [&] { npy::np2tensor(bad.get(), Meth::copy_into(&dest), nb::dtype(nb::dtype_enum::Int8)); }),
+    CHECK_THAT(test::message_of<npb::value_range_error>(
+                   [&] { npy::np2tensor(bad.get(), Meth::copy_into(&dest), npb::dtype(npb::dtype_enum::Int8)); }),
                Contains("300"));
     CHECK(dest.shape[0] == 3);  // untouched on error
     CHECK(static_cast<const float*>(dest.ptr)[0] == 7.0f);
@@ -75,8 +75,8 @@ TEST_CASE("ndarray_from_tensor honours MUST_SHARE, MUST_UNSHARE and TRY_SHARE", 
     CHECK(static_cast<const std::int32_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(copy.get())))[5] == 5);
 
     test::owned values = test::eval("np.array([1, -1, 1], np.int8)");
-    host_tensor packed = npy::np2tensor(values.get(), npy::Meth<host_tensor>::borrow(), nb::dtype(nb::dtype_enum::IntB1));
-    CHECK_THAT(test::message_of<nb::conversion_error>([&] { npy::ndarray_from_tensor(packed, npy::ShareType::MUST_SHARE); }),
+    host_tensor packed = npy::np2tensor(values.get(), npy::Meth<host_tensor>::borrow(), npb::dtype(npb::dtype_enum::IntB1));
+    CHECK_THAT(test::message_of<npb::conversion_error>([&] { npy::ndarray_from_tensor(packed, npy::ShareType::MUST_SHARE); }),
                Contains("must_share") && Contains("IntB1"));
     test::owned unpacked{npy::ndarray_from_tensor(packed, npy::ShareType::TRY_SHARE)};
     CHECK(PyArray_SIZE(reinterpret_cast<PyArrayObject*>(unpacked.get())) == 3);
@@ -84,21 +84,21 @@ TEST_CASE("ndarray_from_tensor honours MUST_SHARE, MUST_UNSHARE and TRY_SHARE", 
 
 TEST_CASE("dtype_mgb2np, dtype_np2mgb and to_mgb_supported_dtype", "[megengine]") {
     // A numpy.dtype, as MegEngine 1.13's dtype_mgb2np returns.
-    test::owned float32_type{npy::dtype_mgb2np(nb::dtype(nb::dtype_enum::Float32))};
+    test::owned float32_type{npy::dtype_mgb2np(npb::dtype(npb::dtype_enum::Float32))};
     REQUIRE(PyArray_DescrCheck(float32_type.get()));
     CHECK(reinterpret_cast<PyArray_Descr*>(float32_type.get())->type_num == NPY_FLOAT32);
-    test::owned quantized{npy::dtype_mgb2np(nb::dtype::quantized(nb::dtype_enum::QuantizedS8, 0.25))};
+    test::owned quantized{npy::dtype_mgb2np(npb::dtype::quantized(npb::dtype_enum::QuantizedS8, 0.25))};
     REQUIRE(PyArray_DescrCheck(quantized.get()));
-    CHECK(npy::dtype_np2mgb(quantized.get()) == nb::dtype::quantized(nb::dtype_enum::QuantizedS8, 0.25));
-    CHECK(npy::dtype_np2mgb(test::eval("'int16'").get()) == nb::dtype(nb::dtype_enum::Int16));
-    CHECK_THAT(test::message_of<nb::dtype_error>([] { npy::dtype_np2mgb(test::eval("np.int64").get()); }), Contains("int64"));
-    CHECK_THAT(test::message_of<nb::dtype_error>([] { npy::dtype_np2mgb(Py_None); }), Contains("None"));
+    CHECK(npy::dtype_np2mgb(quantized.get()) == npb::dtype::quantized(npb::dtype_enum::QuantizedS8, 0.25));
+    CHECK(npy::dtype_np2mgb(test::eval("'int16'").get()) == npb::dtype(npb::dtype_enum::Int16));
+    CHECK_THAT(test::message_of<npb::dtype_error>([] { npy::dtype_np2mgb(test::eval("np.int64").get()); }), Contains("int64"));
+    CHECK_THAT(test::message_of<npb::dtype_error>([] { npy::dtype_np2mgb(Py_None); }), Contains("None"));
 
     test::owned supported{npy::to_mgb_supported_dtype(test::eval("np.float64").get())};
     CHECK(supported.get() == reinterpret_cast<PyObject*>(&PyFloat32ArrType_Type));
     test::owned same{npy::to_mgb_supported_dtype(test::eval("'uint8'").get())};
     CHECK(same.get() == reinterpret_cast<PyObject*>(&PyUInt8ArrType_Type));
-    CHECK_THAT(test::message_of<nb::dtype_error>([&] { npy::to_mgb_supported_dtype(quantized.get()); }),
+    CHECK_THAT(test::message_of<npb::dtype_error>([&] { npy::to_mgb_supported_dtype(quantized.get()); }),
                Contains("unexpected metadata"));
 }
 

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 
 namespace {
 
@@ -65,9 +65,9 @@ void check_kernels() {
             }
             const std::size_t expected = reference_first_unfit<Source, Target>(in);
             CAPTURE(n, trial, expected);
-            CHECK(nb::detail::first_unfit<Source, Target>(in.data(), n) == expected);
+            CHECK(npb::detail::first_unfit<Source, Target>(in.data(), n) == expected);
             std::vector<Target> out(n, Target{42});
-            CHECK(nb::detail::narrow_values(in.data(), out.data(), n, false) == n);  // wrap: all written
+            CHECK(npb::detail::narrow_values(in.data(), out.data(), n, false) == n);  // wrap: all written
             for (std::size_t i = 0; i < n; ++i) {
                 const Target want = static_cast<Target>(in[i]);
                 if constexpr (std::is_integral_v<Source>) {
@@ -76,9 +76,9 @@ void check_kernels() {
                     REQUIRE((out[i] == want || (std::isnan(out[i]) && std::isnan(want))));
                 }
             }
-            CHECK(nb::detail::narrow_values(in.data(), out.data(), n, true) == expected);
-            CHECK(nb::detail::narrow_portable<true>(in.data(), out.data(), n, true) == expected);
-            CHECK(nb::detail::narrow_portable<false>(in.data(), static_cast<Target*>(nullptr), n, true) == expected);
+            CHECK(npb::detail::narrow_values(in.data(), out.data(), n, true) == expected);
+            CHECK(npb::detail::narrow_portable<true>(in.data(), out.data(), n, true) == expected);
+            CHECK(npb::detail::narrow_portable<false>(in.data(), static_cast<Target*>(nullptr), n, true) == expected);
         }
     }
 }
@@ -95,12 +95,12 @@ TEST_CASE("float64 -> float32 narrowing refuses finite values that would become 
 
 TEST_CASE("overflow_threshold is where a finite value starts rounding to infinity", "[narrowing]") {
     // float32: the constant the SSE2 kernel uses, and the cast itself agrees on both sides of it.
-    const double threshold = nb::detail::overflow_threshold(std::numeric_limits<float>::max());
+    const double threshold = npb::detail::overflow_threshold(std::numeric_limits<float>::max());
     CHECK(threshold == 3.4028235677973366e38);
     CHECK(std::isinf(static_cast<float>(threshold)));
     CHECK_FALSE(std::isinf(static_cast<float>(std::nextafter(threshold, 0.0))));
-    CHECK(nb::detail::overflow_threshold(65504.0) == 65520.0);                                   // float16
-    CHECK(nb::detail::overflow_threshold(3.3895313892515355e38) == 3.39617752923046e38);      // bfloat16
+    CHECK(npb::detail::overflow_threshold(65504.0) == 65520.0);                                   // float16
+    CHECK(npb::detail::overflow_threshold(3.3895313892515355e38) == 3.39617752923046e38);      // bfloat16
 }
 
 TEST_CASE("first_outside and first_overflow agree with a per-value reference around block edges", "[narrowing]") {
@@ -108,27 +108,27 @@ TEST_CASE("first_outside and first_overflow agree with a per-value reference aro
     for (std::size_t n : {0u, 1u, 5u, 4095u, 4096u, 4097u, 9000u}) {
         std::vector<std::int64_t> ints(n);
         for (auto& v : ints) v = static_cast<std::int64_t>(random() % 256) - 128;
-        CHECK(nb::detail::first_outside<std::int64_t>(ints.data(), n, -128, 127) == n);
+        CHECK(npb::detail::first_outside<std::int64_t>(ints.data(), n, -128, 127) == n);
         std::vector<double> floats(n);
         for (auto& v : floats) v = std::ldexp(static_cast<double>(random() % 1000), 5);
-        CHECK(nb::detail::first_overflow<double>(floats.data(), n, 65520.0) == n);
+        CHECK(npb::detail::first_overflow<double>(floats.data(), n, 65520.0) == n);
         if (n == 0) continue;
         for (std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
             auto bad_ints = ints;
             bad_ints[at] = at % 2 ? 128 : -129;
-            CHECK(nb::detail::first_outside<std::int64_t>(bad_ints.data(), n, -128, 127) == at);
+            CHECK(npb::detail::first_outside<std::int64_t>(bad_ints.data(), n, -128, 127) == at);
             auto bad_floats = floats;
             bad_floats[at] = at % 2 ? 65520.0 : -1e300;
-            CHECK(nb::detail::first_overflow<double>(bad_floats.data(), n, 65520.0) == at);
+            CHECK(npb::detail::first_overflow<double>(bad_floats.data(), n, 65520.0) == at);
             bad_floats[at] = std::nan("");  // NaN and infinities keep their meaning: not an overflow
-            CHECK(nb::detail::first_overflow<double>(bad_floats.data(), n, 65520.0) == n);
+            CHECK(npb::detail::first_overflow<double>(bad_floats.data(), n, 65520.0) == n);
             bad_floats[at] = -HUGE_VAL;
-            CHECK(nb::detail::first_overflow<double>(bad_floats.data(), n, 65520.0) == n);
+            CHECK(npb::detail::first_overflow<double>(bad_floats.data(), n, 65520.0) == n);
             std::vector<double> bounded(n, 1.0);
             bounded[at] = std::nan("");  // but NaN is outside any integer range
-            CHECK(nb::detail::first_outside<double>(bounded.data(), n, -128.0, 127.0) == at);
+            CHECK(npb::detail::first_outside<double>(bounded.data(), n, -128.0, 127.0) == at);
         }
     }
     const std::uint64_t huge[] = {1, 2, ~std::uint64_t{0}};
-    CHECK(nb::detail::first_outside<std::uint64_t>(huge, 3, 0, 255) == 2);
+    CHECK(npb::detail::first_outside<std::uint64_t>(huge, 3, 0, 255) == 2);
 }

@@ -12,13 +12,13 @@
 #include <thread>
 #include <vector>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 
 namespace {
 
 /// A block that counts how often it is released (it is never freed: it lives on the test's stack).
-struct counting_block : nb::owner_block {
-    counting_block() : nb::owner_block([](nb::owner_block* self) noexcept {
+struct counting_block : npb::owner_block {
+    counting_block() : npb::owner_block([](npb::owner_block* self) noexcept {
         static_cast<counting_block*>(self)->releases.fetch_add(1);
     }) {}
     std::atomic<int> releases{0};
@@ -28,20 +28,20 @@ struct counting_block : nb::owner_block {
 
 TEST_CASE("an owner handle counts its copies and releases its block exactly once", "[owner]") {
     SECTION("an empty handle owns nothing") {
-        nb::owner_handle empty;
+        npb::owner_handle empty;
         CHECK_FALSE(empty);
         CHECK(empty.use_count() == 0);
-        nb::owner_handle copy = empty;
+        npb::owner_handle copy = empty;
         CHECK_FALSE(copy);
     }
     SECTION("copies share the block; the last one releases it") {
         counting_block block;
         {
-            nb::owner_handle first = nb::owner_handle::adopt(&block);
+            npb::owner_handle first = npb::owner_handle::adopt(&block);
             CHECK(first.use_count() == 1);
-            nb::owner_handle second = first;
+            npb::owner_handle second = first;
             CHECK(first.use_count() == 2);
-            nb::owner_handle moved = std::move(second);
+            npb::owner_handle moved = std::move(second);
             CHECK_FALSE(second);  // NOLINT: a moved-from handle is empty, on purpose
             CHECK(moved.use_count() == 2);
             moved.reset();
@@ -52,23 +52,23 @@ TEST_CASE("an owner handle counts its copies and releases its block exactly once
     }
     SECTION("detach gives up the reference without releasing; adopt takes it back") {
         counting_block block;
-        nb::owner_handle handle = nb::owner_handle::adopt(&block);
-        nb::owner_block* raw = handle.detach();
+        npb::owner_handle handle = npb::owner_handle::adopt(&block);
+        npb::owner_block* raw = handle.detach();
         CHECK_FALSE(handle);
         CHECK(block.releases == 0);
-        nb::owner_handle::adopt(raw);  // a temporary: released at once
+        npb::owner_handle::adopt(raw);  // a temporary: released at once
         CHECK(block.releases == 1);
     }
     SECTION("copies made and dropped on many threads release once") {
         counting_block block;
         {
-            nb::owner_handle origin = nb::owner_handle::adopt(&block);
+            npb::owner_handle origin = npb::owner_handle::adopt(&block);
             std::atomic<int> too_low{0};  // Catch2's CHECK is not for other threads
             std::vector<std::thread> threads;
             for (int t = 0; t < 4; ++t) {
                 threads.emplace_back([origin, &too_low] {  // one copy per thread, then 10,000 more each
                     for (int i = 0; i < 10000; ++i) {
-                        nb::owner_handle copy = origin;
+                        npb::owner_handle copy = origin;
                         if (copy.use_count() < 2) too_low.fetch_add(1);
                     }
                 });
@@ -84,7 +84,7 @@ TEST_CASE("an owner handle counts its copies and releases its block exactly once
 TEST_CASE("owner handles and shared_ptr convert both ways", "[owner]") {
     auto kept = std::make_shared<int>(7);
     std::weak_ptr<int> watch = kept;
-    nb::owner_handle handle = kept;  // any shared_ptr is an owner
+    npb::owner_handle handle = kept;  // any shared_ptr is an owner
     CHECK(kept.use_count() == 2);
     kept.reset();
     CHECK_FALSE(watch.expired());
@@ -98,14 +98,14 @@ TEST_CASE("owner handles and shared_ptr convert both ways", "[owner]") {
     alias.reset();
     CHECK(watch.expired());
 
-    nb::owner_handle none = std::shared_ptr<int>();
+    npb::owner_handle none = std::shared_ptr<int>();
     CHECK_FALSE(none);
 }
 
 TEST_CASE("tensor::empty keeps block and bytes in one 64-byte aligned allocation", "[owner][tensor]") {
     for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{3} << 20}) {
         const std::size_t shape[] = {n};
-        nb::tensor t = nb::tensor::empty(nb::dtype(nb::dtype_enum::Float32), shape, 1);
+        npb::tensor t = npb::tensor::empty(npb::dtype(npb::dtype_enum::Float32), shape, 1);
         CHECK(reinterpret_cast<std::uintptr_t>(t.data()) % 64 == 0);
         CHECK(t.owner().use_count() == 1);
         if (n > 0) {
@@ -113,7 +113,7 @@ TEST_CASE("tensor::empty keeps block and bytes in one 64-byte aligned allocation
             values[0] = 1.0f;
             values[n - 1] = 2.0f;  // the whole range is ours (ASan checks)
         }
-        nb::tensor copy = t;
+        npb::tensor copy = t;
         CHECK(t.owner().use_count() == 2);
         CHECK(copy.data() == t.data());
     }
@@ -125,25 +125,25 @@ TEST_CASE("a borrowed tensor's Python reference is dropped once, on any thread",
 
     SECTION("released with the GIL held") {
         {
-            nb::to_tensor_result<nb::tensor> first = nb::to_tensor(array.get());
-            nb::to_tensor_result<nb::tensor> second = nb::to_tensor(array.get());
+            npb::to_tensor_result<npb::tensor> first = npb::to_tensor(array.get());
+            npb::to_tensor_result<npb::tensor> second = npb::to_tensor(array.get());
             CHECK(Py_REFCNT(array.get()) == before + 2);
-            nb::tensor copy = first.tensor;
+            npb::tensor copy = first.tensor;
             CHECK(Py_REFCNT(array.get()) == before + 2);  // copies share the one reference
         }
         CHECK(Py_REFCNT(array.get()) == before);
     }
     SECTION("released on a thread that takes the GIL itself") {
-        nb::tensor borrowed = nb::to_tensor(array.get()).tensor;
+        npb::tensor borrowed = npb::to_tensor(array.get()).tensor;
         CHECK(Py_REFCNT(array.get()) == before + 1);
         {
-            nb::gil_release unlocked;
-            std::thread([moved = std::move(borrowed)]() mutable { moved = nb::tensor(); }).join();
+            npb::gil_release unlocked;
+            std::thread([moved = std::move(borrowed)]() mutable { moved = npb::tensor(); }).join();
         }
         CHECK(Py_REFCNT(array.get()) == before);
     }
     SECTION("a scoped borrow holds no reference") {
-        nb::tensor borrowed = nb::to_tensor(array.get(), nb::to_tensor_options().scoped()).tensor;
+        npb::tensor borrowed = npb::to_tensor(array.get(), npb::to_tensor_options().scoped()).tensor;
         CHECK_FALSE(borrowed.owner());
         CHECK(Py_REFCNT(array.get()) == before);
     }
@@ -151,26 +151,26 @@ TEST_CASE("a borrowed tensor's Python reference is dropped once, on any thread",
 
 TEST_CASE("sharing a tensor whose dtype has no numpy form names the dtype and leaks nothing", "[owner][convert]") {
     const std::size_t shape[] = {4};
-    nb::tensor bytes = nb::tensor::empty(nb::dtype(nb::dtype_enum::Byte), shape, 1);
-    CHECK_THROWS_AS(nb::to_array(bytes), nb::dtype_error);
-    CHECK_THROWS_WITH(nb::to_array(bytes), Catch::Matchers::Contains("Byte has no numpy form"));
+    npb::tensor bytes = npb::tensor::empty(npb::dtype(npb::dtype_enum::Byte), shape, 1);
+    CHECK_THROWS_AS(npb::to_array(bytes), npb::dtype_error);
+    CHECK_THROWS_WITH(npb::to_array(bytes), Catch::Matchers::Contains("Byte has no numpy form"));
     CHECK(bytes.owner().use_count() == 1);  // no owner reference left behind by the failed conversion
     // A packed dtype without a numpy form cannot even be unpacked into an array.
-    nb::tensor uintb4 = nb::tensor::empty(nb::dtype(nb::dtype_enum::UintB4), shape, 1);
-    CHECK_THROWS_AS(nb::to_array(uintb4), nb::dtype_error);
-    CHECK_THROWS_WITH(nb::to_array(uintb4, nb::share_policy::copy), Catch::Matchers::Contains("UintB4 has no numpy form"));
+    npb::tensor uintb4 = npb::tensor::empty(npb::dtype(npb::dtype_enum::UintB4), shape, 1);
+    CHECK_THROWS_AS(npb::to_array(uintb4), npb::dtype_error);
+    CHECK_THROWS_WITH(npb::to_array(uintb4, npb::share_policy::copy), Catch::Matchers::Contains("UintB4 has no numpy form"));
     CHECK(uintb4.owner().use_count() == 1);
 }
 
 TEST_CASE("to_array(std::move(t)) hands the tensor's owner to the array", "[owner][convert]") {
     const std::size_t shape[] = {3};
     SECTION("npybridge::tensor: the array takes the owner over, the tensor is left empty") {
-        nb::tensor t = nb::tensor::empty(nb::dtype(nb::dtype_enum::Int32), shape, 1);
+        npb::tensor t = npb::tensor::empty(npb::dtype(npb::dtype_enum::Int32), shape, 1);
         auto* values = static_cast<std::int32_t*>(t.data());
         values[0] = 1;
         values[1] = 2;
         values[2] = 3;
-        nb::object array = nb::to_array(std::move(t));
+        npb::object array = npb::to_array(std::move(t));
         auto* shared = reinterpret_cast<PyArrayObject*>(array.get());
         CHECK(PyArray_DATA(shared) == values);
         CHECK(PyArray_BASE(shared) != nullptr);
@@ -180,15 +180,15 @@ TEST_CASE("to_array(std::move(t)) hands the tensor's owner to the array", "[owne
         CHECK(static_cast<std::int32_t*>(PyArray_DATA(shared))[2] == 3);  // alive through the array alone
     }
     SECTION("a failure before the array exists leaves the tensor as it was") {
-        nb::tensor bytes = nb::tensor::empty(nb::dtype(nb::dtype_enum::Byte), shape, 1);
+        npb::tensor bytes = npb::tensor::empty(npb::dtype(npb::dtype_enum::Byte), shape, 1);
         void* data = bytes.data();
-        CHECK_THROWS_AS(nb::to_array(std::move(bytes)), nb::dtype_error);
+        CHECK_THROWS_AS(npb::to_array(std::move(bytes)), npb::dtype_error);
         CHECK(bytes.data() == data);  // NOLINT: not moved from, the conversion failed first
         CHECK(bytes.owner().use_count() == 1);
     }
     SECTION("copy and packed tensors are left alone") {
-        nb::tensor t = nb::tensor::empty(nb::dtype(nb::dtype_enum::Int32), shape, 1);
-        nb::object copy = nb::to_array(std::move(t), nb::share_policy::copy);
+        npb::tensor t = npb::tensor::empty(npb::dtype(npb::dtype_enum::Int32), shape, 1);
+        npb::object copy = npb::to_array(std::move(t), npb::share_policy::copy);
         CHECK(t.owner().use_count() == 1);  // NOLINT
         CHECK(PyArray_DATA(reinterpret_cast<PyArrayObject*>(copy.get())) != t.data());
     }
@@ -196,12 +196,12 @@ TEST_CASE("to_array(std::move(t)) hands the tensor's owner to the array", "[owne
 
 TEST_CASE("arrays sharing a tensor each hold the storage through their own npybridge.owner", "[owner][convert]") {
     const std::size_t shape[] = {16};
-    nb::tensor t = nb::tensor::empty(nb::dtype(nb::dtype_enum::Float32), shape, 1);
+    npb::tensor t = npb::tensor::empty(npb::dtype(npb::dtype_enum::Float32), shape, 1);
     // More arrays than the owner objects kept for reuse (64): both the free
     // list and plain deletes run, under ASan in the asan configuration.
-    std::vector<nb::object> arrays;
+    std::vector<npb::object> arrays;
     for (int round = 0; round < 2; ++round) {
-        for (int i = 0; i < 100; ++i) arrays.push_back(nb::to_array(t));
+        for (int i = 0; i < 100; ++i) arrays.push_back(npb::to_array(t));
         CHECK(t.owner().use_count() == 101);
         PyObject* base = PyArray_BASE(reinterpret_cast<PyArrayObject*>(arrays.front().get()));
         REQUIRE(base != nullptr);
@@ -211,7 +211,7 @@ TEST_CASE("arrays sharing a tensor each hold the storage through their own npybr
         arrays.clear();
         CHECK(t.owner().use_count() == 1);
     }
-    PyObject* made = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(nb::detail::owner_object::ready_type()));
+    PyObject* made = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(npb::detail::owner_object::ready_type()));
     CHECK(made == nullptr);  // Python cannot make one
     CHECK(PyErr_ExceptionMatches(PyExc_TypeError));
     PyErr_Clear();

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
@@ -23,7 +23,7 @@ void run(const std::string& code) {
     test::owned globals{PyDict_New()};
     PyDict_SetItemString(globals.get(), "__builtins__", PyEval_GetBuiltins());
     test::owned result{PyRun_String(code.c_str(), Py_file_input, globals.get(), globals.get())};
-    if (!result) throw nb::python_error();
+    if (!result) throw npb::python_error();
 }
 
 struct custom_failure {};
@@ -34,7 +34,7 @@ std::pair<std::string, std::string> translated(F&& thrower) {
     try {
         thrower();
     } catch (...) {
-        nb::translate_exception();
+        npb::translate_exception();
     }
     REQUIRE(PyErr_Occurred() != nullptr);
     PyObject *type, *value, *traceback;
@@ -53,10 +53,10 @@ std::pair<std::string, std::string> translated(F&& thrower) {
 
 TEST_CASE("a Python error travels through C++ and is restored as the same object", "[errors][python]") {
     SECTION("what() holds the formatted traceback; restore gives back the very exception") {
-        std::optional<nb::python_error> captured;
+        std::optional<npb::python_error> captured;
         try {
             run("def inner():\n    raise KeyError('missing key')\ninner()\n");
-        } catch (const nb::python_error& e) {
+        } catch (const npb::python_error& e) {
             captured = e;
         }
         REQUIRE(captured);
@@ -78,20 +78,20 @@ TEST_CASE("a Python error travels through C++ and is restored as the same object
         Py_DECREF(original);
         SECTION("a second restore says the error was already given back, keeping the message") {
             captured->restore();
-            const auto [name, message] = translated([] { throw nb::python_error(); });
+            const auto [name, message] = translated([] { throw npb::python_error(); });
             CHECK(name == "RuntimeError");
             CHECK_THAT(message, Contains("already restored") && Contains("KeyError"));
         }
     }
     SECTION("an error caught on one thread is restored on another") {
-        std::optional<nb::python_error> from_thread;
+        std::optional<npb::python_error> from_thread;
         PyObject* raised = nullptr;
         Py_BEGIN_ALLOW_THREADS
         std::thread worker([&] {
-            nb::gil_acquire gil;
+            npb::gil_acquire gil;
             try {
                 run("raise ValueError('raised on a worker thread')");
-            } catch (const nb::python_error& e) {
+            } catch (const npb::python_error& e) {
                 from_thread = e;
                 raised = e.value();
                 Py_INCREF(raised);
@@ -111,10 +111,10 @@ TEST_CASE("a Python error travels through C++ and is restored as the same object
         Py_DECREF(raised);
     }
     SECTION("a copy released on a thread without the GIL takes the GIL to drop its references") {
-        std::optional<nb::python_error> captured;
+        std::optional<npb::python_error> captured;
         try {
             run("raise IndexError(3)");
-        } catch (const nb::python_error& e) {
+        } catch (const npb::python_error& e) {
             captured = e;
         }
         Py_BEGIN_ALLOW_THREADS
@@ -123,11 +123,11 @@ TEST_CASE("a Python error travels through C++ and is restored as the same object
         CHECK_FALSE(PyErr_Occurred());
     }
     SECTION("an exception whose traceback cannot be formatted still has a message") {
-        std::optional<nb::python_error> captured;
+        std::optional<npb::python_error> captured;
         try {
             run("class Unprintable(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\n"
                 "raise Unprintable()\n");
-        } catch (const nb::python_error& e) {
+        } catch (const npb::python_error& e) {
             captured = e;
         }
         REQUIRE(captured);
@@ -138,23 +138,23 @@ TEST_CASE("a Python error travels through C++ and is restored as the same object
 
 TEST_CASE("C++ exceptions become the right Python exceptions", "[errors][python]") {
     test::owned module{PyModule_New("npybridge_test_errors")};
-    REQUIRE(nb::make_exception_classes(module.get()));
+    REQUIRE(npb::make_exception_classes(module.get()));
     // (C++ exception, Python type name, text the message must hold)
     CHECK(translated([] { throw std::out_of_range("index 3"); }) ==
           std::pair<std::string, std::string>{"RuntimeError", "std::out_of_range: index 3"});
     CHECK(translated([] { throw std::runtime_error("boom"); }).second == "std::runtime_error: boom");
     CHECK(translated([] { throw std::bad_alloc(); }).first == "MemoryError");
-    CHECK(translated([] { throw nb::conversion_error("no"); }) ==
+    CHECK(translated([] { throw npb::conversion_error("no"); }) ==
           std::pair<std::string, std::string>{"ConversionError", "npybridge::conversion_error: no"});
-    CHECK(translated([] { throw nb::metadata_error("zp"); }).first == "MetadataError");
-    CHECK(translated([] { throw nb::dtype_error("dt"); }).first == "DTypeError");
-    CHECK(translated([] { throw nb::value_range_error("v"); }).first == "ValueRangeError");
-    CHECK(translated([] { throw nb::error("e"); }).first == "Error");
+    CHECK(translated([] { throw npb::metadata_error("zp"); }).first == "MetadataError");
+    CHECK(translated([] { throw npb::dtype_error("dt"); }).first == "DTypeError");
+    CHECK(translated([] { throw npb::value_range_error("v"); }).first == "ValueRangeError");
+    CHECK(translated([] { throw npb::error("e"); }).first == "Error");
     const auto unknown = translated([] { throw custom_failure{}; });
     CHECK(unknown.first == "RuntimeError");
     CHECK_THAT(unknown.second, Contains("unknown C++ exception of type") && Contains("custom_failure"));
     SECTION("the classes subclass what they stand for, and live in the module") {
-        const nb::exception_classes& classes = nb::registered_exception_classes();
+        const npb::exception_classes& classes = npb::registered_exception_classes();
         test::owned module_name{PyObject_GetAttrString(classes.conversion_error, "__module__")};
         CHECK(std::string(PyUnicode_AsUTF8(module_name.get())) == "npybridge_test_errors");
         CHECK(PyObject_GetAttrString(module.get(), "ConversionError") == classes.conversion_error);
@@ -166,26 +166,26 @@ TEST_CASE("C++ exceptions become the right Python exceptions", "[errors][python]
         CHECK(PyObject_IsSubclass(classes.error, PyExc_RuntimeError) == 1);
     }
     SECTION("guarded() returns nullptr with the error set") {
-        PyObject* result = nb::guarded([]() -> PyObject* { throw nb::dtype_error("via guarded"); });
+        PyObject* result = npb::guarded([]() -> PyObject* { throw npb::dtype_error("via guarded"); });
         CHECK(result == nullptr);
-        CHECK(PyErr_ExceptionMatches(nb::registered_exception_classes().dtype_error));
+        CHECK(PyErr_ExceptionMatches(npb::registered_exception_classes().dtype_error));
         PyErr_Clear();
     }
 }
 
 TEST_CASE("demangling and safe repr never fail", "[errors]") {
-    CHECK(nb::demangle(typeid(std::out_of_range).name()) == "std::out_of_range");
-    CHECK(nb::demangle("not a mangled name") == "not a mangled name");
-    CHECK(nb::safe_repr(nullptr) == "<NULL>");
+    CHECK(npb::demangle(typeid(std::out_of_range).name()) == "std::out_of_range");
+    CHECK(npb::demangle("not a mangled name") == "not a mangled name");
+    CHECK(npb::safe_repr(nullptr) == "<NULL>");
     test::owned number = test::eval("[1, 'two']");
-    CHECK(nb::safe_repr(number.get()) == "[1, 'two']");
+    CHECK(npb::safe_repr(number.get()) == "[1, 'two']");
     run("class Bad:\n    def __repr__(self):\n        raise ValueError('no repr')\nimport builtins\nbuiltins._npybridge_bad = Bad()\n");
     test::owned bad = test::eval("_npybridge_bad");
-    CHECK_THAT(nb::safe_repr(bad.get()), Contains("<Bad object at") && Contains("(repr failed)"));
+    CHECK_THAT(npb::safe_repr(bad.get()), Contains("<Bad object at") && Contains("(repr failed)"));
     CHECK_FALSE(PyErr_Occurred());
     SECTION("a pending error survives safe_repr") {
         PyErr_SetString(PyExc_KeyError, "pending");
-        (void)nb::safe_repr(bad.get());
+        (void)npb::safe_repr(bad.get());
         CHECK(PyErr_ExceptionMatches(PyExc_KeyError));
         PyErr_Clear();
     }
@@ -195,14 +195,14 @@ TEST_CASE("the origin tracker tags, blames and balances references", "[tracker]"
     test::owned tag = test::eval("('model.py', 12)");
     const Py_ssize_t start = Py_REFCNT(tag.get());
     {
-        nb::origin_tracker<const void*> tracker;
+        npb::origin_tracker<const void*> tracker;
         int op_a = 0, op_b = 0, op_c = 0;
         tracker.on_create(&op_c);  // no scope: untagged
         {
             auto scope = tracker.enter(tag.get());
             tracker.on_create(&op_a);
             tracker.on_create(&op_b);
-            CHECK_THAT(test::message_of<nb::error>([&] { (void)tracker.enter(tag.get()); }), Contains("already active"));
+            CHECK_THAT(test::message_of<npb::error>([&] { (void)tracker.enter(tag.get()); }), Contains("already active"));
         }
         CHECK_FALSE(tracker.active());
         CHECK(tracker.origin(&op_a) == tag.get());
@@ -220,7 +220,7 @@ TEST_CASE("the origin tracker tags, blames and balances references", "[tracker]"
             tracker.on_create(&op_c);
             scope.end();
             CHECK_THAT(tracker.blame(&op_c), Contains("make_layer"));
-            CHECK(nb::current_python_stack());
+            CHECK(npb::current_python_stack());
         }
     }
     CHECK(Py_REFCNT(tag.get()) == start);  // the tracker died holding tags: all released

@@ -13,15 +13,15 @@
 #include <string>
 #include <unordered_set>
 
-namespace nb = npybridge;
-using nb::dtype_enum;
+namespace npb = npybridge;
+using npb::dtype_enum;
 using Catch::Matchers::Contains;
 
 namespace {
 
-nb::numpy_dtype_match resolve(const std::string& expression, nb::narrowing mode = nb::narrowing::checked) {
+npb::numpy_dtype_match resolve(const std::string& expression, npb::narrowing mode = npb::narrowing::checked) {
     test::owned descr = test::eval(expression);
-    return nb::from_numpy(reinterpret_cast<PyArray_Descr*>(descr.get()), mode);
+    return npb::from_numpy(reinterpret_cast<PyArray_Descr*>(descr.get()), mode);
 }
 
 std::string mgb(const std::string& base, const std::string& fields) {
@@ -45,27 +45,27 @@ TEST_CASE("every quantized dtype round-trips through np.dtype with equal params"
         {dtype_enum::QuantizedS16, 7.0, -1},
         {dtype_enum::QuantizedS1, 0.1, -1},
     }));
-    CAPTURE(nb::name_of(id), scale, zero_point);
-    const nb::dtype original = nb::dtype::quantized(id, scale, zero_point < 0 ? std::nullopt : std::optional<long long>(zero_point));
-    nb::object descr = nb::to_numpy(original);
+    CAPTURE(npb::name_of(id), scale, zero_point);
+    const npb::dtype original = npb::dtype::quantized(id, scale, zero_point < 0 ? std::nullopt : std::optional<long long>(zero_point));
+    npb::object descr = npb::to_numpy(original);
     REQUIRE(descr);
-    const nb::numpy_dtype_match back = nb::from_numpy(reinterpret_cast<PyArray_Descr*>(descr.get()));
+    const npb::numpy_dtype_match back = npb::from_numpy(reinterpret_cast<PyArray_Descr*>(descr.get()));
     CHECK(back.type == original);
     CHECK_FALSE(back.narrowed);
     CHECK(back.type.scale() == static_cast<float>(scale));
     CHECK(back.type.zero_point() == (zero_point < 0 ? std::nullopt : std::optional<int>(zero_point)));
     SECTION("the numpy dtype is the base type the table names") {
-        CHECK(nb::detail::descr_text(reinterpret_cast<PyArray_Descr*>(descr.get())) == original.info().numpy_name());
+        CHECK(npb::detail::descr_text(reinterpret_cast<PyArray_Descr*>(descr.get())) == original.info().numpy_name());
     }
 }
 
 TEST_CASE("metadata is written exactly as MegEngine writes it, and MegEngine's is understood", "[quantized][numpy]") {
     // MegEngine's python_helper.cpp writes {"mgb_dtype": {"name", "scale": float, "zero_point": int}}.
     test::owned megengine = test::eval(mgb("uint8", "'name': 'Quantized8Asymm', 'scale': 0.5, 'zero_point': 3"));
-    const nb::dtype parsed = nb::from_numpy(reinterpret_cast<PyArray_Descr*>(megengine.get())).type;
-    CHECK(parsed == nb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 3));
+    const npb::dtype parsed = npb::from_numpy(reinterpret_cast<PyArray_Descr*>(megengine.get())).type;
+    CHECK(parsed == npb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 3));
 
-    nb::object ours = nb::to_numpy(parsed);
+    npb::object ours = npb::to_numpy(parsed);
     PyObject* ours_metadata = PyObject_GetAttrString(ours.get(), "metadata");
     PyObject* theirs_metadata = PyObject_GetAttrString(megengine.get(), "metadata");
     REQUIRE(ours_metadata != nullptr);
@@ -75,8 +75,8 @@ TEST_CASE("metadata is written exactly as MegEngine writes it, and MegEngine's i
     Py_DECREF(theirs_metadata);
 
     SECTION("scale is a Python float holding the float32 value, zero_point a Python int, symmetric has none") {
-        nb::object s8 = nb::to_numpy(nb::dtype::quantized(dtype_enum::QuantizedS8, 0.1));
-        PyObject* mgb_fields = PyDict_GetItemString(nb::detail::descr_metadata(reinterpret_cast<PyArray_Descr*>(s8.get())), "mgb_dtype");
+        npb::object s8 = npb::to_numpy(npb::dtype::quantized(dtype_enum::QuantizedS8, 0.1));
+        PyObject* mgb_fields = PyDict_GetItemString(npb::detail::descr_metadata(reinterpret_cast<PyArray_Descr*>(s8.get())), "mgb_dtype");
         REQUIRE(mgb_fields != nullptr);
         PyObject* scale = PyDict_GetItemString(mgb_fields, "scale");
         REQUIRE(PyFloat_CheckExact(scale));
@@ -84,8 +84,8 @@ TEST_CASE("metadata is written exactly as MegEngine writes it, and MegEngine's i
         CHECK(PyDict_GetItemString(mgb_fields, "zero_point") == nullptr);
         CHECK(PyDict_Size(mgb_fields) == 2);
 
-        nb::object asymm = nb::to_numpy(nb::dtype::quantized(dtype_enum::Quantized4Asymm, 1.0, 7));
-        PyObject* asymm_fields = PyDict_GetItemString(nb::detail::descr_metadata(reinterpret_cast<PyArray_Descr*>(asymm.get())), "mgb_dtype");
+        npb::object asymm = npb::to_numpy(npb::dtype::quantized(dtype_enum::Quantized4Asymm, 1.0, 7));
+        PyObject* asymm_fields = PyDict_GetItemString(npb::detail::descr_metadata(reinterpret_cast<PyArray_Descr*>(asymm.get())), "mgb_dtype");
         CHECK(PyLong_CheckExact(PyDict_GetItemString(asymm_fields, "zero_point")));
         CHECK(PyLong_AsLong(PyDict_GetItemString(asymm_fields, "zero_point")) == 7);
     }
@@ -97,15 +97,15 @@ TEST_CASE("numbers may be Python or numpy ints and floats; bool is never an inte
                                            "np.int8(2)", "np.float16(2)");
         const std::string zero_point = GENERATE(as<std::string>{}, "9", "np.int64(9)", "np.uint8(9)", "np.int32(9)");
         CAPTURE(scale, zero_point);
-        const nb::dtype parsed =
+        const npb::dtype parsed =
             resolve(mgb("uint8", "'name': 'Quantized8Asymm', 'scale': " + scale + ", 'zero_point': " + zero_point)).type;
-        CHECK(parsed == nb::dtype::quantized(dtype_enum::Quantized8Asymm, 2.0, 9));
+        CHECK(parsed == npb::dtype::quantized(dtype_enum::Quantized8Asymm, 2.0, 9));
     }
     SECTION("bool as zero_point or scale is rejected, naming the key") {
         const std::string fields = GENERATE(as<std::string>{}, "'scale': 1.0, 'zero_point': True",
                                             "'scale': 1.0, 'zero_point': np.bool_(True)", "'scale': True, 'zero_point': 1");
         CAPTURE(fields);
-        CHECK_THAT(test::message_of<nb::metadata_error>(
+        CHECK_THAT(test::message_of<npb::metadata_error>(
                        [&] { resolve(mgb("uint8", "'name': 'Quantized8Asymm', " + fields)); }),
                    Contains("Quantized8Asymm") && Contains("True"));
     }
@@ -140,7 +140,7 @@ TEST_CASE("each kind of bad metadata is its own clear error", "[quantized][numpy
         {mgb("uint8", "'name': 'Quantized4Asymm', 'scale': 1.0, 'zero_point': 16"), "Quantized4Asymm: zero_point 16 is outside [0, 15]"},
     }));
     CAPTURE(expression);
-    CHECK_THAT(test::message_of<nb::metadata_error>([&, expression = expression] { resolve(expression); }), Contains(expected));
+    CHECK_THAT(test::message_of<npb::metadata_error>([&, expression = expression] { resolve(expression); }), Contains(expected));
 }
 
 TEST_CASE("numpy dtypes without a MegBrain dtype are rejected by name", "[numpy][errors]") {
@@ -149,7 +149,7 @@ TEST_CASE("numpy dtypes without a MegBrain dtype are rejected by name", "[numpy]
     CAPTURE(name);
     test::owned expected_name = test::eval("str(np.dtype('" + name + "'))");
     const std::string shown = PyUnicode_AsUTF8(expected_name.get());
-    CHECK_THAT(test::message_of<nb::dtype_error>([&] { resolve("np.dtype('" + name + "')"); }),
+    CHECK_THAT(test::message_of<npb::dtype_error>([&] { resolve("np.dtype('" + name + "')"); }),
                Contains("numpy dtype " + shown) && Contains("has no MegBrain dtype"));
     SECTION("structured and subarray dtypes say so") {
         const std::string layout = GENERATE(as<std::string>{}, "[('a', 'i4'), ('b', 'f4')]", "('i4', (2,))");
@@ -159,59 +159,59 @@ TEST_CASE("numpy dtypes without a MegBrain dtype are rejected by name", "[numpy]
 
 TEST_CASE("int64 and float64 narrow to Int32 and Float32 unless narrowing is rejected", "[numpy][narrowing]") {
     SECTION("checked and wrap narrow") {
-        const auto mode = GENERATE(nb::narrowing::checked, nb::narrowing::wrap);
+        const auto mode = GENERATE(npb::narrowing::checked, npb::narrowing::wrap);
         const auto int64 = resolve("np.dtype('int64')", mode);
-        CHECK(int64.type == nb::dtype(dtype_enum::Int32));
+        CHECK(int64.type == npb::dtype(dtype_enum::Int32));
         CHECK(int64.narrowed);
         const auto float64 = resolve("np.dtype('>f8')", mode);
-        CHECK(float64.type == nb::dtype(dtype_enum::Float32));
+        CHECK(float64.type == npb::dtype(dtype_enum::Float32));
         CHECK(float64.narrowed);
     }
     SECTION("reject refuses, naming the numpy dtype and the target") {
-        CHECK_THROWS_WITH(resolve("np.dtype('int64')", nb::narrowing::reject),
+        CHECK_THROWS_WITH(resolve("np.dtype('int64')", npb::narrowing::reject),
                           Contains("numpy dtype int64") && Contains("Int32") && Contains("narrowing='reject'"));
-        CHECK_THROWS_AS(resolve("np.dtype('float64')", nb::narrowing::reject), nb::dtype_error);
+        CHECK_THROWS_AS(resolve("np.dtype('float64')", npb::narrowing::reject), npb::dtype_error);
     }
     SECTION("exact types do not narrow") {
-        const auto plain = resolve("np.dtype('float16')", nb::narrowing::reject);
-        CHECK(plain.type == nb::dtype(dtype_enum::Float16));
+        const auto plain = resolve("np.dtype('float16')", npb::narrowing::reject);
+        CHECK(plain.type == npb::dtype(dtype_enum::Float16));
         CHECK_FALSE(plain.narrowed);
     }
 }
 
 TEST_CASE("dtype-like objects are accepted wherever np.dtype() accepts them", "[numpy]") {
     test::owned type_object = test::eval("np.uint16");
-    CHECK(nb::from_numpy(type_object.get()).type == nb::dtype(dtype_enum::Uint16));
+    CHECK(npb::from_numpy(type_object.get()).type == npb::dtype(dtype_enum::Uint16));
     test::owned text = test::eval("'?'");
-    CHECK(nb::from_numpy(text.get()).type == nb::dtype(dtype_enum::Bool));
+    CHECK(npb::from_numpy(text.get()).type == npb::dtype(dtype_enum::Bool));
     test::owned nonsense = test::eval("'no such dtype'");
-    CHECK_THROWS_WITH(nb::from_numpy(nonsense.get()), Contains("not a numpy dtype: 'no such dtype'"));
+    CHECK_THROWS_WITH(npb::from_numpy(nonsense.get()), Contains("not a numpy dtype: 'no such dtype'"));
 }
 
 TEST_CASE("dtypes without a numpy form say so", "[numpy][errors]") {
-    CHECK_THROWS_WITH(nb::to_numpy(nb::dtype(dtype_enum::Byte)), Contains("Byte has no numpy form"));
-    CHECK_THROWS_WITH(nb::to_numpy(nb::dtype(dtype_enum::UintB4)), Contains("UintB4 has no numpy form"));
+    CHECK_THROWS_WITH(npb::to_numpy(npb::dtype(dtype_enum::Byte)), Contains("Byte has no numpy form"));
+    CHECK_THROWS_WITH(npb::to_numpy(npb::dtype(dtype_enum::UintB4)), Contains("UintB4 has no numpy form"));
 }
 
 TEST_CASE("equal quantized dtypes give the same cached numpy object; nothing leaks", "[quantized][numpy][refcount]") {
-    const nb::dtype type = nb::dtype::quantized(dtype_enum::QuantizedS8, 0.75);
-    nb::object first = nb::to_numpy(type);
-    nb::object second = nb::to_numpy(nb::dtype::quantized(dtype_enum::QuantizedS8, 0.75));
+    const npb::dtype type = npb::dtype::quantized(dtype_enum::QuantizedS8, 0.75);
+    npb::object first = npb::to_numpy(type);
+    npb::object second = npb::to_numpy(npb::dtype::quantized(dtype_enum::QuantizedS8, 0.75));
     CHECK(first.get() == second.get());
-    nb::object other = nb::to_numpy(nb::dtype::quantized(dtype_enum::QuantizedS8, 0.5));
+    npb::object other = npb::to_numpy(npb::dtype::quantized(dtype_enum::QuantizedS8, 0.5));
     CHECK(first.get() != other.get());
 
     SECTION("10,000 conversions each way leave every refcount where it was") {
         test::owned megengine = test::eval(mgb("uint8", "'name': 'Quantized8Asymm', 'scale': 0.5, 'zero_point': 3"));
         auto* descr = reinterpret_cast<PyArray_Descr*>(megengine.get());
-        (void)nb::from_numpy(descr);  // the first call may cache
-        PyObject* metadata = nb::detail::descr_metadata(descr);
+        (void)npb::from_numpy(descr);  // the first call may cache
+        PyObject* metadata = npb::detail::descr_metadata(descr);
         PyObject* fields = PyDict_GetItemString(metadata, "mgb_dtype");
         const Py_ssize_t descr_refs = Py_REFCNT(descr), metadata_refs = Py_REFCNT(metadata), fields_refs = Py_REFCNT(fields);
         const Py_ssize_t made_refs = Py_REFCNT(first.get());
         for (int i = 0; i < 10000; ++i) {
-            (void)nb::from_numpy(descr);
-            nb::object again = nb::to_numpy(type);
+            (void)npb::from_numpy(descr);
+            npb::object again = npb::to_numpy(type);
         }
         CHECK(Py_REFCNT(descr) == descr_refs);
         CHECK(Py_REFCNT(metadata) == metadata_refs);
@@ -223,8 +223,8 @@ TEST_CASE("equal quantized dtypes give the same cached numpy object; nothing lea
         test::owned plain = test::eval("np.dtype('float32')");
         const Py_ssize_t bad_refs = Py_REFCNT(bad.get()), plain_refs = Py_REFCNT(plain.get());
         for (int i = 0; i < 10000; ++i) {
-            CHECK_THROWS_AS(nb::from_numpy(reinterpret_cast<PyArray_Descr*>(bad.get())), nb::metadata_error);
-            (void)nb::from_numpy(reinterpret_cast<PyArray_Descr*>(plain.get()));
+            CHECK_THROWS_AS(npb::from_numpy(reinterpret_cast<PyArray_Descr*>(bad.get())), npb::metadata_error);
+            (void)npb::from_numpy(reinterpret_cast<PyArray_Descr*>(plain.get()));
         }
         CHECK(Py_REFCNT(bad.get()) == bad_refs);
         CHECK(Py_REFCNT(plain.get()) == plain_refs);
@@ -233,98 +233,98 @@ TEST_CASE("equal quantized dtypes give the same cached numpy object; nothing lea
 }
 
 TEST_CASE("dtypes compare and hash by name and exact params", "[quantized]") {
-    const nb::dtype a = nb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 3);
-    CHECK(a == nb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 3));
-    CHECK(a != nb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 4));
-    CHECK(a != nb::dtype::quantized(dtype_enum::Quantized8Asymm, std::nextafter(0.5f, 1.0f), 3));
-    CHECK(nb::dtype::quantized(dtype_enum::QuantizedS8, 0.5) != nb::dtype::quantized(dtype_enum::QuantizedS16, 0.5));
-    CHECK(nb::dtype(dtype_enum::Int8) != nb::dtype(dtype_enum::Uint8));
-    CHECK(std::hash<nb::dtype>{}(a) == std::hash<nb::dtype>{}(nb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 3)));
-    std::unordered_set<nb::dtype> set{a, nb::dtype(dtype_enum::Int8), nb::dtype::quantized(dtype_enum::QuantizedS8, 0.5)};
-    CHECK(set.count(nb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 3)) == 1);
+    const npb::dtype a = npb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 3);
+    CHECK(a == npb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 3));
+    CHECK(a != npb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 4));
+    CHECK(a != npb::dtype::quantized(dtype_enum::Quantized8Asymm, std::nextafter(0.5f, 1.0f), 3));
+    CHECK(npb::dtype::quantized(dtype_enum::QuantizedS8, 0.5) != npb::dtype::quantized(dtype_enum::QuantizedS16, 0.5));
+    CHECK(npb::dtype(dtype_enum::Int8) != npb::dtype(dtype_enum::Uint8));
+    CHECK(std::hash<npb::dtype>{}(a) == std::hash<npb::dtype>{}(npb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 3)));
+    std::unordered_set<npb::dtype> set{a, npb::dtype(dtype_enum::Int8), npb::dtype::quantized(dtype_enum::QuantizedS8, 0.5)};
+    CHECK(set.count(npb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 3)) == 1);
     CHECK(set.size() == 3);
     CHECK(a.to_string() == "Quantized8Asymm(scale=0.5, zero_point=3)");
-    CHECK(nb::dtype(dtype_enum::Float32).to_string() == "Float32");
+    CHECK(npb::dtype(dtype_enum::Float32).to_string() == "Float32");
 }
 
 TEST_CASE("C++ construction validates like metadata does", "[quantized][errors]") {
-    CHECK_THROWS_WITH(nb::dtype(dtype_enum::QuantizedS8), Contains("QuantizedS8 needs params"));
-    CHECK_THROWS_WITH(nb::dtype::quantized(dtype_enum::Int8, 1.0), Contains("Int8 is not a quantized dtype"));
-    CHECK_THROWS_WITH(nb::dtype::quantized(dtype_enum::Quantized8Asymm, 1.0), Contains("zero_point is missing"));
-    CHECK_THROWS_WITH(nb::dtype::quantized(dtype_enum::QuantizedS4, 1.0, 2), Contains("zero_point is not a param"));
-    CHECK_THROWS_WITH(nb::dtype::quantized(dtype_enum::Quantized4Asymm, 1.0, 16), Contains("zero_point 16 is outside [0, 15]"));
-    CHECK_THROWS_AS(nb::dtype::quantized(dtype_enum::QuantizedS8, -1.0), nb::metadata_error);
-    CHECK_NOTHROW(nb::dtype::quantized(dtype_enum::Quantized4Asymm, 1.0, 15));
-    CHECK_THROWS_AS(nb::dtype::with(dtype_enum::QuantizedS8, nb::asymm_param{1.0f, 2}), nb::dtype_error);
-    CHECK(nb::dtype::with(dtype_enum::QuantizedS8, nb::scale_param{0.5f}).scale() == 0.5f);
+    CHECK_THROWS_WITH(npb::dtype(dtype_enum::QuantizedS8), Contains("QuantizedS8 needs params"));
+    CHECK_THROWS_WITH(npb::dtype::quantized(dtype_enum::Int8, 1.0), Contains("Int8 is not a quantized dtype"));
+    CHECK_THROWS_WITH(npb::dtype::quantized(dtype_enum::Quantized8Asymm, 1.0), Contains("zero_point is missing"));
+    CHECK_THROWS_WITH(npb::dtype::quantized(dtype_enum::QuantizedS4, 1.0, 2), Contains("zero_point is not a param"));
+    CHECK_THROWS_WITH(npb::dtype::quantized(dtype_enum::Quantized4Asymm, 1.0, 16), Contains("zero_point 16 is outside [0, 15]"));
+    CHECK_THROWS_AS(npb::dtype::quantized(dtype_enum::QuantizedS8, -1.0), npb::metadata_error);
+    CHECK_NOTHROW(npb::dtype::quantized(dtype_enum::Quantized4Asymm, 1.0, 15));
+    CHECK_THROWS_AS(npb::dtype::with(dtype_enum::QuantizedS8, npb::asymm_param{1.0f, 2}), npb::dtype_error);
+    CHECK(npb::dtype::with(dtype_enum::QuantizedS8, npb::scale_param{0.5f}).scale() == 0.5f);
 }
 
 TEST_CASE("quantize and dequantize follow MegDNN's rounding and clamps", "[quantized]") {
     // Expected values worked by hand from MegDNN's dtype.h: q = clamp(round_half_away(x/scale) + zp).
-    const nb::dtype s8 = nb::dtype::quantized(dtype_enum::QuantizedS8, 0.5);
-    CHECK(nb::quantize(s8, 1.25f) == 3);     // 2.5 rounds away from zero
-    CHECK(nb::quantize(s8, -1.25f) == -3);
-    CHECK(nb::quantize(s8, 0.2f) == 0);
-    CHECK(nb::quantize(s8, 1000.f) == 127);
-    CHECK(nb::quantize(s8, -1000.f) == -128);
-    CHECK(nb::quantize(s8, std::numeric_limits<float>::quiet_NaN()) == -128);
-    CHECK(nb::dequantize(s8, -3) == -1.5f);
+    const npb::dtype s8 = npb::dtype::quantized(dtype_enum::QuantizedS8, 0.5);
+    CHECK(npb::quantize(s8, 1.25f) == 3);     // 2.5 rounds away from zero
+    CHECK(npb::quantize(s8, -1.25f) == -3);
+    CHECK(npb::quantize(s8, 0.2f) == 0);
+    CHECK(npb::quantize(s8, 1000.f) == 127);
+    CHECK(npb::quantize(s8, -1000.f) == -128);
+    CHECK(npb::quantize(s8, std::numeric_limits<float>::quiet_NaN()) == -128);
+    CHECK(npb::dequantize(s8, -3) == -1.5f);
 
-    const nb::dtype u8 = nb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 128);
-    CHECK(nb::quantize(u8, 0.0f) == 128);
-    CHECK(nb::quantize(u8, -64.0f) == 0);
-    CHECK(nb::quantize(u8, 64.0f) == 255);
-    CHECK(nb::quantize(u8, std::numeric_limits<float>::quiet_NaN()) == 0);
-    CHECK(nb::dequantize(u8, 130) == 1.0f);
+    const npb::dtype u8 = npb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.5, 128);
+    CHECK(npb::quantize(u8, 0.0f) == 128);
+    CHECK(npb::quantize(u8, -64.0f) == 0);
+    CHECK(npb::quantize(u8, 64.0f) == 255);
+    CHECK(npb::quantize(u8, std::numeric_limits<float>::quiet_NaN()) == 0);
+    CHECK(npb::dequantize(u8, 130) == 1.0f);
 
-    const nb::dtype s32 = nb::dtype::quantized(dtype_enum::QuantizedS32, 1.0);
-    CHECK(nb::quantize(s32, 1e10f) == 2147483520);
-    CHECK(nb::quantize(s32, -1e10f) == std::numeric_limits<std::int32_t>::min());
+    const npb::dtype s32 = npb::dtype::quantized(dtype_enum::QuantizedS32, 1.0);
+    CHECK(npb::quantize(s32, 1e10f) == 2147483520);
+    CHECK(npb::quantize(s32, -1e10f) == std::numeric_limits<std::int32_t>::min());
 
-    const nb::dtype q4 = nb::dtype::quantized(dtype_enum::Quantized4Asymm, 1.0, 8);
-    CHECK(nb::quantize(q4, 7.4f) == 15);
-    CHECK(nb::quantize(q4, -9.0f) == 0);
-    CHECK(nb::quantize(nb::dtype::quantized(dtype_enum::QuantizedS4, 1.0), 7.5f) == 7);
-    CHECK(nb::quantize(nb::dtype::quantized(dtype_enum::QuantizedS1, 1.0), -3.0f) == 0);
+    const npb::dtype q4 = npb::dtype::quantized(dtype_enum::Quantized4Asymm, 1.0, 8);
+    CHECK(npb::quantize(q4, 7.4f) == 15);
+    CHECK(npb::quantize(q4, -9.0f) == 0);
+    CHECK(npb::quantize(npb::dtype::quantized(dtype_enum::QuantizedS4, 1.0), 7.5f) == 7);
+    CHECK(npb::quantize(npb::dtype::quantized(dtype_enum::QuantizedS1, 1.0), -3.0f) == 0);
 
     SECTION("the typed forms agree with the runtime ones") {
-        CHECK(nb::quantize<dtype_enum::QuantizedS8>(1.25f, nb::scale_param{0.5f}) == std::int8_t{3});
-        CHECK(nb::quantize<dtype_enum::Quantized8Asymm>(64.f, nb::asymm_param{0.5f, 128}) == std::uint8_t{255});
-        CHECK(nb::dequantize<dtype_enum::Quantized8Asymm>(std::uint8_t{130}, nb::asymm_param{0.5f, 128}) == 1.0f);
+        CHECK(npb::quantize<dtype_enum::QuantizedS8>(1.25f, npb::scale_param{0.5f}) == std::int8_t{3});
+        CHECK(npb::quantize<dtype_enum::Quantized8Asymm>(64.f, npb::asymm_param{0.5f, 128}) == std::uint8_t{255});
+        CHECK(npb::dequantize<dtype_enum::Quantized8Asymm>(std::uint8_t{130}, npb::asymm_param{0.5f, 128}) == 1.0f);
     }
-    CHECK_THROWS_AS(nb::quantize(nb::dtype(dtype_enum::Int8), 1.0f), nb::dtype_error);
+    CHECK_THROWS_AS(npb::quantize(npb::dtype(dtype_enum::Int8), 1.0f), npb::dtype_error);
 }
 
 TEST_CASE("dequantize refuses codes outside the dtype's range, with no overflow for any int32", "[quantized][errors]") {
-    const nb::dtype s4 = nb::dtype::quantized(dtype_enum::QuantizedS4, 0.5);
-    CHECK(nb::dequantize(s4, 7) == 3.5f);
-    CHECK(nb::dequantize(s4, -8) == -4.0f);
-    CHECK_THAT(test::message_of<nb::value_range_error>([&] { nb::dequantize(s4, 100); }),
+    const npb::dtype s4 = npb::dtype::quantized(dtype_enum::QuantizedS4, 0.5);
+    CHECK(npb::dequantize(s4, 7) == 3.5f);
+    CHECK(npb::dequantize(s4, -8) == -4.0f);
+    CHECK_THAT(test::message_of<npb::value_range_error>([&] { npb::dequantize(s4, 100); }),
                Contains("code 100") && Contains("QuantizedS4") && Contains("-8..7"));
-    const nb::dtype u8 = nb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.25, 255);
-    CHECK(nb::dequantize(u8, 0) == -63.75f);
+    const npb::dtype u8 = npb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.25, 255);
+    CHECK(npb::dequantize(u8, 0) == -63.75f);
     // INT32_MIN - 255 overflowed (UBSan) before the range check.
-    CHECK_THAT(test::message_of<nb::value_range_error>([&] { nb::dequantize(u8, std::numeric_limits<std::int32_t>::min()); }),
+    CHECK_THAT(test::message_of<npb::value_range_error>([&] { npb::dequantize(u8, std::numeric_limits<std::int32_t>::min()); }),
                Contains("code -2147483648"));
-    const nb::dtype s1 = nb::dtype::quantized(dtype_enum::QuantizedS1, 1.0);
-    CHECK_THAT(test::message_of<nb::value_range_error>([&] { nb::dequantize(s1, 2); }), Contains("code 2"));
-    const nb::dtype s32 = nb::dtype::quantized(dtype_enum::QuantizedS32, 2.0);
-    CHECK(nb::dequantize(s32, std::numeric_limits<std::int32_t>::min()) == -4294967296.0f);
+    const npb::dtype s1 = npb::dtype::quantized(dtype_enum::QuantizedS1, 1.0);
+    CHECK_THAT(test::message_of<npb::value_range_error>([&] { npb::dequantize(s1, 2); }), Contains("code 2"));
+    const npb::dtype s32 = npb::dtype::quantized(dtype_enum::QuantizedS32, 2.0);
+    CHECK(npb::dequantize(s32, std::numeric_limits<std::int32_t>::min()) == -4294967296.0f);
 }
 
 TEST_CASE("sizes that overflow a size_t are named errors, not wrapped to small numbers", "[lowbit][errors]") {
-    CHECK(nb::byte_size(dtype_enum::IntB4, 3) == 2);
-    CHECK_THAT(test::message_of<nb::conversion_error>(
-                   [] { nb::byte_size(dtype_enum::IntB4, static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max())); }),
+    CHECK(npb::byte_size(dtype_enum::IntB4, 3) == 2);
+    CHECK_THAT(test::message_of<npb::conversion_error>(
+                   [] { npb::byte_size(dtype_enum::IntB4, static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max())); }),
                Contains("byte_size") && Contains("9223372036854775807"));
-    CHECK_THAT(test::message_of<nb::conversion_error>([] { nb::byte_size(dtype_enum::Float32, SIZE_MAX / 2); }), Contains("overflow"));
-    CHECK_THAT(test::message_of<nb::conversion_error>(
-                   [] { nb::packed_bytes(dtype_enum::IntB1, SIZE_MAX, 0, nb::lowbit_layout::compact); }),
+    CHECK_THAT(test::message_of<npb::conversion_error>([] { npb::byte_size(dtype_enum::Float32, SIZE_MAX / 2); }), Contains("overflow"));
+    CHECK_THAT(test::message_of<npb::conversion_error>(
+                   [] { npb::packed_bytes(dtype_enum::IntB1, SIZE_MAX, 0, npb::lowbit_layout::compact); }),
                Contains("overflow"));
     // A row that long overflows in its pitch; one-element rows are one byte each, exactly (no wrap either way).
-    CHECK_THAT(test::message_of<nb::conversion_error>(
-                   [] { nb::packed_bytes(dtype_enum::QuantizedS4, SIZE_MAX, SIZE_MAX, nb::lowbit_layout::row_aligned); }),
+    CHECK_THAT(test::message_of<npb::conversion_error>(
+                   [] { npb::packed_bytes(dtype_enum::QuantizedS4, SIZE_MAX, SIZE_MAX, npb::lowbit_layout::row_aligned); }),
                Contains("overflow"));
-    CHECK(nb::packed_bytes(dtype_enum::QuantizedS4, SIZE_MAX, 1, nb::lowbit_layout::row_aligned) == SIZE_MAX);
-    CHECK(nb::packed_bytes(dtype_enum::QuantizedS4, 6, 3, nb::lowbit_layout::row_aligned) == 4);
+    CHECK(npb::packed_bytes(dtype_enum::QuantizedS4, SIZE_MAX, 1, npb::lowbit_layout::row_aligned) == SIZE_MAX);
+    CHECK(npb::packed_bytes(dtype_enum::QuantizedS4, 6, 3, npb::lowbit_layout::row_aligned) == 4);
 }

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 
 TEST_CASE("half rounds exactly as NumPy's float16 does", "[scalar]") {
     // Random floats across the half range (normals, subnormals, overflow), plus edges.
@@ -28,22 +28,22 @@ TEST_CASE("half rounds exactly as NumPy's float16 does", "[scalar]") {
     const auto* expected = static_cast<const std::uint16_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(halves.get())));
     for (std::size_t i = 0; i < values.size(); ++i) {
         CAPTURE(i, values[i]);
-        REQUIRE(nb::half::from_float(values[i]).bits == expected[i]);
-        const float widened = nb::half{expected[i]}.to_float();
-        REQUIRE((widened == static_cast<float>(nb::half::from_float(widened).to_float())));
+        REQUIRE(npb::half::from_float(values[i]).bits == expected[i]);
+        const float widened = npb::half{expected[i]}.to_float();
+        REQUIRE((widened == static_cast<float>(npb::half::from_float(widened).to_float())));
     }
-    CHECK(std::isnan(nb::half::from_float(std::numeric_limits<float>::quiet_NaN()).to_float()));
+    CHECK(std::isnan(npb::half::from_float(std::numeric_limits<float>::quiet_NaN()).to_float()));
 }
 
 TEST_CASE("bfloat16 rounds to nearest even and keeps NaN", "[scalar]") {
     // Hand-worked: 0.13425f = 0x3E097884 -> 0x3E09; -9.34673f = 0xC1158CA9 -> 0xC116 (above half);
     // 2.3515625f = 0x40168000 is a tie -> even 0x4016; 2.359375f = 0x40170000 exact.
-    CHECK(nb::bfloat16::from_float(0.13425f).bits == 0x3E09);
-    CHECK(nb::bfloat16::from_float(-9.34673f).bits == 0xC116);
-    CHECK(nb::bfloat16::from_float(2.3515625f).bits == 0x4016);
-    CHECK(nb::bfloat16::from_float(2.359375f).bits == 0x4017);
-    CHECK(nb::bfloat16::from_float(-9.34673f).to_float() == -9.375f);
-    CHECK(std::isnan(nb::bfloat16::from_float(std::numeric_limits<float>::quiet_NaN()).to_float()));
-    CHECK(std::isinf(nb::bfloat16::from_float(std::numeric_limits<float>::infinity()).to_float()));
-    CHECK(nb::bfloat16::from_float(3.4e38f).bits == 0x7F80);  // rounds past the largest finite bf16 to inf
+    CHECK(npb::bfloat16::from_float(0.13425f).bits == 0x3E09);
+    CHECK(npb::bfloat16::from_float(-9.34673f).bits == 0xC116);
+    CHECK(npb::bfloat16::from_float(2.3515625f).bits == 0x4016);
+    CHECK(npb::bfloat16::from_float(2.359375f).bits == 0x4017);
+    CHECK(npb::bfloat16::from_float(-9.34673f).to_float() == -9.375f);
+    CHECK(std::isnan(npb::bfloat16::from_float(std::numeric_limits<float>::quiet_NaN()).to_float()));
+    CHECK(std::isinf(npb::bfloat16::from_float(std::numeric_limits<float>::infinity()).to_float()));
+    CHECK(npb::bfloat16::from_float(3.4e38f).bits == 0x7F80);  // rounds past the largest finite bf16 to inf
 }

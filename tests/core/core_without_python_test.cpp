@@ -21,39 +21,39 @@
 #include <cstring>
 #include <vector>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 
 TEST_CASE("dtype traits and quantization work without Python") {
-    STATIC_REQUIRE(nb::info(nb::dtype_enum::QuantizedS4).is_packed);
-    STATIC_REQUIRE(nb::dtype_of_v<float> == nb::dtype_enum::Float32);
-    const nb::dtype q = nb::dtype::quantized(nb::dtype_enum::Quantized8Asymm, 0.5, 128);
-    CHECK(nb::quantize(q, 1.0f) == 130);
-    CHECK(nb::dequantize(q, 126) == -1.0f);
+    STATIC_REQUIRE(npb::info(npb::dtype_enum::QuantizedS4).is_packed);
+    STATIC_REQUIRE(npb::dtype_of_v<float> == npb::dtype_enum::Float32);
+    const npb::dtype q = npb::dtype::quantized(npb::dtype_enum::Quantized8Asymm, 0.5, 128);
+    CHECK(npb::quantize(q, 1.0f) == 130);
+    CHECK(npb::dequantize(q, 126) == -1.0f);
     CHECK(q.to_string() == "Quantized8Asymm(scale=0.5, zero_point=128)");
-    CHECK_THROWS_AS(nb::dtype::quantized(nb::dtype_enum::Quantized8Asymm, 0.5, 300), nb::metadata_error);
+    CHECK_THROWS_AS(npb::dtype::quantized(npb::dtype_enum::Quantized8Asymm, 0.5, 300), npb::metadata_error);
 }
 
 TEST_CASE("low-bit packing works without Python") {
     const std::int8_t values[] = {-15, 1, 15};
     std::uint8_t packed[2] = {};
-    nb::pack(nb::dtype_enum::IntB4, values, {3, 3}, packed, nb::lowbit_layout::compact);
+    npb::pack(npb::dtype_enum::IntB4, values, {3, 3}, packed, npb::lowbit_layout::compact);
     CHECK(packed[0] == 0x80);
     CHECK(packed[1] == 0x0F);
     std::int8_t back[3] = {};
-    nb::unpack(nb::dtype_enum::IntB4, packed, {3, 3}, back, nb::lowbit_layout::compact);
+    npb::unpack(npb::dtype_enum::IntB4, packed, {3, 3}, back, npb::lowbit_layout::compact);
     CHECK(std::memcmp(back, values, sizeof values) == 0);
     const std::int8_t even[] = {1, 2};
-    CHECK_THROWS_AS(nb::pack(nb::dtype_enum::IntB4, even, {2, 2}, packed, nb::lowbit_layout::compact), nb::value_range_error);
+    CHECK_THROWS_AS(npb::pack(npb::dtype_enum::IntB4, even, {2, 2}, packed, npb::lowbit_layout::compact), npb::value_range_error);
 }
 
 TEST_CASE("tensors and the strided copier work without Python") {
     const std::size_t shape[] = {2, 3};
-    nb::tensor t = nb::tensor::empty(nb::dtype(nb::dtype_enum::Int16), shape, 2);
+    npb::tensor t = npb::tensor::empty(npb::dtype(npb::dtype_enum::Int16), shape, 2);
     REQUIRE(t.count() == 6);
     auto* data = static_cast<std::int16_t*>(t.data());
     for (int i = 0; i < 6; ++i) data[i] = static_cast<std::int16_t>(i);
     // The transpose of t, copied into C order: [[0, 3], [1, 4], [2, 5]].
-    nb::detail::copy_plan plan;
+    npb::detail::copy_plan plan;
     plan.ndim = 2;
     plan.shape[0] = 3;
     plan.shape[1] = 2;
@@ -62,9 +62,9 @@ TEST_CASE("tensors and the strided copier work without Python") {
     plan.dst[0] = 4;
     plan.dst[1] = 2;
     std::vector<std::int16_t> out(6);
-    nb::detail::copy_strided(plan, data, out.data(), 2, 0);
+    npb::detail::copy_strided(plan, data, out.data(), 2, 0);
     CHECK(out == std::vector<std::int16_t>{0, 3, 1, 4, 2, 5});
-    static_assert(nb::check_adapter<nb::tensor>());
+    static_assert(npb::check_adapter<npb::tensor>());
 }
 
 int main(int argc, char* argv[]) { return test::run_catch(argc, argv); }

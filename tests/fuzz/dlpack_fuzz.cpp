@@ -13,7 +13,7 @@
 #include <limits>
 #include <vector>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 namespace dl = npybridge::dlpack;
 
 namespace {
@@ -117,37 +117,37 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::uint64_t flags = (in.ConsumeBool() ? dl::flag_read_only : 0) | (in.ConsumeIntegralInRange<int>(0, 3) == 0 ? dl::flag_subbyte_padded : 0);
     const bool versioned = in.ConsumeBool();
 
-    nb::to_tensor_options options;
-    options.policy = in.PickValueInArray({nb::borrow_policy::try_borrow, nb::borrow_policy::must_borrow, nb::borrow_policy::copy});
-    options.narrow = in.PickValueInArray({nb::narrowing::checked, nb::narrowing::wrap, nb::narrowing::reject});
-    static const nb::dtype_enum packed_targets[] = {nb::dtype_enum::IntB1, nb::dtype_enum::IntB2, nb::dtype_enum::IntB4,
-                                                    nb::dtype_enum::UintB4, nb::dtype_enum::Int8, nb::dtype_enum::Float32};
+    npb::to_tensor_options options;
+    options.policy = in.PickValueInArray({npb::borrow_policy::try_borrow, npb::borrow_policy::must_borrow, npb::borrow_policy::copy});
+    options.narrow = in.PickValueInArray({npb::narrowing::checked, npb::narrowing::wrap, npb::narrowing::reject});
+    static const npb::dtype_enum packed_targets[] = {npb::dtype_enum::IntB1, npb::dtype_enum::IntB2, npb::dtype_enum::IntB4,
+                                                    npb::dtype_enum::UintB4, npb::dtype_enum::Int8, npb::dtype_enum::Float32};
     switch (in.ConsumeIntegralInRange<int>(0, 3)) {
-        case 0: options.type = nb::dtype(in.PickValueInArray(packed_targets)); break;
+        case 0: options.type = npb::dtype(in.PickValueInArray(packed_targets)); break;
         case 1:
-            options.type = in.ConsumeBool() ? nb::dtype::quantized(nb::dtype_enum::QuantizedS4, 0.5, std::nullopt)
-                                            : nb::dtype::quantized(nb::dtype_enum::Quantized4Asymm, 0.5, 3);
+            options.type = in.ConsumeBool() ? npb::dtype::quantized(npb::dtype_enum::QuantizedS4, 0.5, std::nullopt)
+                                            : npb::dtype::quantized(npb::dtype_enum::Quantized4Asymm, 0.5, 3);
             break;
         default: break;
     }
 
     deleted = 0;
-    nb::object capsule;
+    npb::object capsule;
     if (versioned) {
         auto* managed = new dl::managed_tensor_versioned{{1, 1}, made, delete_versioned, flags, view};
-        capsule = nb::object::steal(PyCapsule_New(managed, dl::versioned_capsule_name, nb::detail::dlpack_capsule_destructor));
+        capsule = npb::object::steal(PyCapsule_New(managed, dl::versioned_capsule_name, npb::detail::dlpack_capsule_destructor));
         if (!capsule) delete_versioned(managed);
     } else {
         auto* managed = new dl::managed_tensor{view, made, delete_legacy};
-        capsule = nb::object::steal(PyCapsule_New(managed, dl::capsule_name, nb::detail::dlpack_capsule_destructor));
+        capsule = npb::object::steal(PyCapsule_New(managed, dl::capsule_name, npb::detail::dlpack_capsule_destructor));
         if (!capsule) delete_legacy(managed);
     }
     FUZZ_CHECK(capsule);
     {
-        std::optional<nb::to_tensor_result<nb::tensor>> result;
+        std::optional<npb::to_tensor_result<npb::tensor>> result;
         try {
-            result.emplace(nb::from_dlpack<nb::tensor>(capsule.get(), options));
-        } catch (const nb::error&) {
+            result.emplace(npb::from_dlpack<npb::tensor>(capsule.get(), options));
+        } catch (const npb::error&) {
         }
         FUZZ_CHECK(!PyErr_Occurred());
         if (result) {
@@ -155,20 +155,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             FUZZ_CHECK(view.ndim <= 0 || view.shape != nullptr);
             if (view.dtype.bits < 8 && (flags & dl::flag_subbyte_padded) != 0) {
                 FUZZ_CHECK(!result->borrowed);
-                FUZZ_CHECK(options.policy != nb::borrow_policy::must_borrow);
+                FUZZ_CHECK(options.policy != npb::borrow_policy::must_borrow);
             }
-            const nb::tensor& t = result->tensor;
+            const npb::tensor& t = result->tensor;
             // A shape beyond this memory is only acceptable without elements (an extent of 0).
             FUZZ_CHECK(honest || t.count() == 0);
             if (honest) FUZZ_CHECK(t.count() == claimed_count);
             try {
-                nb::object values = nb::to_array(t, nb::share_policy::copy);  // every element readable
+                npb::object values = npb::to_array(t, npb::share_policy::copy);  // every element readable
                 FUZZ_CHECK(values);
-            } catch (const nb::error&) {
+            } catch (const npb::error&) {
             }
             FUZZ_CHECK(!PyErr_Occurred());
         }
-        capsule = nb::object();
+        capsule = npb::object();
         // The tensor (if any) still holds the producer: its memory must be alive until now.
     }
     FUZZ_CHECK(deleted == 1);

@@ -20,27 +20,27 @@
 
 namespace fuzz {
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 
 /// Starts the interpreter once, with npybridge's user dtypes registered on a
 /// module named `fuzz` and `helpers` (Python source) run in its namespace.
 inline PyObject* start(const char* helpers) {
     if (!test::start_python()) std::abort();
     PyObject* module = PyImport_AddModule("fuzz");  // borrowed, lives in sys.modules
-    FUZZ_CHECK(module != nullptr && nb::make_exception_classes(module) && nb::register_user_dtypes(module));
+    FUZZ_CHECK(module != nullptr && npb::make_exception_classes(module) && npb::register_user_dtypes(module));
     PyObject* globals = PyModule_GetDict(module);
     PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
-    nb::object ran = nb::object::steal(PyRun_String(helpers, Py_file_input, globals, globals));
+    npb::object ran = npb::object::steal(PyRun_String(helpers, Py_file_input, globals, globals));
     FUZZ_CHECK(ran);
     return module;
 }
 
 /// Calls the helper `name` of the module `fuzz` (a new reference, nullptr with the error pending).
-inline nb::object call(const char* name, PyObject* args) {
+inline npb::object call(const char* name, PyObject* args) {
     PyObject* module = PyImport_AddModule("fuzz");
-    nb::object function = nb::object::steal(PyObject_GetAttrString(module, name));
+    npb::object function = npb::object::steal(PyObject_GetAttrString(module, name));
     FUZZ_CHECK(function);
-    return nb::object::steal(PyObject_CallObject(function.get(), args));
+    return npb::object::steal(PyObject_CallObject(function.get(), args));
 }
 
 }  // namespace fuzz

@@ -17,7 +17,7 @@
 #include <numeric>
 #include <vector>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 namespace nd = npybridge::detail;
 
 namespace {
@@ -30,33 +30,33 @@ namespace {
         }                                                                                  \
     } while (0)
 
-bool valid_code(const nb::dtype_info& type, std::uint8_t byte) {
+bool valid_code(const npb::dtype_info& type, std::uint8_t byte) {
     const int top = (1 << type.bits) - 1;
     const int value = type.is_signed ? static_cast<std::int8_t>(byte) : byte;
     switch (type.coding) {
-        case nb::lowbit_coding::odd: return value >= -top && value <= top && (value % 2 != 0);
-        case nb::lowbit_coding::twos_complement: return value >= -(1 << (type.bits - 1)) && value < (1 << (type.bits - 1));
-        case nb::lowbit_coding::unsigned_value: return value >= 0 && value <= top;
-        case nb::lowbit_coding::none: break;
+        case npb::lowbit_coding::odd: return value >= -top && value <= top && (value % 2 != 0);
+        case npb::lowbit_coding::twos_complement: return value >= -(1 << (type.bits - 1)) && value < (1 << (type.bits - 1));
+        case npb::lowbit_coding::unsigned_value: return value >= 0 && value <= top;
+        case npb::lowbit_coding::none: break;
     }
     return false;
 }
 
-unsigned code_of(const nb::dtype_info& type, std::uint8_t byte) {
+unsigned code_of(const npb::dtype_info& type, std::uint8_t byte) {
     const int top = (1 << type.bits) - 1;
     const int value = type.is_signed ? static_cast<std::int8_t>(byte) : byte;
-    return type.coding == nb::lowbit_coding::odd ? static_cast<unsigned>((value + top) / 2)
+    return type.coding == npb::lowbit_coding::odd ? static_cast<unsigned>((value + top) / 2)
                                                  : static_cast<unsigned>(value) & static_cast<unsigned>(top);
 }
 
 void fuzz_lowbit(FuzzedDataProvider& in) {
-    static const nb::dtype_enum packed[] = {nb::dtype_enum::IntB1, nb::dtype_enum::IntB2, nb::dtype_enum::IntB4,
-                                            nb::dtype_enum::UintB4, nb::dtype_enum::QuantizedS4, nb::dtype_enum::Quantized4Asymm};
-    const nb::dtype_enum id = in.PickValueInArray(packed);
-    const nb::dtype_info& type = nb::info(id);
+    static const npb::dtype_enum packed[] = {npb::dtype_enum::IntB1, npb::dtype_enum::IntB2, npb::dtype_enum::IntB4,
+                                            npb::dtype_enum::UintB4, npb::dtype_enum::QuantizedS4, npb::dtype_enum::Quantized4Asymm};
+    const npb::dtype_enum id = in.PickValueInArray(packed);
+    const npb::dtype_info& type = npb::info(id);
     const std::size_t rows = in.ConsumeIntegralInRange<std::size_t>(0, 9);
     const std::size_t row_length = in.ConsumeIntegralInRange<std::size_t>(rows == 0 ? 0 : 1, 70);
-    const nb::lowbit_layout layout = in.ConsumeBool() ? nb::lowbit_layout::compact : nb::lowbit_layout::row_aligned;
+    const npb::lowbit_layout layout = in.ConsumeBool() ? npb::lowbit_layout::compact : npb::lowbit_layout::row_aligned;
     const std::size_t count = rows * row_length;
     // Mostly valid values (drawn from the valid set), some raw bytes.
     const bool raw = in.ConsumeIntegralInRange<int>(0, 7) == 0;
@@ -72,10 +72,10 @@ void fuzz_lowbit(FuzzedDataProvider& in) {
         }
     }
     const bool all_valid = std::all_of(values.begin(), values.end(), [&](std::uint8_t v) { return valid_code(type, v); });
-    const std::size_t bytes = nb::packed_bytes(id, count, row_length, layout);
+    const std::size_t bytes = npb::packed_bytes(id, count, row_length, layout);
     std::vector<std::uint8_t> expected(bytes, 0);
-    const std::size_t pitch_bits = layout == nb::lowbit_layout::row_aligned && row_length > 0
-                                       ? nb::row_pitch(id, row_length) * 8
+    const std::size_t pitch_bits = layout == npb::lowbit_layout::row_aligned && row_length > 0
+                                       ? npb::row_pitch(id, row_length) * 8
                                        : row_length * type.bits;
     for (std::size_t i = 0; all_valid && i < count; ++i) {
         const std::size_t bit = (i / std::max<std::size_t>(row_length, 1)) * pitch_bits + (i % std::max<std::size_t>(row_length, 1)) * type.bits;
@@ -85,8 +85,8 @@ void fuzz_lowbit(FuzzedDataProvider& in) {
         std::vector<std::uint8_t> packed_bytes_out(bytes + 1, 0xA5);
         bool threw = false;
         try {
-            nb::pack(id, values.data(), {count, row_length}, packed_bytes_out.data(), layout, *kernels);
-        } catch (const nb::value_range_error&) {
+            npb::pack(id, values.data(), {count, row_length}, packed_bytes_out.data(), layout, *kernels);
+        } catch (const npb::value_range_error&) {
             threw = true;
         }
         FUZZ_CHECK(threw == !all_valid);
@@ -97,7 +97,7 @@ void fuzz_lowbit(FuzzedDataProvider& in) {
         }
         // Row padding bits are unspecified: compare the element bits only, through unpack and the expected bits.
         std::vector<std::uint8_t> back(count + 1, 0x5A);
-        nb::unpack(id, packed_bytes_out.data(), {count, row_length}, back.data(), layout, *kernels);
+        npb::unpack(id, packed_bytes_out.data(), {count, row_length}, back.data(), layout, *kernels);
         FUZZ_CHECK(std::equal(values.begin(), values.end(), back.begin()));
         FUZZ_CHECK(back[count] == 0x5A);
         std::vector<std::uint8_t> repacked(bytes, 0);

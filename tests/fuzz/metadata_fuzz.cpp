@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 
 namespace {
 
@@ -42,12 +42,12 @@ PyObject* number_of(FuzzedDataProvider& in) {
             const std::string digits = std::to_string(in.ConsumeIntegral<unsigned long long>()) + "000000000000";
             return PyLong_FromString(digits.c_str(), nullptr, 10);
         }
-        case 5: return nb::object::borrow(in.ConsumeBool() ? Py_True : Py_False).release();
+        case 5: return npb::object::borrow(in.ConsumeBool() ? Py_True : Py_False).release();
         default: {  // a numpy scalar
-            nb::object module = nb::object::borrow(PyImport_AddModule("fuzz"));
-            nb::object scalars = nb::object::steal(PyObject_GetAttrString(module.get(), "scalars"));
+            npb::object module = npb::object::borrow(PyImport_AddModule("fuzz"));
+            npb::object scalars = npb::object::steal(PyObject_GetAttrString(module.get(), "scalars"));
             PyObject* type = PyList_GetItem(scalars.get(), in.ConsumeIntegralInRange<Py_ssize_t>(0, PyList_Size(scalars.get()) - 1));
-            nb::object number = nb::object::steal(PyFloat_FromDouble(in.ConsumeIntegralInRange<int>(-300, 300) / 4.0));
+            npb::object number = npb::object::steal(PyFloat_FromDouble(in.ConsumeIntegralInRange<int>(-300, 300) / 4.0));
             PyObject* made = PyObject_CallOneArg(type, number.get());
             if (made == nullptr) {
                 PyErr_Clear();
@@ -72,9 +72,9 @@ PyObject* dict_of(FuzzedDataProvider& in, int depth) {
     PyObject* dict = PyDict_New();
     const int entries = in.ConsumeIntegralInRange<int>(0, 5);
     for (int i = 0; i < entries; ++i) {
-        nb::object key = nb::object::steal(in.ConsumeIntegralInRange<int>(0, 7) == 0 ? number_of(in)
+        npb::object key = npb::object::steal(in.ConsumeIntegralInRange<int>(0, 7) == 0 ? number_of(in)
                                                                                       : PyUnicode_FromString(in.PickValueInArray(keys)));
-        nb::object value = nb::object::steal(value_of(in, depth + 1));
+        npb::object value = npb::object::steal(value_of(in, depth + 1));
         if (!key || !value || PyDict_SetItem(dict, key.get(), value.get()) != 0) PyErr_Clear();  // unhashable keys
     }
     return dict;
@@ -84,7 +84,7 @@ PyObject* value_of(FuzzedDataProvider& in, int depth) {
     switch (in.ConsumeIntegralInRange<int>(0, depth < 2 ? 5 : 3)) {
         case 0: case 1: return number_of(in);
         case 2: return text_of(in);
-        case 3: return nb::object::borrow(Py_None).release();
+        case 3: return npb::object::borrow(Py_None).release();
         case 4: return dict_of(in, depth);
         default: {
             PyObject* list = PyList_New(1);
@@ -95,10 +95,10 @@ PyObject* value_of(FuzzedDataProvider& in, int depth) {
 }
 
 /// A dtype npybridge accepted must come back the same through its numpy form.
-void check_round_trip(const nb::dtype& type) {
-    nb::object back = nb::to_numpy(type);
+void check_round_trip(const npb::dtype& type) {
+    npb::object back = npb::to_numpy(type);
     FUZZ_CHECK(back);
-    const nb::numpy_dtype_match again = nb::from_numpy(reinterpret_cast<PyArray_Descr*>(back.get()));
+    const npb::numpy_dtype_match again = npb::from_numpy(reinterpret_cast<PyArray_Descr*>(back.get()));
     FUZZ_CHECK(again.type == type && !again.narrowed);
 }
 
@@ -113,37 +113,37 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FuzzedDataProvider in(data, size);
     const bool as_params = in.ConsumeIntegralInRange<int>(0, 3) == 0;
     if (as_params) {
-        static const nb::dtype_enum ids[] = {nb::dtype_enum::QuantizedS8, nb::dtype_enum::Quantized8Asymm,
-                                             nb::dtype_enum::Quantized4Asymm, nb::dtype_enum::QuantizedS1, nb::dtype_enum::Int8};
-        const nb::dtype_enum id = in.PickValueInArray(ids);
-        nb::object scale = nb::object::steal(in.ConsumeBool() ? value_of(in, 1) : nullptr);
-        nb::object zero_point = nb::object::steal(in.ConsumeBool() ? value_of(in, 1) : nullptr);
+        static const npb::dtype_enum ids[] = {npb::dtype_enum::QuantizedS8, npb::dtype_enum::Quantized8Asymm,
+                                             npb::dtype_enum::Quantized4Asymm, npb::dtype_enum::QuantizedS1, npb::dtype_enum::Int8};
+        const npb::dtype_enum id = in.PickValueInArray(ids);
+        npb::object scale = npb::object::steal(in.ConsumeBool() ? value_of(in, 1) : nullptr);
+        npb::object zero_point = npb::object::steal(in.ConsumeBool() ? value_of(in, 1) : nullptr);
         try {
-            const nb::dtype made = nb::quantized_dtype(id, scale.get(), zero_point.get());
+            const npb::dtype made = npb::quantized_dtype(id, scale.get(), zero_point.get());
             FUZZ_CHECK(made.id() == id && made.is_quantized());
             check_round_trip(made);
-        } catch (const nb::error&) {
+        } catch (const npb::error&) {
         }
         FUZZ_CHECK(!PyErr_Occurred());
         return 0;
     }
-    nb::object fields = nb::object::steal(in.ConsumeIntegralInRange<int>(0, 9) == 0 ? value_of(in, 0) : dict_of(in, 0));
+    npb::object fields = npb::object::steal(in.ConsumeIntegralInRange<int>(0, 9) == 0 ? value_of(in, 0) : dict_of(in, 0));
     if (in.ConsumeBool() && PyDict_Check(fields.get())) {  // mostly well-formed names, so parsing goes deep
-        nb::object name = nb::object::steal(text_of(in));
+        npb::object name = npb::object::steal(text_of(in));
         PyDict_SetItemString(fields.get(), "name", name.get());
     }
-    nb::object metadata = nb::object::steal(PyDict_New());
+    npb::object metadata = npb::object::steal(PyDict_New());
     PyDict_SetItemString(metadata.get(), in.ConsumeIntegralInRange<int>(0, 15) == 0 ? "mgb" : "mgb_dtype", fields.get());
-    nb::object base = nb::object::steal(PyUnicode_FromString(in.PickValueInArray(bases)));
-    nb::object args = nb::object::steal(PyTuple_Pack(2, base.get(), metadata.get()));
-    nb::object descr = fuzz::call("descr", args.get());
+    npb::object base = npb::object::steal(PyUnicode_FromString(in.PickValueInArray(bases)));
+    npb::object args = npb::object::steal(PyTuple_Pack(2, base.get(), metadata.get()));
+    npb::object descr = fuzz::call("descr", args.get());
     FUZZ_CHECK(descr);
-    const nb::narrowing mode = in.PickValueInArray({nb::narrowing::checked, nb::narrowing::wrap, nb::narrowing::reject});
+    const npb::narrowing mode = in.PickValueInArray({npb::narrowing::checked, npb::narrowing::wrap, npb::narrowing::reject});
     for (int pass = 0; pass < 2; ++pass) {  // the second pass reads the cache
         try {
-            const nb::numpy_dtype_match match = nb::from_numpy(reinterpret_cast<PyArray_Descr*>(descr.get()), mode);
+            const npb::numpy_dtype_match match = npb::from_numpy(reinterpret_cast<PyArray_Descr*>(descr.get()), mode);
             check_round_trip(match.type);
-        } catch (const nb::error&) {
+        } catch (const npb::error&) {
         }
         FUZZ_CHECK(!PyErr_Occurred());
     }

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 
 namespace {
 
@@ -90,20 +90,20 @@ def reference(array, target_descr, wrap):
 )";
 
 struct options_draw {
-    nb::to_tensor_options options;
+    npb::to_tensor_options options;
     bool packed = false;
 };
 
-nb::dtype target_of(const std::string& name) {
-    const nb::dtype_info* found = nb::find_dtype(name);
+npb::dtype target_of(const std::string& name) {
+    const npb::dtype_info* found = npb::find_dtype(name);
     FUZZ_CHECK(found != nullptr);
-    if (!found->is_quantized) return nb::dtype(found->id);
-    if (found->param_fields > 1) return nb::dtype::quantized(found->id, 0.25, 3);
-    return nb::dtype::quantized(found->id, 0.5);
+    if (!found->is_quantized) return npb::dtype(found->id);
+    if (found->param_fields > 1) return npb::dtype::quantized(found->id, 0.25, 3);
+    return npb::dtype::quantized(found->id, 0.5);
 }
 
 /// The values of a tensor as numpy sees them (a copy; packed dtypes unpacked).
-nb::object values_of(const nb::tensor& t) { return nb::to_array(t, nb::share_policy::copy); }
+npb::object values_of(const npb::tensor& t) { return npb::to_array(t, npb::share_policy::copy); }
 
 }  // namespace
 
@@ -114,41 +114,41 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     FuzzedDataProvider in(data, size);
-    nb::object module = nb::object::borrow(PyImport_AddModule("fuzz"));
-    nb::object sources = nb::object::steal(PyObject_GetAttrString(module.get(), "SOURCES"));
-    nb::object targets = nb::object::steal(PyObject_GetAttrString(module.get(), "TARGETS"));
+    npb::object module = npb::object::borrow(PyImport_AddModule("fuzz"));
+    npb::object sources = npb::object::steal(PyObject_GetAttrString(module.get(), "SOURCES"));
+    npb::object targets = npb::object::steal(PyObject_GetAttrString(module.get(), "TARGETS"));
     PyObject* code = PyList_GetItem(sources.get(), in.ConsumeIntegralInRange<Py_ssize_t>(0, PyList_Size(sources.get()) - 1));
     const int ndim = in.ConsumeIntegralInRange<int>(0, 4);
-    nb::object shape = nb::object::steal(PyList_New(0)), perm = nb::object::steal(PyList_New(0)),
-               steps = nb::object::steal(PyList_New(0));
+    npb::object shape = npb::object::steal(PyList_New(0)), perm = npb::object::steal(PyList_New(0)),
+               steps = npb::object::steal(PyList_New(0));
     std::vector<long> order(static_cast<std::size_t>(ndim));
     for (int i = 0; i < ndim; ++i) order[static_cast<std::size_t>(i)] = i;
     for (int i = ndim; i > 1; --i) std::swap(order[static_cast<std::size_t>(i - 1)], order[in.ConsumeIntegralInRange<std::size_t>(0, static_cast<std::size_t>(i - 1))]);
     for (int i = 0; i < ndim; ++i) {
         const long extent = in.ConsumeIntegralInRange<long>(0, in.ConsumeIntegralInRange<int>(0, 7) == 0 ? 40 : 5);
         const long step = in.ConsumeIntegralInRange<long>(1, 3) * (in.ConsumeBool() ? 1 : -1);
-        PyList_Append(shape.get(), nb::object::steal(PyLong_FromLong(extent)).get());
-        PyList_Append(perm.get(), nb::object::steal(PyLong_FromLong(order[static_cast<std::size_t>(i)])).get());
-        PyList_Append(steps.get(), nb::object::steal(PyLong_FromLong(step)).get());
+        PyList_Append(shape.get(), npb::object::steal(PyLong_FromLong(extent)).get());
+        PyList_Append(perm.get(), npb::object::steal(PyLong_FromLong(order[static_cast<std::size_t>(i)])).get());
+        PyList_Append(steps.get(), npb::object::steal(PyLong_FromLong(step)).get());
     }
     const long offset = in.ConsumeIntegralInRange<long>(0, 2);
     const long unaligned = in.ConsumeIntegralInRange<int>(0, 4) == 0 ? 1 : 0;
     const bool readonly = in.ConsumeIntegralInRange<int>(0, 4) == 0;
     const bool broadcast = in.ConsumeIntegralInRange<int>(0, 6) == 0;
     const Py_ssize_t target_index = in.ConsumeIntegralInRange<Py_ssize_t>(0, PyList_Size(targets.get()) - 1);
-    nb::to_tensor_options options;
-    options.policy = in.PickValueInArray({nb::borrow_policy::try_borrow, nb::borrow_policy::must_borrow, nb::borrow_policy::copy});
-    options.narrow = in.PickValueInArray({nb::narrowing::checked, nb::narrowing::wrap, nb::narrowing::reject});
-    if (in.ConsumeBool()) options.layout = in.ConsumeBool() ? nb::lowbit_layout::compact : nb::lowbit_layout::row_aligned;
+    npb::to_tensor_options options;
+    options.policy = in.PickValueInArray({npb::borrow_policy::try_borrow, npb::borrow_policy::must_borrow, npb::borrow_policy::copy});
+    options.narrow = in.PickValueInArray({npb::narrowing::checked, npb::narrowing::wrap, npb::narrowing::reject});
+    if (in.ConsumeBool()) options.layout = in.ConsumeBool() ? npb::lowbit_layout::compact : npb::lowbit_layout::row_aligned;
     options.require_writable = in.ConsumeIntegralInRange<int>(0, 5) == 0;
     const bool through_copy_into = in.ConsumeIntegralInRange<int>(0, 3) == 0;
     const std::string raw = in.ConsumeRemainingBytesAsString();
 
-    nb::object raw_bytes = nb::object::steal(PyBytes_FromStringAndSize(raw.data(), static_cast<Py_ssize_t>(raw.size())));
-    nb::object args = nb::object::steal(Py_BuildValue("(OOOOOllOO)", raw_bytes.get(), code, shape.get(), perm.get(), steps.get(),
+    npb::object raw_bytes = npb::object::steal(PyBytes_FromStringAndSize(raw.data(), static_cast<Py_ssize_t>(raw.size())));
+    npb::object args = npb::object::steal(Py_BuildValue("(OOOOOllOO)", raw_bytes.get(), code, shape.get(), perm.get(), steps.get(),
                                                        offset, unaligned, readonly ? Py_True : Py_False,
                                                        broadcast ? Py_True : Py_False));
-    nb::object array = fuzz::call("make", args.get());
+    npb::object array = fuzz::call("make", args.get());
     FUZZ_CHECK(array);
     if (array.get() == Py_None) return 0;
     PyObject* target_name = PyList_GetItem(targets.get(), target_index);
@@ -156,11 +156,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     if (through_copy_into) {
         // A destination of the requested (or the array's own) dtype and the array's shape, with a known pattern.
-        std::optional<nb::dtype> type = options.type;
+        std::optional<npb::dtype> type = options.type;
         if (!type) {
             try {
-                type = nb::from_numpy(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array.get()))).type;
-            } catch (const nb::error&) {
+                type = npb::from_numpy(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array.get()))).type;
+            } catch (const npb::error&) {
                 FUZZ_CHECK(!PyErr_Occurred());
                 return 0;
             }
@@ -168,11 +168,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto* a = reinterpret_cast<PyArrayObject*>(array.get());
         std::size_t dims[NPYBRIDGE_MAX_NDIM + 1];
         for (int i = 0; i < PyArray_NDIM(a); ++i) dims[i] = static_cast<std::size_t>(PyArray_DIM(a, i));
-        nb::tensor destination = nb::tensor::empty(*type, dims, static_cast<std::size_t>(PyArray_NDIM(a)), options.layout);
+        npb::tensor destination = npb::tensor::empty(*type, dims, static_cast<std::size_t>(PyArray_NDIM(a)), options.layout);
         std::memset(destination.data(), 0x5C, destination.storage_bytes());
         try {
-            nb::copy_into(array.get(), destination, options);
-        } catch (const nb::error&) {
+            npb::copy_into(array.get(), destination, options);
+        } catch (const npb::error&) {
             FUZZ_CHECK(!PyErr_Occurred());
             const auto* bytes = static_cast<const unsigned char*>(destination.data());
             for (std::size_t i = 0; i < destination.storage_bytes(); ++i) FUZZ_CHECK(bytes[i] == 0x5C);  // untouched
@@ -182,33 +182,33 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;  // the values are checked below for to_tensor, which copy_into shares its kernels with
     }
 
-    std::optional<nb::to_tensor_result<nb::tensor>> result;
+    std::optional<npb::to_tensor_result<npb::tensor>> result;
     try {
-        result.emplace(nb::to_tensor<nb::tensor>(array.get(), options));
-    } catch (const nb::error&) {
+        result.emplace(npb::to_tensor<npb::tensor>(array.get(), options));
+    } catch (const npb::error&) {
         FUZZ_CHECK(!PyErr_Occurred());
         return 0;
     }
     FUZZ_CHECK(!PyErr_Occurred());
-    const nb::tensor& t = result->tensor;
-    if (options.policy == nb::borrow_policy::must_borrow) FUZZ_CHECK(result->borrowed);
+    const npb::tensor& t = result->tensor;
+    if (options.policy == npb::borrow_policy::must_borrow) FUZZ_CHECK(result->borrowed);
     if (result->borrowed) FUZZ_CHECK(t.data() == PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.get())) ||
                                      PyArray_SIZE(reinterpret_cast<PyArrayObject*>(array.get())) == 0);
-    nb::object actual;
+    npb::object actual;
     try {
         actual = values_of(t);
-    } catch (const nb::error&) {  // e.g. a dtype without a numpy form
+    } catch (const npb::error&) {  // e.g. a dtype without a numpy form
         FUZZ_CHECK(!PyErr_Occurred());
         return 0;
     }
-    nb::object descr = nb::object::steal(PyObject_GetAttrString(actual.get(), "dtype"));
-    nb::object reference_args = nb::object::steal(PyTuple_Pack(3, array.get(), descr.get(),
-                                                               options.narrow == nb::narrowing::wrap ? Py_True : Py_False));
-    nb::object expected = fuzz::call("reference", reference_args.get());
+    npb::object descr = npb::object::steal(PyObject_GetAttrString(actual.get(), "dtype"));
+    npb::object reference_args = npb::object::steal(PyTuple_Pack(3, array.get(), descr.get(),
+                                                               options.narrow == npb::narrowing::wrap ? Py_True : Py_False));
+    npb::object expected = fuzz::call("reference", reference_args.get());
     FUZZ_CHECK(expected);
     if (expected.get() == Py_None) return 0;  // numpy itself has no such cast (npybridge went its own way: packed codes)
-    nb::object equal_args = nb::object::steal(PyTuple_Pack(2, actual.get(), expected.get()));
-    nb::object same = fuzz::call("equal", equal_args.get());
+    npb::object equal_args = npb::object::steal(PyTuple_Pack(2, actual.get(), expected.get()));
+    npb::object same = fuzz::call("equal", equal_args.get());
     FUZZ_CHECK(same);
     if (same.get() != Py_True) {
         PyObject_Print(array.get(), stderr, 0);

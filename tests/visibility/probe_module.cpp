@@ -3,25 +3,25 @@
 // registered types) leave it, which only the header's own namespace attributes can ensure.
 #include <npybridge/npybridge.hpp>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 
 namespace {
 
 PyObject* round_trip(PyObject*, PyObject* array) {
-    return nb::guarded([&] {
-        nb::to_tensor_result<nb::tensor> borrowed = nb::to_tensor(array);
-        nb::tensor copy = nb::to_tensor(array, nb::to_tensor_options().with(nb::borrow_policy::copy)).tensor;
-        nb::object back = nb::to_array(std::move(copy));
-        nb::object packed = nb::to_array(
-            nb::to_tensor(array, nb::to_tensor_options().as(nb::dtype::quantized(nb::dtype_enum::QuantizedS4, 0.5)))
+    return npb::guarded([&] {
+        npb::to_tensor_result<npb::tensor> borrowed = npb::to_tensor(array);
+        npb::tensor copy = npb::to_tensor(array, npb::to_tensor_options().with(npb::borrow_policy::copy)).tensor;
+        npb::object back = npb::to_array(std::move(copy));
+        npb::object packed = npb::to_array(
+            npb::to_tensor(array, npb::to_tensor_options().as(npb::dtype::quantized(npb::dtype_enum::QuantizedS4, 0.5)))
                 .tensor);
-        nb::origin_tracker<const void*> tracker;
+        npb::origin_tracker<const void*> tracker;
         {
             auto scope = tracker.enter(array);
             tracker.on_create(borrowed.tensor.data());
         }
         (void)tracker.blame(borrowed.tensor.data(), "probe");
-        return nb::to_array(borrowed.tensor).release();
+        return npb::to_array(borrowed.tensor).release();
     });
 }
 
@@ -31,10 +31,10 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "probe_module", nullptr, -1, me
 }  // namespace
 
 PyMODINIT_FUNC PyInit_probe_module() {
-    if (!nb::import_numpy()) return nullptr;
+    if (!npb::import_numpy()) return nullptr;
     PyObject* module = PyModule_Create(&module_def);
     if (module == nullptr) return nullptr;
-    if (!nb::register_user_dtypes(module) || !nb::make_exception_classes(module)) {
+    if (!npb::register_user_dtypes(module) || !npb::make_exception_classes(module)) {
         Py_DECREF(module);
         return nullptr;
     }

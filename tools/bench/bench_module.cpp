@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 
 namespace {
 
@@ -47,8 +47,8 @@ BENCH_COPY PyObject* bare_check(PyObject*, PyObject* object) {
 /// Borrow an array (try_borrow) and return the element count.
 template <int Copy>
 BENCH_COPY PyObject* borrow(PyObject*, PyObject* array) {
-    return nb::guarded([&] {
-        const nb::to_tensor_result<nb::tensor> result = nb::to_tensor(array);
+    return npb::guarded([&] {
+        const npb::to_tensor_result<npb::tensor> result = npb::to_tensor(array);
         return PyLong_FromSize_t(result.tensor.count());
     });
 }
@@ -56,9 +56,9 @@ BENCH_COPY PyObject* borrow(PyObject*, PyObject* array) {
 /// The same, asking for must_borrow (no copy may happen).
 template <int Copy>
 BENCH_COPY PyObject* must_borrow(PyObject*, PyObject* array) {
-    return nb::guarded([&] {
-        const nb::to_tensor_result<nb::tensor> result =
-            nb::to_tensor(array, nb::to_tensor_options().with(nb::borrow_policy::must_borrow));
+    return npb::guarded([&] {
+        const npb::to_tensor_result<npb::tensor> result =
+            npb::to_tensor(array, npb::to_tensor_options().with(npb::borrow_policy::must_borrow));
         return PyLong_FromSize_t(result.tensor.count());
     });
 }
@@ -66,8 +66,8 @@ BENCH_COPY PyObject* must_borrow(PyObject*, PyObject* array) {
 /// Borrow for the duration of the call only (no reference kept: options().scoped()).
 template <int Copy>
 BENCH_COPY PyObject* borrow_scoped(PyObject*, PyObject* array) {
-    return nb::guarded([&] {
-        const nb::to_tensor_result<nb::tensor> result = nb::to_tensor(array, nb::to_tensor_options().scoped());
+    return npb::guarded([&] {
+        const npb::to_tensor_result<npb::tensor> result = npb::to_tensor(array, npb::to_tensor_options().scoped());
         return PyLong_FromSize_t(result.tensor.count());
     });
 }
@@ -75,17 +75,17 @@ BENCH_COPY PyObject* borrow_scoped(PyObject*, PyObject* array) {
 /// A fresh 1,000-element float32 tensor handed to numpy (the array owns C++ memory).
 template <int Copy>
 BENCH_COPY PyObject* share(PyObject*, PyObject*) {
-    return nb::guarded([&] {
+    return npb::guarded([&] {
         const std::size_t shape[] = {1000};
-        nb::tensor made = nb::tensor::empty(nb::dtype(nb::dtype_enum::Float32), shape, 1);
-        return nb::to_array(std::move(made)).release();
+        npb::tensor made = npb::tensor::empty(npb::dtype(npb::dtype_enum::Float32), shape, 1);
+        return npb::to_array(std::move(made)).release();
     });
 }
 
-const nb::tensor& kept_tensor() {
-    static const nb::tensor kept = [] {
+const npb::tensor& kept_tensor() {
+    static const npb::tensor kept = [] {
         const std::size_t shape[] = {1000};
-        return nb::tensor::empty(nb::dtype(nb::dtype_enum::Float32), shape, 1);
+        return npb::tensor::empty(npb::dtype(npb::dtype_enum::Float32), shape, 1);
     }();
     return kept;
 }
@@ -93,7 +93,7 @@ const nb::tensor& kept_tensor() {
 /// Shares one tensor made at import: the conversion alone, without allocating a tensor per call.
 template <int Copy>
 BENCH_COPY PyObject* share_existing(PyObject*, PyObject*) {
-    return nb::guarded([&] { return nb::to_array(kept_tensor()).release(); });
+    return npb::guarded([&] { return npb::to_array(kept_tensor()).release(); });
 }
 
 std::vector<std::string> names;  // the method table points into these
@@ -118,7 +118,7 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "npybridge_bench", nullptr, -1,
 }  // namespace
 
 PyMODINIT_FUNC PyInit_npybridge_bench() {
-    if (!nb::import_numpy()) return nullptr;
+    if (!npb::import_numpy()) return nullptr;
     if (methods.empty()) {
         names = {"noop", "noop_true", "noop_false", "noop_not_implemented"};
         methods = {{nullptr, noop, METH_O, nullptr},

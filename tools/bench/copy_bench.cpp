@@ -9,14 +9,14 @@
 #include <string>
 #include <utility>
 
-namespace nb = npybridge;
+namespace npb = npybridge;
 
 namespace {
 
 /// One source array and one destination tensor per (what, size), made once.
 struct fixture {
-    nb::object source;
-    nb::tensor destination;
+    npb::object source;
+    npb::tensor destination;
 };
 
 fixture& fixture_for(const std::string& what, std::size_t count) {
@@ -25,10 +25,10 @@ fixture& fixture_for(const std::string& what, std::size_t count) {
     if (found != made.end()) return found->second;
     const std::string n = std::to_string(count);
     const bool narrowing = what == "int64";
-    fixture f{nb::object::steal(test::eval(narrowing ? "np.arange(" + n + ", dtype=np.int64)"
+    fixture f{npb::object::steal(test::eval(narrowing ? "np.arange(" + n + ", dtype=np.int64)"
                                                      : "np.random.default_rng(0).standard_normal(" + n + ").astype(np.float32)")
                                     .release()),
-              nb::tensor::empty(nb::dtype(narrowing ? nb::dtype_enum::Int32 : nb::dtype_enum::Float32), &count, 1)};
+              npb::tensor::empty(npb::dtype(narrowing ? npb::dtype_enum::Int32 : npb::dtype_enum::Float32), &count, 1)};
     return made.emplace(std::make_pair(what, count), std::move(f)).first->second;
 }
 
@@ -36,7 +36,7 @@ fixture& fixture_for(const std::string& what, std::size_t count) {
 /// nothing (what np.copyto(dst, src, casting='unsafe') does).
 void numpy_into(benchmark::State& state, const std::string& what) {
     fixture& f = fixture_for(what, static_cast<std::size_t>(state.range(0)));
-    nb::object view = nb::to_array(f.destination);
+    npb::object view = npb::to_array(f.destination);
     auto* into = reinterpret_cast<PyArrayObject*>(view.get());
     auto* from = reinterpret_cast<PyArrayObject*>(f.source.get());
     PyArray_CopyInto(into, from);  // warm: pages touched
@@ -51,9 +51,9 @@ void numpy_into(benchmark::State& state, const std::string& what) {
 /// the first is written, so an out-of-range value leaves the tensor as it was.
 void npybridge_into(benchmark::State& state, const std::string& what) {
     fixture& f = fixture_for(what, static_cast<std::size_t>(state.range(0)));
-    nb::copy_into(f.source.get(), f.destination);  // warm
+    npb::copy_into(f.source.get(), f.destination);  // warm
     for (auto _ : state) {
-        nb::copy_into(f.source.get(), f.destination);
+        npb::copy_into(f.source.get(), f.destination);
         benchmark::DoNotOptimize(f.destination.data());
     }
 }
@@ -62,7 +62,7 @@ void npybridge_into(benchmark::State& state, const std::string& what) {
 /// float32 `.T`, a (64, 512, 512) int16 `transpose(2, 0, 1)`, a 4096 x 4096
 /// float64 `.T`, and the contiguous arrays they view.
 PyObject* view_of(const std::string& what) {
-    static std::map<std::string, nb::object> made;
+    static std::map<std::string, npb::object> made;
     auto found = made.find(what);
     if (found != made.end()) return found->second.get();
     const std::string expression =
@@ -71,14 +71,14 @@ PyObject* view_of(const std::string& what) {
         : what == "int16_perm"    ? "np.arange(64 * 512 * 512, dtype=np.int16).reshape(64, 512, 512).transpose(2, 0, 1)"
         : what == "int16"         ? "np.arange(64 * 512 * 512, dtype=np.int16).reshape(64, 512, 512)"
         : /* float64_T */         "np.random.default_rng(0).standard_normal((4096, 4096)).T";
-    return made.emplace(what, nb::object::steal(test::eval(expression).release())).first->second.get();
+    return made.emplace(what, npb::object::steal(test::eval(expression).release())).first->second.get();
 }
 
 /// np.ascontiguousarray(view): numpy's copy into a new C-ordered array.
 void numpy_ascontiguous(benchmark::State& state, const std::string& what) {
     auto* view = reinterpret_cast<PyArrayObject*>(view_of(what));
     for (auto _ : state) {
-        nb::object copy = nb::object::steal(PyArray_NewCopy(view, NPY_CORDER));
+        npb::object copy = npb::object::steal(PyArray_NewCopy(view, NPY_CORDER));
         if (!copy) state.SkipWithError("PyArray_NewCopy failed");
     }
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * PyArray_NBYTES(view));
@@ -88,8 +88,8 @@ void numpy_ascontiguous(benchmark::State& state, const std::string& what) {
 void numpy_ascontiguous_astype(benchmark::State& state, const std::string& what) {
     auto* view = reinterpret_cast<PyArrayObject*>(view_of(what));
     for (auto _ : state) {
-        nb::object copy = nb::object::steal(PyArray_NewCopy(view, NPY_CORDER));
-        nb::object cast = nb::object::steal(
+        npb::object copy = npb::object::steal(PyArray_NewCopy(view, NPY_CORDER));
+        npb::object cast = npb::object::steal(
             PyArray_CastToType(reinterpret_cast<PyArrayObject*>(copy.get()), PyArray_DescrFromType(NPY_FLOAT32), 0));
         if (!cast) state.SkipWithError("astype failed");
     }
@@ -99,9 +99,9 @@ void numpy_ascontiguous_astype(benchmark::State& state, const std::string& what)
 /// float64 are narrowed with every value checked).
 void npybridge_copy(benchmark::State& state, const std::string& what) {
     PyObject* view = view_of(what);
-    const auto options = nb::to_tensor_options().with(nb::borrow_policy::copy);
+    const auto options = npb::to_tensor_options().with(npb::borrow_policy::copy);
     for (auto _ : state) {
-        nb::tensor t = nb::to_tensor(view, options).tensor;
+        npb::tensor t = npb::to_tensor(view, options).tensor;
         benchmark::DoNotOptimize(t.data());
     }
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *

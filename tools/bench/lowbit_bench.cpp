@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-namespace nb = npybridge;
-using nb::dtype_enum;
+namespace npb = npybridge;
+using npb::dtype_enum;
 
 namespace {
 
@@ -16,16 +16,16 @@ constexpr std::size_t count = std::size_t{64} << 20;
 
 struct buffers {
     std::vector<std::uint8_t> values, packed, out;
-    explicit buffers(dtype_enum id) : values(count), packed(nb::byte_size(id, count)), out(count) {
-        const nb::dtype_info& type = nb::info(id);
+    explicit buffers(dtype_enum id) : values(count), packed(npb::byte_size(id, count)), out(count) {
+        const npb::dtype_info& type = npb::info(id);
         const int lo = static_cast<int>(type.range.lo), hi = static_cast<int>(type.range.hi);
-        const int step = type.coding == nb::lowbit_coding::odd ? 2 : 1;
+        const int step = type.coding == npb::lowbit_coding::odd ? 2 : 1;
         int v = lo;
         for (auto& byte : values) {
             byte = static_cast<std::uint8_t>(v);
             v = v + step > hi ? lo : v + step;
         }
-        nb::pack_fresh(id, values.data(), {count, 0}, packed.data(), nb::lowbit_layout::compact);
+        npb::pack_fresh(id, values.data(), {count, 0}, packed.data(), npb::lowbit_layout::compact);
     }
 };
 
@@ -36,17 +36,17 @@ buffers& data(dtype_enum id) {
 
 /// The per-element way: one value at a time, read-modify-write of its byte.
 void reference_pack(dtype_enum id, const std::uint8_t* in, std::uint8_t* out) {
-    const nb::dtype_info& type = nb::info(id);
+    const npb::dtype_info& type = npb::info(id);
     const unsigned bits = type.bits, top = (1u << bits) - 1;
-    std::memset(out, 0, nb::byte_size(id, count));
+    std::memset(out, 0, npb::byte_size(id, count));
     for (std::size_t i = 0; i < count; ++i) {
         const int v = static_cast<std::int8_t>(in[i]);
         int code;
-        if (type.coding == nb::lowbit_coding::odd) {
-            if ((v & 1) == 0 || v < -static_cast<int>(top) || v > static_cast<int>(top)) throw nb::value_range_error("bad");
+        if (type.coding == npb::lowbit_coding::odd) {
+            if ((v & 1) == 0 || v < -static_cast<int>(top) || v > static_cast<int>(top)) throw npb::value_range_error("bad");
             code = (v + static_cast<int>(top)) / 2;
         } else {
-            if (v < static_cast<int>(type.range.lo) || v > static_cast<int>(type.range.hi)) throw nb::value_range_error("bad");
+            if (v < static_cast<int>(type.range.lo) || v > static_cast<int>(type.range.hi)) throw npb::value_range_error("bad");
             code = v & static_cast<int>(top);
         }
         out[i * bits / 8] |= static_cast<std::uint8_t>(code << (i * bits % 8));
@@ -54,12 +54,12 @@ void reference_pack(dtype_enum id, const std::uint8_t* in, std::uint8_t* out) {
 }
 
 void reference_unpack(dtype_enum id, const std::uint8_t* in, std::uint8_t* out) {
-    const nb::dtype_info& type = nb::info(id);
+    const npb::dtype_info& type = npb::info(id);
     const unsigned bits = type.bits, top = (1u << bits) - 1;
     for (std::size_t i = 0; i < count; ++i) {
         const int code = (in[i * bits / 8] >> (i * bits % 8)) & static_cast<int>(top);
         int v;
-        if (type.coding == nb::lowbit_coding::odd) v = 2 * code - static_cast<int>(top);
+        if (type.coding == npb::lowbit_coding::odd) v = 2 * code - static_cast<int>(top);
         else v = code >= static_cast<int>(top + 1) / 2 ? code - static_cast<int>(top + 1) : code;
         out[i] = static_cast<std::uint8_t>(v);
     }
@@ -79,7 +79,7 @@ template <dtype_enum Id>
 void pack(benchmark::State& state) {
     buffers& b = data(Id);
     for (auto _ : state) {
-        nb::pack_fresh(Id, b.values.data(), {count, 0}, b.packed.data(), nb::lowbit_layout::compact);
+        npb::pack_fresh(Id, b.values.data(), {count, 0}, b.packed.data(), npb::lowbit_layout::compact);
         benchmark::ClobberMemory();
     }
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * count));
@@ -89,7 +89,7 @@ template <dtype_enum Id>
 void pack_into_existing(benchmark::State& state) {
     buffers& b = data(Id);
     for (auto _ : state) {
-        nb::pack(Id, b.values.data(), {count, 0}, b.packed.data(), nb::lowbit_layout::compact);
+        npb::pack(Id, b.values.data(), {count, 0}, b.packed.data(), npb::lowbit_layout::compact);
         benchmark::ClobberMemory();
     }
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * count));
@@ -99,7 +99,7 @@ template <dtype_enum Id>
 void unpack(benchmark::State& state) {
     buffers& b = data(Id);
     for (auto _ : state) {
-        nb::unpack(Id, b.packed.data(), {count, 0}, b.out.data(), nb::lowbit_layout::compact);
+        npb::unpack(Id, b.packed.data(), {count, 0}, b.out.data(), npb::lowbit_layout::compact);
         benchmark::ClobberMemory();
     }
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * count));
