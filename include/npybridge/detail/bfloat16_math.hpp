@@ -411,17 +411,8 @@ inline PyObject* bf16_scalar_richcompare(PyObject* a, PyObject* b, int op) {
         }
         return PyGenericArrType_Type.tp_richcompare(a, b, op);
     }
-    const float x = scalar_value<bf16_kind>(a).to_float(), y = scalar_value<bf16_kind>(b).to_float();
-    bool r = false;
-    switch (op) {
-        case Py_EQ: r = x == y; break;
-        case Py_NE: r = x != y; break;
-        case Py_LT: r = std::isless(x, y); break;
-        case Py_LE: r = std::islessequal(x, y); break;
-        case Py_GT: r = std::isgreater(x, y); break;
-        case Py_GE: r = std::isgreaterequal(x, y); break;
-        default: Py_RETURN_NOTIMPLEMENTED;
-    }
+    if (op != Py_EQ && op != Py_NE && op != Py_LT && op != Py_LE && op != Py_GT && op != Py_GE) Py_RETURN_NOTIMPLEMENTED;
+    const bool r = compare_quietly(op, scalar_value<bf16_kind>(a).to_float(), scalar_value<bf16_kind>(b).to_float());
     PyArrayScalar_RETURN_BOOL_FROM_LONG(r);
 }
 

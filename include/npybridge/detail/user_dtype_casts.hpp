@@ -159,16 +159,7 @@ void compare_loop(char** args, npy_intp const* dimensions, npy_intp const* steps
         typename Kind::storage a, b;
         std::memcpy(&a, args[0] + i * steps[0], sizeof a);
         std::memcpy(&b, args[1] + i * steps[1], sizeof b);
-        const double x = Kind::to_double(a), y = Kind::to_double(b);
-        bool r = false;
-        switch (Op) {
-            case Py_EQ: r = x == y; break;
-            case Py_NE: r = x != y; break;
-            case Py_LT: r = std::isless(x, y); break;  // quiet: a NaN raises no "invalid" flag
-            case Py_LE: r = std::islessequal(x, y); break;
-            case Py_GT: r = std::isgreater(x, y); break;
-            case Py_GE: r = std::isgreaterequal(x, y); break;
-        }
+        const bool r = compare_quietly(Op, Kind::to_double(a), Kind::to_double(b));
         *reinterpret_cast<npy_bool*>(args[2] + i * steps[2]) = r;
     }
 }

@@ -188,6 +188,19 @@ struct intb_kind {
     static void swap(storage&) {}
 };
 
+/// a `op` b for Python's comparison codes (Py_LT, ...), quietly: a NaN raises no "invalid" flag, so NumPy warns
+/// no more than for its own floats. Shared by the comparison ufunc loops and bfloat16's scalar comparisons.
+inline bool compare_quietly(int op, double x, double y) noexcept {
+    switch (op) {
+        case Py_EQ: return x == y;
+        case Py_NE: return x != y;
+        case Py_LT: return std::isless(x, y);
+        case Py_LE: return std::islessequal(x, y);
+        case Py_GT: return std::isgreater(x, y);
+        default: return std::isgreaterequal(x, y);  // Py_GE
+    }
+}
+
 // ---- scalar type slots --------------------------------------------------------------
 
 template <class Kind>
