@@ -1,7 +1,11 @@
-# find_package(npybridge CONFIG) gives the INTERFACE target npybridge::npybridge:
-# npybridge's headers, CPython's and NumPy's headers (Python::Module,
-# Python::NumPy) and Boost's (Boost::headers), C++17. The same file serves a
-# `cmake --install` prefix and the pip package: headers are at ../../../include.
+# find_package(npybridge CONFIG) gives two INTERFACE targets:
+#   npybridge::core       the Python-free headers (include/npybridge/core/), Boost's
+#                         headers (Boost::headers), C++17;
+#   npybridge::npybridge  everything: the core, CPython's and NumPy's headers
+#                         (Python::Module, Python::NumPy).
+# find_package(npybridge CONFIG COMPONENTS core) gives the core alone and needs
+# no Python. The same file serves a `cmake --install` prefix and the pip
+# package: headers are at ../../../include.
 cmake_minimum_required(VERSION 3.18)
 include("${CMAKE_CURRENT_LIST_DIR}/npybridgeDependencies.cmake")
 
@@ -13,18 +17,46 @@ if(NOT EXISTS "${_npybridge_include}/npybridge/npybridge.hpp")
     return()
 endif()
 
-npybridge_find_dependencies()
-
-if(NOT TARGET npybridge::npybridge)
-    add_library(npybridge::npybridge INTERFACE IMPORTED)
-    set_target_properties(npybridge::npybridge PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_npybridge_include}")
-    # npybridge's folders as -I (see npybridge_link_dependencies): warnings
-    # in its headers stay visible too, which its own tests keep at zero.
-    if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.25)
-        set_target_properties(npybridge::npybridge PROPERTIES SYSTEM FALSE)
-    elseif(CMAKE_VERSION VERSION_GREATER_EQUAL 3.23)
-        set_target_properties(npybridge::npybridge PROPERTIES IMPORTED_NO_SYSTEM TRUE)
+# The components asked for: core, python (npybridge::npybridge); both when none is named.
+set(_npybridge_components ${${CMAKE_FIND_PACKAGE_NAME}_FIND_COMPONENTS})
+if(NOT _npybridge_components)
+    set(_npybridge_components core python)
+endif()
+foreach(_npybridge_component IN LISTS _npybridge_components)
+    if(NOT _npybridge_component MATCHES "^(core|python)$")
+        set(${CMAKE_FIND_PACKAGE_NAME}_FOUND FALSE)
+        set(${CMAKE_FIND_PACKAGE_NAME}_NOT_FOUND_MESSAGE
+            "npybridge: no component '${_npybridge_component}' (npybridge has core and python)")
+        return()
     endif()
+    set(${CMAKE_FIND_PACKAGE_NAME}_${_npybridge_component}_FOUND TRUE)
+endforeach()
+
+if("python" IN_LIST _npybridge_components)
+    npybridge_find_dependencies()
+else()
+    npybridge_find_core_dependencies()
+endif()
+
+# npybridge's folder as -I (see npybridge_link_dependencies): warnings in its
+# headers stay visible too, which its own tests keep at zero.
+function(_npybridge_imported_target target)
+    add_library(${target} INTERFACE IMPORTED)
+    set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_npybridge_include}")
+    if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.25)
+        set_target_properties(${target} PROPERTIES SYSTEM FALSE)
+    elseif(CMAKE_VERSION VERSION_GREATER_EQUAL 3.23)
+        set_target_properties(${target} PROPERTIES IMPORTED_NO_SYSTEM TRUE)
+    endif()
+endfunction()
+
+if(NOT TARGET npybridge::core)
+    _npybridge_imported_target(npybridge::core)
+    npybridge_link_core_dependencies(npybridge::core INTERFACE)
+endif()
+if("python" IN_LIST _npybridge_components AND NOT TARGET npybridge::npybridge)
+    _npybridge_imported_target(npybridge::npybridge)
+    target_link_libraries(npybridge::npybridge INTERFACE npybridge::core)
     npybridge_link_dependencies(npybridge::npybridge INTERFACE)
 endif()
 set(npybridge_INCLUDE_DIR "${_npybridge_include}")

@@ -1,7 +1,7 @@
 # The version check of find_package(npybridge X.Y): the version is read from the
 # installed version.hpp (its one home); any 0.x release matches only its own
 # minor version, later releases any of the same major version.
-get_filename_component(_npybridge_version_header "${CMAKE_CURRENT_LIST_DIR}/../../../include/npybridge/version.hpp" ABSOLUTE)
+get_filename_component(_npybridge_version_header "${CMAKE_CURRENT_LIST_DIR}/../../../include/npybridge/core/version.hpp" ABSOLUTE)
 file(STRINGS "${_npybridge_version_header}" _npybridge_version_line REGEX "#define NPYBRIDGE_VERSION \"")
 string(REGEX REPLACE ".*\"([0-9.]+)\".*" "\\1" PACKAGE_VERSION "${_npybridge_version_line}")
 set(PACKAGE_VERSION_COMPATIBLE FALSE)

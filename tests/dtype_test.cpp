@@ -1,7 +1,7 @@
 // Runtime tests of the dtype table against real NumPy dtypes (docs/dtypes.md, docs/metadata.md).
 #include <catch2/catch.hpp>
 
-#include <npybridge/dtype.hpp>
+#include <npybridge/core/dtype.hpp>
 #include <npybridge/numpy.hpp>
 
 #include "tests/support/python.hpp"

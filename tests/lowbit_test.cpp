@@ -1,7 +1,7 @@
 // Low-bit packing and unpacking, bit-exact with MegBrain's layouts (docs/lowbit.md).
 #include <catch2/catch.hpp>
 
-#include <npybridge/lowbit.hpp>
+#include <npybridge/core/lowbit.hpp>
 
 #include "tests/support/python.hpp"
 

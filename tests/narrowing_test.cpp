@@ -1,8 +1,8 @@
-// The narrowing kernels (detail/narrowing_kernels.hpp) (int64 -> int32, float64 -> float32): SIMD and portable loops
+// The narrowing kernels (core/detail/narrowing_kernels.hpp) (int64 -> int32, float64 -> float32): SIMD and portable loops
 // against a plain per-value reference, around block and vector boundaries.
 #include <catch2/catch.hpp>
 
-#include <npybridge/detail/narrowing_kernels.hpp>
+#include <npybridge/core/detail/narrowing_kernels.hpp>
 
 #include <cmath>
 #include <cstdint>

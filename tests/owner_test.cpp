@@ -1,4 +1,4 @@
-// The owner handle (tensor.hpp) and the Python owner behind borrowed tensors (convert.hpp).
+// The owner handle (core/tensor.hpp) and the Python owner behind borrowed tensors (convert.hpp).
 #include <catch2/catch.hpp>
 
 #include <npybridge/convert.hpp>

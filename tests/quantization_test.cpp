@@ -2,8 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <npybridge/numpy_dtype.hpp>
-#include <npybridge/lowbit.hpp>
-#include <npybridge/quantization.hpp>
+#include <npybridge/core/lowbit.hpp>
+#include <npybridge/core/quantization.hpp>
 
 #include "tests/support/python.hpp"
 

@@ -1,7 +1,7 @@
 // half and bfloat16 conversions against NumPy's float16 and the rounding rule.
 #include <catch2/catch.hpp>
 
-#include <npybridge/scalar_types.hpp>
+#include <npybridge/core/scalar_types.hpp>
 
 #include "tests/support/python.hpp"
 

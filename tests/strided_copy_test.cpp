@@ -1,9 +1,9 @@
-// The tiled strided copier (detail/strided_copy.hpp) against a per-element reference loop: every itemsize,
+// The tiled strided copier (core/detail/strided_copy.hpp) against a per-element reference loop: every itemsize,
 // every axis permutation of 2-, 3- and 4-D shapes whose extents straddle the SIMD and tile edges, negative
 // and sliced strides, size-1 and zero-size dimensions, byte-swapped sources, narrowing with its fit check.
 #include <catch2/catch.hpp>
 
-#include <npybridge/detail/strided_copy.hpp>
+#include <npybridge/core/detail/strided_copy.hpp>
 
 #include <algorithm>
 #include <cmath>

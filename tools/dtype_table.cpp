@@ -1,5 +1,5 @@
 // tools/dtype_table — prints npybridge's dtype table as markdown, from the compile-time data.
-#include <npybridge/dtype.hpp>
+#include <npybridge/core/dtype.hpp>
 
 #include <cmath>
 #include <cstdio>

@@ -2,11 +2,11 @@
 // for binding-library casters (npybridge/bind/pybind11.hpp) and hand-written functions alike.
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 #include <npybridge/convert.hpp>
-#include <npybridge/dtype.hpp>
-#include <npybridge/errors.hpp>
-#include <npybridge/tensor.hpp>
+#include <npybridge/core/dtype.hpp>
+#include <npybridge/core/errors.hpp>
+#include <npybridge/core/tensor.hpp>
 
 #include <array>
 #include <cstddef>

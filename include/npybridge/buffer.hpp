@@ -1,10 +1,10 @@
 // npybridge/buffer.hpp — PEP 3118 buffers over tensors, so code without NumPy (memoryview, struct) can read them.
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 #include <npybridge/convert.hpp>
 #include <npybridge/python.hpp>
-#include <npybridge/tensor.hpp>
+#include <npybridge/core/tensor.hpp>
 
 #include <cstddef>
 #include <string>

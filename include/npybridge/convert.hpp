@@ -1,17 +1,17 @@
 // npybridge/convert.hpp — ndarray ↔ tensor: borrow and share when memory can be shared, copy (and say why) when not.
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 #include <npybridge/detail/array_copy.hpp>
 #include <npybridge/detail/array_fill.hpp>
-#include <npybridge/errors.hpp>
-#include <npybridge/lowbit.hpp>
+#include <npybridge/core/errors.hpp>
+#include <npybridge/core/lowbit.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/policies.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
 #include <npybridge/python_owner.hpp>
-#include <npybridge/tensor.hpp>
+#include <npybridge/core/tensor.hpp>
 
 #include <cstdint>
 #include <cstring>

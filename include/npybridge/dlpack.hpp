@@ -1,16 +1,16 @@
 // npybridge/dlpack.hpp — DLPack 1.1 both ways: any adapted tensor to a capsule, any __dlpack__ object to a tensor.
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 #include <npybridge/convert.hpp>
 #include <npybridge/detail/dlpack_import.hpp>
-#include <npybridge/detail/dlpack_types.hpp>
-#include <npybridge/dlpack_abi.hpp>
-#include <npybridge/errors.hpp>
-#include <npybridge/lowbit.hpp>
+#include <npybridge/core/detail/dlpack_types.hpp>
+#include <npybridge/core/dlpack_abi.hpp>
+#include <npybridge/core/errors.hpp>
+#include <npybridge/core/lowbit.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
-#include <npybridge/tensor.hpp>
+#include <npybridge/core/tensor.hpp>
 
 #include <algorithm>
 #include <cstdint>

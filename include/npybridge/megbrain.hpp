@@ -6,10 +6,10 @@
 // the MegEngine wheel's libmegengine_shared.so compiles with -D_GLIBCXX_USE_CXX11_ABI=0, as that library was.
 #pragma once
 
-#include <npybridge/dtype.hpp>
-#include <npybridge/errors.hpp>
-#include <npybridge/lowbit.hpp>
-#include <npybridge/tensor.hpp>
+#include <npybridge/core/dtype.hpp>
+#include <npybridge/core/errors.hpp>
+#include <npybridge/core/lowbit.hpp>
+#include <npybridge/core/tensor.hpp>
 
 #include <megbrain/comp_node.h>
 #include <megbrain/tensor.h>
@@ -26,7 +26,7 @@
     static_assert(static_cast<std::uint32_t>(npybridge::dtype_enum::name) ==                                      \
                       static_cast<std::uint32_t>(megdnn::DTypeEnum::name),                                        \
                   "npybridge: dtype_enum::" #name " differs from megdnn::DTypeEnum::" #name                      \
-                  "; this MegDNN numbers its dtypes differently: fix npybridge's table (dtype.hpp) for it");
+                  "; this MegDNN numbers its dtypes differently: fix npybridge's table (core/dtype.hpp) for it");
 NPYBRIDGE_SAME_AS_MEGDNN(Float32)
 NPYBRIDGE_SAME_AS_MEGDNN(Uint8)
 NPYBRIDGE_SAME_AS_MEGDNN(Int8)

@@ -4,13 +4,13 @@
 // MegEngine's python_helper" maps every old name to its npybridge call; new code should call npybridge directly.
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 #include <npybridge/convert.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
-#include <npybridge/tensor.hpp>
+#include <npybridge/core/tensor.hpp>
 #include <npybridge/tracker.hpp>
 
 #include <optional>

@@ -1,15 +1,14 @@
-// npybridge/npybridge.hpp — the umbrella: everything npybridge offers, in one include (but the binding-library
-// casters of npybridge/bind/, which need their library).
+// npybridge/npybridge.hpp — the umbrella: everything npybridge offers, in one include: the Python-free core
+// (npybridge/core.hpp) and the Python-facing headers (but the binding-library casters of npybridge/bind/, which
+// need their library, and npybridge/megbrain*.hpp, which need MegBrain's headers).
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core.hpp>
+
 #include <npybridge/arg.hpp>
 #include <npybridge/buffer.hpp>
 #include <npybridge/convert.hpp>
 #include <npybridge/dlpack.hpp>
-#include <npybridge/dtype.hpp>
-#include <npybridge/errors.hpp>
-#include <npybridge/lowbit.hpp>
 #include <npybridge/megengine_compat.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/numpy_dtype.hpp>
@@ -17,10 +16,5 @@
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
 #include <npybridge/python_owner.hpp>
-#include <npybridge/quantization.hpp>
-#include <npybridge/reflect.hpp>
-#include <npybridge/scalar_types.hpp>
-#include <npybridge/tensor.hpp>
 #include <npybridge/tracker.hpp>
 #include <npybridge/user_dtypes.hpp>
-#include <npybridge/version.hpp>

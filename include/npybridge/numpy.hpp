@@ -1,8 +1,8 @@
 // npybridge/numpy.hpp — one NumPy C API for every translation unit, and dtype → NumPy type numbers.
 #pragma once
 
-#include <npybridge/config.hpp>
-#include <npybridge/dtype.hpp>
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/dtype.hpp>
 
 #if defined(NUMPY_CORE_INCLUDE_NUMPY_NDARRAYOBJECT_H_) && !defined(NPYBRIDGE_NUMPY_API_INCLUDED)
 #error "npybridge: include npybridge headers before <numpy/arrayobject.h>: npybridge owns the NumPy C-API \

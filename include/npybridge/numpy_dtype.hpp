@@ -1,12 +1,12 @@
 // npybridge/numpy_dtype.hpp — np.dtype ↔ npybridge dtype, quantized params carried in metadata["mgb_dtype"].
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 #include <npybridge/detail/descr_cache.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
-#include <npybridge/quantization.hpp>
+#include <npybridge/core/quantization.hpp>
 
 #include <array>
 #include <cstddef>

@@ -2,10 +2,10 @@
 // to_tensor and what it returns (docs/policies.md).
 #pragma once
 
-#include <npybridge/config.hpp>
-#include <npybridge/lowbit.hpp>
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/lowbit.hpp>
 #include <npybridge/numpy_dtype.hpp>
-#include <npybridge/quantization.hpp>
+#include <npybridge/core/quantization.hpp>
 
 #include <cstddef>
 #include <cstdint>

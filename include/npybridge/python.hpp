@@ -1,7 +1,7 @@
 // npybridge/python.hpp — owning references, GIL guards and safe text of Python objects.
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

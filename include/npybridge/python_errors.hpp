@@ -1,8 +1,8 @@
 // npybridge/python_errors.hpp — carrying Python errors through C++ and C++ exceptions back into Python.
 #pragma once
 
-#include <npybridge/config.hpp>
-#include <npybridge/errors.hpp>
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/errors.hpp>
 #include <npybridge/python.hpp>
 
 #include <exception>

@@ -1,48 +1,8 @@
-// npybridge/reflect.hpp — the one place that spells Boost.PFR: walking a param struct's fields with their keys.
+// npybridge/reflect.hpp — moved to npybridge/core/reflect.hpp with the rest of the Python-free core; this forwarding header
+// stays for one release (CHANGELOG.md). Define NPYBRIDGE_ALLOW_MOVED_HEADERS to silence its message.
 #pragma once
 
-#include <npybridge/config.hpp>
-
-#include <boost/pfr/core.hpp>
-#include <boost/pfr/ops_fields.hpp>
-#include <boost/pfr/tuple_size.hpp>
-
-#include <cstddef>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-
-namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
-namespace reflect {
-
-/// Number of fields of a param struct (reflected, not declared).
-template <class Param>
-inline constexpr std::size_t field_count = boost::pfr::tuple_size_v<Param>;
-
-/// Boost 1.81's PFR cannot reflect names, so each param struct lists its keys
-/// in `field_names`; this check keeps the two lists the same length.
-template <class Param>
-constexpr bool keys_match_fields() noexcept {
-    static_assert(std::is_aggregate_v<Param>, "npybridge: a param struct must be a plain aggregate");
-    static_assert(Param::field_names.size() == field_count<Param>,
-                  "npybridge: a param struct's field_names must name every field, in order "
-                  "(add the new field's metadata key to field_names)");
-    return true;
-}
-
-/// Calls f(key, field) for each field of `param`, in declaration order.
-template <class Param, class F>
-void for_each_field(Param& param, F&& f) {
-    using plain = std::remove_const_t<Param>;
-    static_assert(keys_match_fields<plain>());
-    boost::pfr::for_each_field(param, [&f](auto& field, std::size_t index) { f(plain::field_names[index], field); });
-}
-
-/// True when both structs have equal fields (floats compared exactly).
-template <class Param>
-bool fields_equal(const Param& a, const Param& b) {
-    return boost::pfr::eq_fields(a, b);
-}
-
-}  // namespace reflect
-}  // namespace npybridge
+#ifndef NPYBRIDGE_ALLOW_MOVED_HEADERS
+#pragma message("npybridge: <npybridge/reflect.hpp> moved to <npybridge/core/reflect.hpp>; include that one (the old path goes in the next release)")
+#endif
+#include <npybridge/core/reflect.hpp>

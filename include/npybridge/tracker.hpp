@@ -1,8 +1,8 @@
 // npybridge/tracker.hpp — tags C++ objects with where (in Python) they were created, to name that origin in later errors.
 #pragma once
 
-#include <npybridge/config.hpp>
-#include <npybridge/errors.hpp>
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/errors.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
 

@@ -1,7 +1,7 @@
 // npybridge/user_dtypes.hpp — NumPy user dtypes bfloat16 and intb1 / intb2 / intb4, registered once per interpreter.
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 #include <npybridge/detail/user_dtype_casts.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/numpy_dtype.hpp>

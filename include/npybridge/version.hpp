@@ -1,30 +1,8 @@
-// npybridge/version.hpp — npybridge's version: the one place it is written (the pip package and CMake read it here).
+// npybridge/version.hpp — moved to npybridge/core/version.hpp with the rest of the Python-free core; this forwarding header
+// stays for one release (CHANGELOG.md). Define NPYBRIDGE_ALLOW_MOVED_HEADERS to silence its message.
 #pragma once
 
-#include <npybridge/config.hpp>
-
-#define NPYBRIDGE_VERSION "0.5.0"
-#define NPYBRIDGE_VERSION_MAJOR 0
-#define NPYBRIDGE_VERSION_MINOR 5
-#define NPYBRIDGE_VERSION_PATCH 0
-
-namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
-namespace detail {
-/// Whether "M.m.p" reads as these three numbers (checked below, so the two spellings cannot drift apart).
-constexpr bool version_text_is(const char* text, int major, int minor, int patch) {
-    const int parts[3] = {major, minor, patch};
-    for (int part = 0; part < 3; ++part) {
-        int value = 0;
-        if (*text < '0' || *text > '9') return false;
-        while (*text >= '0' && *text <= '9') value = value * 10 + (*text++ - '0');
-        if (value != parts[part] || *text != (part < 2 ? '.' : '\0')) return false;
-        if (part < 2) ++text;
-    }
-    return true;
-}
-}  // namespace detail
-}  // namespace npybridge
-
-static_assert(npybridge::detail::version_text_is(NPYBRIDGE_VERSION, NPYBRIDGE_VERSION_MAJOR, NPYBRIDGE_VERSION_MINOR,
-                                                 NPYBRIDGE_VERSION_PATCH),
-              "npybridge: NPYBRIDGE_VERSION and NPYBRIDGE_VERSION_MAJOR / MINOR / PATCH disagree: change them together");
+#ifndef NPYBRIDGE_ALLOW_MOVED_HEADERS
+#pragma message("npybridge: <npybridge/version.hpp> moved to <npybridge/core/version.hpp>; include that one (the old path goes in the next release)")
+#endif
+#include <npybridge/core/version.hpp>

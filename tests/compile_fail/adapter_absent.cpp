@@ -1,5 +1,5 @@
 // expect: npybridge: this tensor type has no tensor_adapter: specialize npybridge::tensor_adapter<T>
-#include <npybridge/tensor.hpp>
+#include <npybridge/core/tensor.hpp>
 
 struct my_tensor {};
 

@@ -1,6 +1,6 @@
 // expect: npybridge: tensor_adapter<T> needs `static tensor_layout layout_of(const T&)` (shape and element strides)
 // layout_of returns the shape only (a common first attempt), and max_ndim is not a constant.
-#include <npybridge/tensor.hpp>
+#include <npybridge/core/tensor.hpp>
 
 #include <vector>
 

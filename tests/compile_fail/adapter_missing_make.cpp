@@ -1,6 +1,6 @@
 // expect: npybridge: tensor_adapter<T> needs `static T make(const dtype&, const tensor_layout&, lowbit_layout)`
 // An adapter written from memory: everything but make(), which every copy needs.
-#include <npybridge/tensor.hpp>
+#include <npybridge/core/tensor.hpp>
 
 struct my_tensor {
     npybridge::tensor inner;

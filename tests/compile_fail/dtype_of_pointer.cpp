@@ -1,3 +1,3 @@
 // expect: npybridge: this C++ type has no MegDNN dtype
-#include <npybridge/dtype.hpp>
+#include <npybridge/core/dtype.hpp>
 constexpr auto id = npybridge::dtype_of_v<float*>;

@@ -1,5 +1,5 @@
 // expect: npybridge: a param struct's field_names must name every field
-#include <npybridge/reflect.hpp>
+#include <npybridge/core/reflect.hpp>
 #include <array>
 #include <string_view>
 struct two_fields_one_key {

@@ -5,13 +5,8 @@
 
 #include "tests/support/catch_run.hpp"
 
-#include <npybridge/detail/strided_copy.hpp>
-#include <npybridge/dtype.hpp>
-#include <npybridge/errors.hpp>
-#include <npybridge/lowbit.hpp>
-#include <npybridge/quantization.hpp>
-#include <npybridge/tensor.hpp>
-#include <npybridge/version.hpp>
+#include <npybridge/core.hpp>
+#include <npybridge/core/detail/strided_copy.hpp>
 
 #if defined(Py_PYTHON_H) || defined(NPY_NDARRAYOBJECT_H) || defined(NUMPY_CORE_INCLUDE_NUMPY_NDARRAYOBJECT_H_)
 #error "a core header pulled in Python or NumPy"

@@ -3,9 +3,9 @@
 //    every value is valid, the bits exactly where the layout puts them, unpacking gives the values back;
 //  - int64 -> int32 and float64 -> float32 narrowing: every fit decision and every written value;
 //  - the tiled strided copier: any shape, permutation, step and sign of strides, itemsize and byte swap.
-#include <npybridge/detail/narrowing_kernels.hpp>
-#include <npybridge/detail/strided_copy.hpp>
-#include <npybridge/lowbit.hpp>
+#include <npybridge/core/detail/narrowing_kernels.hpp>
+#include <npybridge/core/detail/strided_copy.hpp>
+#include <npybridge/core/lowbit.hpp>
 
 #include <fuzzer/FuzzedDataProvider.h>
 

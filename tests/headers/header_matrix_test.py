@@ -1,13 +1,16 @@
 """Each public header of npybridge compiles on its own, warning-free, for every compiler and standard a user may have.
 
 npybridge is compiled by its users' compilers with their flags: a warning in a header breaks a user's -Werror
-build. With -Wall -Wextra -Wpedantic -Werror in C++17, C++20 and C++23: every include/npybridge/*.hpp alone by GCC
+build. With -Wall -Wextra -Wpedantic -Werror in C++17, C++20 and C++23: every include/npybridge/*.hpp and
+include/npybridge/core/*.hpp alone by GCC
 (each header brings what it uses, whatever the standard library includes transitively in that standard), and the
 umbrella, which includes every one of them, by GCC and Clang (g++ and clang++-14 / clang++; a missing one fails):
 a header's warnings are the same alone or in the umbrella, so Clang compiling each one alone again would only
 repeat the umbrella's answer. CPython, NumPy and Boost come in as -isystem, as a build system hands them over.
 megbrain.hpp and megbrain_compat.hpp need MegBrain's headers: the umbrella leaves them out, and the real-MegBrain
 example module (//examples:npybridge_megbrain_example.so, with -Werror) compiles them against MegEngine's own.
+core.hpp includes every core header and nothing outside core/; the forwarding headers left at the core headers'
+old paths each name the new path in their message, and say nothing with NPYBRIDGE_ALLOW_MOVED_HEADERS.
 """
 import concurrent.futures
 import os
@@ -36,14 +39,26 @@ def compilers():
     return found
 
 
-def compile_one(compiler, standard, header, include):
+def compile_one(compiler, standard, header, include, source=None):
     system = [numpy.get_include(), sysconfig.get_paths()["include"]]
     command = [compiler, "-x", "c++", f"-std={standard}", *FLAGS, "-I", str(include)]
     for folder in system:
         command += ["-isystem", folder]
     command.append("-")
-    result = subprocess.run(command, input=f"#include <npybridge/{header}>\n", capture_output=True, text=True)
+    source = source or f"#include <npybridge/{header}>\n"
+    result = subprocess.run(command, input=source, capture_output=True, text=True)
     return result.returncode, result.stderr
+
+
+def moved_headers(include):
+    """The forwarding headers: include/npybridge/<name>.hpp for each core/<name>.hpp."""
+    return sorted(p.name for p in (include / "npybridge" / "core").glob("*.hpp"))
+
+
+def public_headers(include):
+    """Every public header by its path under include/npybridge/ but the forwarders and the MegBrain ones."""
+    top = {p.name for p in (include / "npybridge").glob("*.hpp")} - set(moved_headers(include)) - NEEDS_MEGBRAIN
+    return sorted(top) + [f"core/{name}" for name in moved_headers(include)]
 
 
 def reached_from(include, header):
@@ -61,17 +76,40 @@ def reached_from(include, header):
 class HeaderMatrixTest(unittest.TestCase):
     def test_the_umbrella_includes_every_public_header(self):
         include = runfiles_root() / "include"
-        headers = {p.name for p in (include / "npybridge").glob("*.hpp")} - {"npybridge.hpp"} - NEEDS_MEGBRAIN
+        headers = set(public_headers(include)) - {"npybridge.hpp"}
         self.assertEqual(NEEDS_MEGBRAIN & reached_from(include, "npybridge.hpp"), set(),
                          "the umbrella must not include the MegBrain headers (they need MegBrain's own)")
         self.assertEqual(headers - reached_from(include, "npybridge.hpp"), set(),
                          "npybridge.hpp must include every public header (Clang compiles the umbrella only)")
 
+    def test_the_core_umbrella_is_the_core_folder(self):
+        include = runfiles_root() / "include"
+        core = {f"core/{name}" for name in moved_headers(include)}
+        reached = reached_from(include, "core.hpp")
+        self.assertGreaterEqual(len(core), 10)
+        self.assertEqual(core - reached, set(), "core.hpp must include every header of core/")
+        self.assertEqual({h for h in reached if not h.startswith("core/")}, set(),
+                         "core.hpp (and the core headers) must include nothing outside core/")
+
+    def test_each_moved_header_forwards_and_names_its_new_path(self):
+        include = runfiles_root() / "include"
+        moved = moved_headers(include)
+        source = "".join(f"#include <npybridge/{name}>\n" for name in moved)
+        code, stderr = compile_one(shutil.which("g++"), "c++17", None, include, source)
+        self.assertEqual(code, 0, stderr)
+        for name in moved:
+            self.assertIn(f"<npybridge/{name}> moved to <npybridge/core/{name}>", stderr)
+        code, stderr = compile_one(shutil.which("g++"), "c++17", None, include,
+                                   "#define NPYBRIDGE_ALLOW_MOVED_HEADERS\n" + source +
+                                   "static_assert(NPYBRIDGE_VERSION_MAJOR >= 0, \"the forwarders bring the core\");\n")
+        self.assertEqual((code, stderr.strip()), (0, ""), stderr)
+
     def test_every_header_alone_with_every_compiler_and_standard(self):
         include = runfiles_root() / "include"
-        headers = sorted(p.name for p in (include / "npybridge").glob("*.hpp") if p.name not in NEEDS_MEGBRAIN)
+        headers = public_headers(include)
         self.assertIn("npybridge.hpp", headers)
-        self.assertGreaterEqual(len(headers), 15)
+        self.assertIn("core.hpp", headers)
+        self.assertGreaterEqual(len(headers), 25)
         found = compilers()
         for name, path in found.items():
             self.assertIsNotNone(path, f"no {name} compiler on PATH (tools/bazelw installs g++ and clang-14)")

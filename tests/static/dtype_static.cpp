@@ -1,5 +1,5 @@
 // Compile-time facts of the dtype table (docs/dtypes.md): compiling this file is passing.
-#include <npybridge/dtype.hpp>
+#include <npybridge/core/dtype.hpp>
 
 #include <complex>
 #include <cstdint>
@@ -140,7 +140,7 @@ static_assert(!npb::has_dtype_v<char32_t> && !npb::has_dtype_v<std::byte> && !np
 static_assert(std::is_aggregate_v<npb::scale_param> && std::is_aggregate_v<npb::asymm_param>);
 
 // The version's two spellings agree (version.hpp checks it too); a wrong spelling is refused.
-#include <npybridge/version.hpp>
+#include <npybridge/core/version.hpp>
 static_assert(NPYBRIDGE_VERSION_MAJOR >= 0 && NPYBRIDGE_VERSION_MINOR >= 0 && NPYBRIDGE_VERSION_PATCH >= 0);
 static_assert(npybridge::detail::version_text_is("0.5.0", 0, 5, 0));
 static_assert(!npybridge::detail::version_text_is("0.5.1", 0, 5, 0));

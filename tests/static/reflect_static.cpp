@@ -1,6 +1,6 @@
 // Compile-time facts of the param structs and their reflection (docs/metadata.md): compiling is passing.
-#include <npybridge/reflect.hpp>
-#include <npybridge/quantization.hpp>
+#include <npybridge/core/reflect.hpp>
+#include <npybridge/core/quantization.hpp>
 
 namespace npb = npybridge;
 

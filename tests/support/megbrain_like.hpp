@@ -2,7 +2,7 @@
 // adapter, for the tests that need a tensor type other than npybridge::tensor.
 #pragma once
 
-#include <npybridge/tensor.hpp>
+#include <npybridge/core/tensor.hpp>
 
 #include <cstddef>
 #include <cstdint>

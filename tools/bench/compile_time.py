@@ -121,7 +121,7 @@ def main():
             ("npybridge.hpp / pybind11's two headers", best["npybridge/npybridge.hpp"] / pybind_pair, 0.7),
             ("bind/pybind11.hpp / pybind11's two headers", best["npybridge/bind/pybind11.hpp"] / pybind_pair, 1.5),
             ("bind/nanobind.hpp / nanobind's two headers", best["npybridge/bind/nanobind.hpp"] / nanobind_pair, 3.5),
-            ("dtype.hpp / <boost/pfr.hpp>", best["npybridge/dtype.hpp"] / best["<boost/pfr.hpp>"], 1.3)]
+            ("dtype.hpp / <boost/pfr.hpp>", best["npybridge/core/dtype.hpp"] / best["<boost/pfr.hpp>"], 1.3)]
     for label, ratio, target in rows:
         print(f"| {label} | {ratio:.2f} | <= {target} |")
     print()

@@ -1,5 +1,5 @@
 // Packing and unpacking 64 Mi elements against memcpy of the unpacked bytes and a per-element loop.
-#include <npybridge/lowbit.hpp>
+#include <npybridge/core/lowbit.hpp>
 
 #include <benchmark/benchmark.h>
 

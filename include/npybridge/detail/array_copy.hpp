@@ -3,17 +3,17 @@
 // docs/policies.md). The fill of fresh tensor memory is detail/array_fill.hpp.
 #pragma once
 
-#include <npybridge/config.hpp>
-#include <npybridge/detail/narrowing_kernels.hpp>
-#include <npybridge/detail/strided_copy.hpp>
-#include <npybridge/errors.hpp>
-#include <npybridge/lowbit.hpp>
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/narrowing_kernels.hpp>
+#include <npybridge/core/detail/strided_copy.hpp>
+#include <npybridge/core/errors.hpp>
+#include <npybridge/core/lowbit.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/policies.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
-#include <npybridge/scalar_types.hpp>
-#include <npybridge/tensor.hpp>
+#include <npybridge/core/scalar_types.hpp>
+#include <npybridge/core/tensor.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -3,13 +3,13 @@
 // may make under each narrowing mode (docs/policies.md).
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 #include <npybridge/detail/array_copy.hpp>
-#include <npybridge/errors.hpp>
+#include <npybridge/core/errors.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/policies.hpp>
 #include <npybridge/python.hpp>
-#include <npybridge/tensor.hpp>
+#include <npybridge/core/tensor.hpp>
 
 #include <optional>
 #include <string>

@@ -3,11 +3,11 @@
 // (docs/dtypes.md, "bfloat16 arithmetic").
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 #include <npybridge/detail/user_dtype_kinds.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
-#include <npybridge/scalar_types.hpp>
+#include <npybridge/core/scalar_types.hpp>
 
 #include <numpy/arrayscalars.h>
 

@@ -2,10 +2,10 @@
 // read (valid while their mgb_dtype dict is unchanged) and made, dropped at interpreter exit.
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
-#include <npybridge/quantization.hpp>
+#include <npybridge/core/quantization.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -2,15 +2,15 @@
 // that calls its deleter, the checks of what it claims, and the arrays and packed copies made from it.
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 #include <npybridge/convert.hpp>
-#include <npybridge/detail/dlpack_types.hpp>
-#include <npybridge/dlpack_abi.hpp>
-#include <npybridge/errors.hpp>
-#include <npybridge/lowbit.hpp>
+#include <npybridge/core/detail/dlpack_types.hpp>
+#include <npybridge/core/dlpack_abi.hpp>
+#include <npybridge/core/errors.hpp>
+#include <npybridge/core/lowbit.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
-#include <npybridge/tensor.hpp>
+#include <npybridge/core/tensor.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // npybridge/detail/numpy_compat.hpp — PyArray_Descr field access that compiles against NumPy 1.x and 2.x.
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 
 // Included by npybridge/numpy.hpp after <numpy/arrayobject.h>. NumPy 2 moved
 // elsize, alignment and the legacy-only fields (metadata, names, subarray)

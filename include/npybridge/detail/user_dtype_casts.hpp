@@ -2,7 +2,7 @@
 // their comparison ufunc loops, and register_one(): one user dtype's scalar type, ArrFuncs, casts and loops.
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 #include <npybridge/detail/bfloat16_math.hpp>
 #include <npybridge/detail/user_dtype_kinds.hpp>
 #include <npybridge/numpy.hpp>

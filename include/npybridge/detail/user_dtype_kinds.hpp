@@ -3,12 +3,12 @@
 // register_one() are detail/user_dtype_casts.hpp's; registration once per interpreter is user_dtypes.hpp's.
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
-#include <npybridge/scalar_types.hpp>
+#include <npybridge/core/scalar_types.hpp>
 
 #include <array>
 #include <cmath>

@@ -1,10 +1,10 @@
-// npybridge/detail/params.hpp — a param struct field by field (through reflect.hpp): what each field accepts (its
+// npybridge/core/detail/params.hpp — a param struct field by field (through reflect.hpp): what each field accepts (its
 // C++ type decides the rule), filling and checking a struct, its text and hash. class dtype (dtype.hpp) uses these.
 #pragma once
 
-#include <npybridge/config.hpp>
-#include <npybridge/errors.hpp>
-#include <npybridge/reflect.hpp>
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/errors.hpp>
+#include <npybridge/core/reflect.hpp>
 
 #include <cmath>
 #include <cstddef>

@@ -1,9 +1,9 @@
-// npybridge/detail/element_facts.hpp — what each kind of C++ element is (scalar_kind) and what it is called in C++,
+// npybridge/core/detail/element_facts.hpp — what each kind of C++ element is (scalar_kind) and what it is called in C++,
 // NumPy and PEP 3118 buffers: the per-kind facts the dtype table (dtype.hpp) derives its rows' names from.
 #pragma once
 
-#include <npybridge/config.hpp>
-#include <npybridge/scalar_types.hpp>
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/scalar_types.hpp>
 
 #include <array>
 #include <complex>

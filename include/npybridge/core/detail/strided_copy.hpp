@@ -1,9 +1,9 @@
-// npybridge/detail/strided_copy.hpp — copies between two strided layouts of one shape, tiled so that transposes run near memory speed.
+// npybridge/core/detail/strided_copy.hpp — copies between two strided layouts of one shape, tiled so that transposes run near memory speed.
 #pragma once
 
-#include <npybridge/config.hpp>
-#include <npybridge/detail/simd.hpp>
-#include <npybridge/detail/narrowing_kernels.hpp>
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/simd.hpp>
+#include <npybridge/core/detail/narrowing_kernels.hpp>
 
 #include <algorithm>
 #include <cstddef>

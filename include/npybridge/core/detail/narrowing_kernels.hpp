@@ -1,8 +1,8 @@
-// npybridge/detail/narrowing_kernels.hpp — int64 -> int32 and float64 -> float32 with a per-value fit check: portable and SSE2.
+// npybridge/core/detail/narrowing_kernels.hpp — int64 -> int32 and float64 -> float32 with a per-value fit check: portable and SSE2.
 #pragma once
 
-#include <npybridge/config.hpp>
-#include <npybridge/detail/simd.hpp>
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/simd.hpp>
 
 #include <algorithm>
 #include <cmath>

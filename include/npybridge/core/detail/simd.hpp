@@ -1,8 +1,8 @@
-// npybridge/detail/simd.hpp — the one place that says which SIMD instructions npybridge's kernels may use.
+// npybridge/core/detail/simd.hpp — the one place that says which SIMD instructions npybridge's kernels may use.
 // Python-free. Every kernel header includes this and tests these macros only.
 #pragma once
 
-#include <npybridge/config.hpp>
+#include <npybridge/core/config.hpp>
 
 // x86 with GCC or Clang: the SSSE3 low-bit kernels, compiled with a target attribute and chosen at run time
 // (__builtin_cpu_supports), so a binary built for plain x86 still runs everywhere.

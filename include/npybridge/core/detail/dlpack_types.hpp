@@ -1,12 +1,12 @@
-// npybridge/detail/dlpack_types.hpp — DLPack's element type of each dtype (derived from its table row) and the
+// npybridge/core/detail/dlpack_types.hpp — DLPack's element type of each dtype (derived from its table row) and the
 // element strides it reads for packed tensors.
 #pragma once
 
-#include <npybridge/config.hpp>
-#include <npybridge/dlpack_abi.hpp>
-#include <npybridge/dtype.hpp>
-#include <npybridge/layout.hpp>
-#include <npybridge/lowbit.hpp>
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/dlpack_abi.hpp>
+#include <npybridge/core/dtype.hpp>
+#include <npybridge/core/layout.hpp>
+#include <npybridge/core/lowbit.hpp>
 
 #include <array>
 #include <cstddef>

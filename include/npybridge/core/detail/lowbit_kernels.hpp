@@ -1,8 +1,8 @@
-// npybridge/detail/lowbit_kernels.hpp — the pack / unpack loops for 1, 2 and 4-bit dtypes: portable and SSSE3.
+// npybridge/core/detail/lowbit_kernels.hpp — the pack / unpack loops for 1, 2 and 4-bit dtypes: portable and SSSE3.
 #pragma once
 
-#include <npybridge/config.hpp>
-#include <npybridge/detail/simd.hpp>
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/simd.hpp>
 
 #include <array>
 #include <cstddef>

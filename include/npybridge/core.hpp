@@ -1,0 +1,18 @@
+// npybridge/core.hpp — the Python-free core in one include: the dtype table and class dtype, quantization,
+// low-bit packing, layouts, owners, the adapter contract and npybridge::tensor. C++17 and Boost.PFR only: no
+// CPython or NumPy header, so C++ code without Python (a graph compiler, a kernel library) can use it.
+#pragma once
+
+#include <npybridge/core/adapter.hpp>
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/dlpack_abi.hpp>
+#include <npybridge/core/dtype.hpp>
+#include <npybridge/core/errors.hpp>
+#include <npybridge/core/layout.hpp>
+#include <npybridge/core/lowbit.hpp>
+#include <npybridge/core/owner.hpp>
+#include <npybridge/core/quantization.hpp>
+#include <npybridge/core/reflect.hpp>
+#include <npybridge/core/scalar_types.hpp>
+#include <npybridge/core/tensor.hpp>
+#include <npybridge/core/version.hpp>

@@ -1,0 +1,223 @@
+// npybridge/core/adapter.hpp — the tensor customization point: the adapter contract, its compile-time check, placement.
+#pragma once
+
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/dtype.hpp>
+#include <npybridge/core/layout.hpp>
+#include <npybridge/core/lowbit.hpp>
+#include <npybridge/core/owner.hpp>
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+
+// ---------------------------------------------------------------------------
+// The customization point. To make npybridge work with your tensor type T,
+// specialize npybridge::tensor_adapter<T> (in your code, not in detail) with:
+//
+//   static constexpr std::size_t max_ndim;     // most dimensions T holds
+//   static constexpr bool has_scalar;          // can T be 0-d? (else 0-d -> shape (1,))
+//   static bool accepts_strides(const tensor_layout&);  // element strides T can describe (negative ones
+//                                                       // only if T keeps an offset: see tensor_layout::span)
+//   static npybridge::dtype dtype_of(const T&);
+//   static tensor_layout layout_of(const T&);  // shape and element strides (packed dtypes: strides in
+//                                              // elements, padded rows as MegBrain reports them)
+//   static void* data(const T&);               // first element (packed: its byte, which it starts)
+//   static bool writable(const T&);            // false if T knows its memory is read-only
+//   static lowbit_layout packed_layout(const T&);  // only asked for packed dtypes
+//   static owner_handle owner(const T&);       // keeps T's memory alive
+//   static owner_handle take_owner(T&);        // optional: moves it out for to_array(std::move(t))
+//   static T borrow(const dtype&, void* data, const tensor_layout&, bool writable, owner_handle);
+//   static T make(const dtype&, const tensor_layout& contiguous, lowbit_layout);  // fresh, writable
+//
+// A tensor type whose memory has a place (MegBrain's comp nodes, a device)
+// adds `using placement = ...;` and then takes it as the last argument of
+// borrow and make; to_tensor and from_dlpack pass it through (default:
+// `static placement default_placement()` when the adapter has one, else
+// `placement{}`), and `static placement placement_of(const T&)` (optional)
+// lets megengine_compat's copy_into make the copy where the destination is.
+//
+// make() may lay a packed tensor out row-aligned with padded strides
+// (tensor_layout::row_aligned) or compact; npybridge reads layout_of() of the
+// tensor it made and fills it accordingly.
+// npybridge::tensor below is the reference implementation;
+// tests/support/megbrain_like.hpp is a second one (7 dims, no 0-d, no negative
+// strides, a placement) and npybridge/megbrain.hpp adapts MegBrain's own HostTensorND.
+// ---------------------------------------------------------------------------
+template <class Tensor>
+struct tensor_adapter;
+
+namespace detail {
+
+template <class T, class = void>
+struct is_complete : std::false_type {};
+template <class T>
+struct is_complete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
+
+template <class...>
+inline constexpr bool always_false = false;
+
+// One detector per member of the adapter contract: true when the member exists
+// with a usable type (the checks of check_adapter name each one that is not).
+#define NPYBRIDGE_ADAPTER_MEMBER(name, wanted, ...)                                                 \
+    template <class A, class T, class = void>                                                       \
+    struct adapter_##name : std::false_type {};                                                     \
+    template <class A, class T>                                                                     \
+    struct adapter_##name<A, T, std::void_t<decltype(__VA_ARGS__)>>                                 \
+        : std::is_convertible<decltype(__VA_ARGS__), wanted> {};
+NPYBRIDGE_ADAPTER_MEMBER(max_ndim, std::size_t, std::integral_constant<std::size_t, A::max_ndim>::value)
+NPYBRIDGE_ADAPTER_MEMBER(has_scalar, bool, std::bool_constant<A::has_scalar>::value)
+NPYBRIDGE_ADAPTER_MEMBER(accepts_strides, bool, A::accepts_strides(std::declval<const tensor_layout&>()))
+NPYBRIDGE_ADAPTER_MEMBER(dtype_of, dtype, A::dtype_of(std::declval<const T&>()))
+NPYBRIDGE_ADAPTER_MEMBER(layout_of, tensor_layout, A::layout_of(std::declval<const T&>()))
+NPYBRIDGE_ADAPTER_MEMBER(data, void*, A::data(std::declval<const T&>()))
+NPYBRIDGE_ADAPTER_MEMBER(writable, bool, A::writable(std::declval<const T&>()))
+NPYBRIDGE_ADAPTER_MEMBER(packed_layout, lowbit_layout, A::packed_layout(std::declval<const T&>()))
+NPYBRIDGE_ADAPTER_MEMBER(owner, owner_handle, A::owner(std::declval<const T&>()))
+NPYBRIDGE_ADAPTER_MEMBER(borrow, T,
+                         A::borrow(std::declval<const dtype&>(), std::declval<void*>(), std::declval<const tensor_layout&>(),
+                                   true, std::declval<owner_handle>()))
+NPYBRIDGE_ADAPTER_MEMBER(make, T, A::make(std::declval<const dtype&>(), std::declval<const tensor_layout&>(), lowbit_layout{}))
+NPYBRIDGE_ADAPTER_MEMBER(placed_borrow, T,
+                         A::borrow(std::declval<const dtype&>(), std::declval<void*>(), std::declval<const tensor_layout&>(),
+                                   true, std::declval<owner_handle>(), std::declval<const typename A::placement&>()))
+NPYBRIDGE_ADAPTER_MEMBER(placed_make, T,
+                         A::make(std::declval<const dtype&>(), std::declval<const tensor_layout&>(), lowbit_layout{},
+                                 std::declval<const typename A::placement&>()))
+NPYBRIDGE_ADAPTER_MEMBER(default_placement, typename A::placement, A::default_placement())
+NPYBRIDGE_ADAPTER_MEMBER(placement_of, typename A::placement, A::placement_of(std::declval<const T&>()))
+#undef NPYBRIDGE_ADAPTER_MEMBER
+
+template <class A, class = void>
+struct adapter_placement {
+    using type = void;
+};
+template <class A>
+struct adapter_placement<A, std::void_t<typename A::placement>> {
+    using type = typename A::placement;
+};
+
+}  // namespace detail
+
+/// What a tensor type without places takes as placement: nothing.
+struct no_placement {
+    friend constexpr bool operator==(no_placement, no_placement) noexcept { return true; }
+};
+
+/// The placement type of Tensor's adapter (no_placement when it declares none).
+template <class Tensor>
+using placement_t = std::conditional_t<std::is_void_v<typename detail::adapter_placement<tensor_adapter<Tensor>>::type>,
+                                       no_placement, typename detail::adapter_placement<tensor_adapter<Tensor>>::type>;
+
+/// Where new tensors of this type go unless told otherwise.
+template <class Tensor>
+placement_t<Tensor> default_placement() {
+    using A = tensor_adapter<Tensor>;
+    if constexpr (detail::adapter_default_placement<A, Tensor>::value) {
+        return A::default_placement();
+    } else {
+        return placement_t<Tensor>{};
+    }
+}
+
+/// Where a tensor is (default_placement() for a type that cannot say).
+template <class Tensor>
+placement_t<Tensor> placement_of(const Tensor& t) {
+    using A = tensor_adapter<Tensor>;
+    if constexpr (detail::adapter_placement_of<A, Tensor>::value) {
+        return A::placement_of(t);
+    } else {
+        return default_placement<Tensor>();
+    }
+}
+
+/// Whether a tensor's memory may be written: its adapter says so and its
+/// owner does not know better (memory borrowed read-only stays read-only
+/// through tensor types that cannot mark it).
+template <class Tensor>
+bool is_writable(const Tensor& t) {
+    return tensor_adapter<Tensor>::writable(t) && !tensor_adapter<Tensor>::owner(t).read_only();
+}
+
+namespace detail {
+
+template <class Tensor>
+inline constexpr bool has_placement = !std::is_same_v<placement_t<Tensor>, no_placement>;
+
+/// adapter::borrow with the placement when the adapter takes one.
+template <class Tensor>
+Tensor adapter_borrow_at(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner,
+                         const placement_t<Tensor>& where) {
+    using A = tensor_adapter<Tensor>;
+    if constexpr (has_placement<Tensor>) {
+        return A::borrow(type, data, layout, writable, std::move(owner), where);
+    } else {
+        return A::borrow(type, data, layout, writable, std::move(owner));
+    }
+}
+
+/// adapter::make with the placement when the adapter takes one.
+template <class Tensor>
+Tensor adapter_make_at(const dtype& type, const tensor_layout& layout, lowbit_layout packing, const placement_t<Tensor>& where) {
+    using A = tensor_adapter<Tensor>;
+    if constexpr (has_placement<Tensor>) {
+        return A::make(type, layout, packing, where);
+    } else {
+        return A::make(type, layout, packing);
+    }
+}
+
+}  // namespace detail
+
+/// Checks tensor_adapter<Tensor> against the contract above at compile time,
+/// naming every missing or ill-typed member. Every conversion entry point
+/// (to_tensor, to_array, copy_into, from_dlpack, to_dlpack, get_buffer) runs
+/// it first; `static_assert(npybridge::check_adapter<MyTensor>())` beside an
+/// adapter checks it where it is written.
+template <class Tensor>
+constexpr bool check_adapter() {
+    using A = tensor_adapter<Tensor>;
+    if constexpr (!detail::is_complete<A>::value) {
+        static_assert(detail::always_false<Tensor>,
+                      "npybridge: this tensor type has no tensor_adapter: specialize npybridge::tensor_adapter<T> "
+                      "(the contract is in npybridge/core/adapter.hpp and docs/extending.md)");
+        return false;
+    } else {
+        using namespace detail;
+        static_assert(adapter_max_ndim<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static constexpr std::size_t max_ndim` (most dimensions T holds)");
+        static_assert(adapter_has_scalar<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static constexpr bool has_scalar` (can T be 0-d?)");
+        static_assert(adapter_accepts_strides<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static bool accepts_strides(const tensor_layout&)`");
+        static_assert(adapter_dtype_of<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static npybridge::dtype dtype_of(const T&)`");
+        static_assert(adapter_layout_of<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static tensor_layout layout_of(const T&)` (shape and element strides)");
+        static_assert(adapter_data<A, Tensor>::value, "npybridge: tensor_adapter<T> needs `static void* data(const T&)`");
+        static_assert(adapter_writable<A, Tensor>::value, "npybridge: tensor_adapter<T> needs `static bool writable(const T&)`");
+        static_assert(adapter_packed_layout<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static lowbit_layout packed_layout(const T&)`");
+        static_assert(adapter_owner<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static owner_handle owner(const T&)` (keeps T's memory alive)");
+        if constexpr (has_placement<Tensor>) {
+            static_assert(adapter_placed_borrow<A, Tensor>::value,
+                          "npybridge: tensor_adapter<T> declares a placement, so it needs `static T borrow(const dtype&, "
+                          "void* data, const tensor_layout&, bool writable, owner_handle, const placement&)`");
+            static_assert(adapter_placed_make<A, Tensor>::value,
+                          "npybridge: tensor_adapter<T> declares a placement, so it needs `static T make(const dtype&, "
+                          "const tensor_layout&, lowbit_layout, const placement&)`");
+        } else {
+            static_assert(adapter_borrow<A, Tensor>::value,
+                          "npybridge: tensor_adapter<T> needs `static T borrow(const dtype&, void* data, const tensor_layout&, "
+                          "bool writable, owner_handle)`");
+            static_assert(adapter_make<A, Tensor>::value,
+                          "npybridge: tensor_adapter<T> needs `static T make(const dtype&, const tensor_layout&, lowbit_layout)`");
+        }
+        return true;
+    }
+}
+
+}  // namespace npybridge

@@ -1,0 +1,600 @@
+// npybridge/core/dtype.hpp — the compile-time table of every MegDNN dtype, all that derives from it, and class dtype
+// (a row with its params: validated, printed, compared, hashed).
+#pragma once
+
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/element_facts.hpp>
+#include <npybridge/core/detail/params.hpp>
+#include <npybridge/core/errors.hpp>
+#include <npybridge/core/reflect.hpp>
+#include <npybridge/core/scalar_types.hpp>
+
+#include <array>
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+
+/// MegDNN's DTypeEnum, with MegDNN's own values, so a MegBrain project can
+/// cast between the two enums.
+enum class dtype_enum : std::uint32_t {
+    Float32 = 0,
+    Uint8 = 1,
+    Int8 = 2,
+    Int16 = 3,
+    Int32 = 4,
+    IntB1 = 5,
+    IntB2 = 6,
+    IntB4 = 7,
+    Byte = 8,
+    Float16 = 9,
+    UintB4 = 10,
+    BFloat16 = 11,
+    Bool = 12,
+    Uint16 = 13,
+    Complex64 = 14,
+    Quantized8Asymm = 100000,
+    QuantizedS32 = 100001,
+    QuantizedS8 = 100002,
+    Quantized4Asymm = 100003,
+    QuantizedS4 = 100004,
+    QuantizedS16 = 100005,
+    QuantizedS1 = 100006,
+};
+
+enum class dtype_category : std::uint8_t { floating, integer, boolean, complex, lowbit, quantized, other };
+
+/// The word for a category used in messages and the README's table ("float", "int", "bool", "complex", "lowbit", "quantized", "other").
+constexpr std::string_view category_name(dtype_category category) noexcept {
+    constexpr std::string_view names[] = {"float", "int", "bool", "complex", "lowbit", "quantized", "other"};
+    return names[static_cast<std::size_t>(category)];
+}
+
+/// How NumPy sees a dtype: as a built-in numpy dtype (the element type's, with
+/// `metadata` for quantized dtypes), as a registered user dtype, or not at all.
+enum class numpy_form : std::uint8_t { builtin, user_dtype, none };
+
+/// How one value of a packed dtype is stored in its `bits` bits.
+enum class lowbit_coding : std::uint8_t {
+    none,             ///< not packed
+    odd,              ///< odd values -(2^b-1)..2^b-1 stored as (v + 2^b-1) / 2 (IntB1/2/4, UintB4)
+    twos_complement,  ///< -(2^(b-1))..2^(b-1)-1 stored as v & mask (QuantizedS4)
+    unsigned_value,   ///< 0..2^b-1 stored as is (Quantized4Asymm)
+};
+
+/// Smallest and largest value a dtype holds (for quantized dtypes: the clamp range).
+struct value_range {
+    double lo;
+    double hi;
+    friend constexpr bool operator==(value_range a, value_range b) noexcept {
+        return a.lo == b.lo && a.hi == b.hi;
+    }
+};
+
+// ---- Param structs: plain aggregates, walked field by field with Boost.PFR
+// (core/reflect.hpp, core/detail/params.hpp). Boost 1.81's PFR cannot reflect field names, so each
+// struct lists its metadata keys beside its fields; adding a field is one line
+// here plus its key. core/reflect.hpp checks the two counts agree at compile time.
+
+/// No parameters (every non-quantized dtype).
+struct no_param {
+    static constexpr std::array<std::string_view, 0> field_names{};
+};
+
+/// Symmetric quantization: real = scale * q.
+struct scale_param {
+    float scale = 1.0f;
+    static constexpr std::array<std::string_view, 1> field_names{"scale"};
+};
+
+/// Asymmetric quantization: real = scale * (q - zero_point).
+struct asymm_param {
+    float scale = 1.0f;
+    std::uint8_t zero_point = 0;
+    static constexpr std::array<std::string_view, 2> field_names{"scale", "zero_point"};
+};
+
+namespace detail {
+
+template <class Element>
+constexpr value_range natural_range() noexcept {
+    constexpr scalar_kind kind = scalar_kind_of<Element>();
+    if constexpr (kind == scalar_kind::boolean) {
+        return {0, 1};
+    } else if constexpr (kind == scalar_kind::byte) {
+        return {0, 255};
+    } else if constexpr (kind == scalar_kind::half) {
+        return {-65504.0, 65504.0};
+    } else if constexpr (kind == scalar_kind::bfloat16) {
+        return {-3.38953138925153547590470800371487866880e+38, 3.38953138925153547590470800371487866880e+38};
+    } else if constexpr (kind == scalar_kind::complex) {
+        using real = typename Element::value_type;
+        return {-static_cast<double>(std::numeric_limits<real>::max()),
+                static_cast<double>(std::numeric_limits<real>::max())};
+    } else if constexpr (kind == scalar_kind::floating) {
+        return {-static_cast<double>(std::numeric_limits<Element>::max()),
+                static_cast<double>(std::numeric_limits<Element>::max())};
+    } else {
+        return {static_cast<double>(std::numeric_limits<Element>::min()),
+                static_cast<double>(std::numeric_limits<Element>::max())};
+    }
+}
+
+constexpr value_range lowbit_range(lowbit_coding coding, unsigned bits) noexcept {
+    const double top = static_cast<double>((1u << bits) - 1u);
+    switch (coding) {
+        case lowbit_coding::odd: return {-top, top};
+        case lowbit_coding::twos_complement: return {-static_cast<double>(1u << (bits - 1)), static_cast<double>((1u << (bits - 1)) - 1u)};
+        case lowbit_coding::unsigned_value: return {0, top};
+        case lowbit_coding::none: break;
+    }
+    return {0, 0};
+}
+
+/// One row of the table. Element is the C++ type of one (unpacked) element;
+/// Param the dtype's parameter struct. Everything not stored here derives from
+/// these two types.
+template <class Element, class Param>
+struct dtype_row {
+    using element_type = Element;
+    using param_type = Param;
+
+    dtype_enum id;
+    std::string_view name;
+    dtype_category category;
+    numpy_form form;
+    lowbit_coding coding;  ///< none for every dtype that is not packed
+    unsigned packed_bits;  ///< 0 for every dtype that is not packed
+    value_range range;
+};
+
+template <class Element, class Param = no_param>
+constexpr dtype_row<Element, Param> plain_row(dtype_enum id, std::string_view name, dtype_category category,
+                                              numpy_form form = numpy_form::builtin) {
+    return {id, name, category, form, lowbit_coding::none, 0, natural_range<Element>()};
+}
+
+template <class Element, class Param = no_param>
+constexpr dtype_row<Element, Param> packed_row(dtype_enum id, std::string_view name, dtype_category category,
+                                               numpy_form form, lowbit_coding coding, unsigned bits) {
+    return {id, name, category, form, coding, bits, lowbit_range(coding, bits)};
+}
+
+template <class Element, class Param>
+constexpr dtype_row<Element, Param> with_range(dtype_row<Element, Param> row, value_range range) {
+    row.range = range;
+    return row;
+}
+
+// One row per dtype (docs/dtypes.md). The stamp macro writes a row's enum value and
+// its name from one token, so the two cannot disagree; it is #undef'd below.
+#define NPYBRIDGE_DTYPE(name) dtype_enum::name, #name
+inline constexpr auto dtype_rows = std::make_tuple(
+    plain_row<float>(NPYBRIDGE_DTYPE(Float32), dtype_category::floating),
+    plain_row<std::uint8_t>(NPYBRIDGE_DTYPE(Uint8), dtype_category::integer),
+    plain_row<std::int8_t>(NPYBRIDGE_DTYPE(Int8), dtype_category::integer),
+    plain_row<std::int16_t>(NPYBRIDGE_DTYPE(Int16), dtype_category::integer),
+    plain_row<std::int32_t>(NPYBRIDGE_DTYPE(Int32), dtype_category::integer),
+    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB1), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd, 1),
+    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB2), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd, 2),
+    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB4), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd, 4),
+    plain_row<std::byte>(NPYBRIDGE_DTYPE(Byte), dtype_category::other, numpy_form::none),
+    plain_row<half>(NPYBRIDGE_DTYPE(Float16), dtype_category::floating),
+    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(UintB4), dtype_category::lowbit, numpy_form::none, lowbit_coding::odd, 4),
+    plain_row<bfloat16>(NPYBRIDGE_DTYPE(BFloat16), dtype_category::floating, numpy_form::user_dtype),
+    plain_row<bool>(NPYBRIDGE_DTYPE(Bool), dtype_category::boolean),
+    plain_row<std::uint16_t>(NPYBRIDGE_DTYPE(Uint16), dtype_category::integer),
+    plain_row<std::complex<float>>(NPYBRIDGE_DTYPE(Complex64), dtype_category::complex),
+    plain_row<std::uint8_t, asymm_param>(NPYBRIDGE_DTYPE(Quantized8Asymm), dtype_category::quantized),
+    plain_row<std::int32_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS32), dtype_category::quantized),
+    plain_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS8), dtype_category::quantized),
+    packed_row<std::uint8_t, asymm_param>(NPYBRIDGE_DTYPE(Quantized4Asymm), dtype_category::quantized, numpy_form::builtin, lowbit_coding::unsigned_value, 4),
+    packed_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS4), dtype_category::quantized, numpy_form::builtin, lowbit_coding::twos_complement, 4),
+    plain_row<std::int16_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS16), dtype_category::quantized),
+    with_range(plain_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS1), dtype_category::quantized), {0, 1}));
+#undef NPYBRIDGE_DTYPE
+
+using dtype_rows_t = std::remove_const_t<decltype(dtype_rows)>;
+
+template <std::size_t I>
+using row_t = std::remove_const_t<std::tuple_element_t<I, dtype_rows_t>>;
+
+}  // namespace detail
+
+/// Everything npybridge knows about one dtype, as plain data.
+struct dtype_info {
+    dtype_enum id;
+    std::string_view name;
+    dtype_category category;
+    numpy_form form;
+    lowbit_coding coding;
+    bool is_signed;
+    bool is_packed;
+    bool is_quantized;
+    unsigned bits;               ///< bits per element (packed: 1, 2 or 4)
+    std::size_t element_size;    ///< bytes per element; 0 for packed dtypes (not defined)
+    value_range range;
+    std::string_view storage;    ///< C++ element type (unpacked)
+    std::size_t param_fields;    ///< 0 for dtypes without params
+    const std::string_view* param_keys;  ///< metadata keys of the param struct, param_fields of them
+    detail::short_name numpy;    ///< numpy dtype name; empty when form is none
+
+    constexpr std::string_view numpy_name() const noexcept { return numpy.view(); }
+    constexpr std::uint32_t value() const noexcept { return static_cast<std::uint32_t>(id); }
+};
+
+namespace detail {
+
+template <std::size_t I>
+constexpr dtype_info make_info() {
+    using row = row_t<I>;
+    using element = typename row::element_type;
+    constexpr row r = std::get<I>(dtype_rows);
+    constexpr scalar_kind kind = scalar_kind_of<element>();
+    constexpr bool is_packed = r.packed_bits != 0;
+    constexpr bool is_signed = kind == scalar_kind::signed_int || kind == scalar_kind::floating ||
+                               kind == scalar_kind::half || kind == scalar_kind::bfloat16 ||
+                               kind == scalar_kind::complex;
+    constexpr short_name numpy = r.form == numpy_form::builtin      ? make_short_name(facts_of<element>().numpy_name)
+                                 : r.form == numpy_form::user_dtype ? make_short_name(r.name, true)
+                                                                    : short_name{};
+    return dtype_info{r.id,
+                      r.name,
+                      r.category,
+                      r.form,
+                      r.coding,
+                      is_signed,
+                      is_packed,
+                      r.category == dtype_category::quantized,
+                      is_packed ? r.packed_bits : static_cast<unsigned>(sizeof(element) * 8),
+                      is_packed ? 0 : sizeof(element),
+                      r.range,
+                      facts_of<element>().cpp_name,
+                      std::tuple_size_v<decltype(row::param_type::field_names)>,
+                      row::param_type::field_names.data(),
+                      numpy};
+}
+
+template <std::size_t... I>
+constexpr std::array<dtype_info, sizeof...(I)> make_table(std::index_sequence<I...>) {
+    return {make_info<I>()...};
+}
+
+}  // namespace detail
+
+inline constexpr std::size_t dtype_count = std::tuple_size_v<detail::dtype_rows_t>;
+
+/// The table, one entry per dtype in MegDNN's enum order.
+inline constexpr std::array<dtype_info, dtype_count> dtype_table =
+    detail::make_table(std::make_index_sequence<dtype_count>{});
+
+namespace detail {
+
+/// MegDNN's enum has two dense blocks (0.. and 100000..); a slot per value of
+/// each makes enum -> row one array read at run time.
+inline constexpr std::uint32_t quantized_base = 100000;
+inline constexpr std::size_t block_size = 16;
+inline constexpr std::size_t no_slot = 2 * block_size;
+
+constexpr std::size_t enum_slot(std::uint32_t value) noexcept {
+    if (value < block_size) return value;
+    if (value >= quantized_base && value - quantized_base < block_size) return block_size + (value - quantized_base);
+    return no_slot;
+}
+
+constexpr std::array<std::uint8_t, no_slot + 1> make_enum_slots() {
+    std::array<std::uint8_t, no_slot + 1> slots{};
+    for (auto& slot : slots) slot = static_cast<std::uint8_t>(dtype_count);
+    for (std::size_t i = 0; i < dtype_count; ++i) slots[enum_slot(dtype_table[i].value())] = static_cast<std::uint8_t>(i);
+    slots[no_slot] = static_cast<std::uint8_t>(dtype_count);
+    return slots;
+}
+
+inline constexpr std::array<std::uint8_t, no_slot + 1> enum_slots = make_enum_slots();
+
+constexpr bool every_row_has_a_slot() noexcept {
+    for (std::size_t i = 0; i < dtype_count; ++i) {
+        if (enum_slot(dtype_table[i].value()) == no_slot || enum_slots[enum_slot(dtype_table[i].value())] != i) return false;
+    }
+    return true;
+}
+static_assert(every_row_has_a_slot(),
+              "npybridge: a dtype's enum value falls outside MegDNN's two enum blocks; widen enum_slot()");
+
+}  // namespace detail
+
+/// Position of a dtype in dtype_table, or dtype_count when `id` is not a dtype.
+constexpr std::size_t table_index(dtype_enum id) noexcept {
+    return detail::enum_slots[detail::enum_slot(static_cast<std::uint32_t>(id))];
+}
+
+constexpr bool is_valid(dtype_enum id) noexcept { return table_index(id) != dtype_count; }
+
+/// The entry of a valid dtype. (An invalid enum value is a compile error in a
+/// constant expression and std::terminate at run time: check is_valid first.)
+constexpr const dtype_info& info(dtype_enum id) noexcept { return dtype_table[table_index(id)]; }
+
+/// Looks a dtype up by MegDNN's name ("QuantizedS8"); nullptr when unknown.
+constexpr const dtype_info* find_dtype(std::string_view name) noexcept {
+    for (const dtype_info& entry : dtype_table) {
+        if (entry.name == name) return &entry;
+    }
+    return nullptr;
+}
+
+/// Looks a dtype up by MegDNN's enum value; nullptr when no dtype has it.
+constexpr const dtype_info* find_dtype(std::uint32_t value) noexcept {
+    const std::size_t index = table_index(static_cast<dtype_enum>(value));
+    return index == dtype_count ? nullptr : &dtype_table[index];
+}
+
+constexpr std::string_view name_of(dtype_enum id) noexcept { return info(id).name; }
+
+/// Bytes that `count` elements take: ceil(count * bits / 8) for packed dtypes
+/// (compact layout), count * element size otherwise; conversion_error past size_t.
+constexpr std::size_t byte_size(dtype_enum id, std::size_t count) {
+    const dtype_info& entry = info(id);
+    const std::size_t unit = entry.is_packed ? entry.bits : entry.element_size;
+    if (unit != 0 && count > (SIZE_MAX - 7) / unit) throw conversion_error("byte_size: " + std::to_string(count) + " elements overflow");
+    return entry.is_packed ? (count * entry.bits + 7) / 8 : count * entry.element_size;
+}
+
+// ---- Per-dtype types, for code that knows the dtype at compile time.
+
+template <dtype_enum Id>
+inline constexpr std::size_t table_index_v = table_index(Id);
+
+/// C++ type of one unpacked element of dtype Id.
+template <dtype_enum Id>
+using element_t = typename detail::row_t<table_index_v<Id>>::element_type;
+
+/// Parameter struct of dtype Id (no_param, scale_param or asymm_param).
+template <dtype_enum Id>
+using param_t = typename detail::row_t<table_index_v<Id>>::param_type;
+
+namespace detail {
+
+template <class Variant, class T>
+struct with_alternative;
+template <class... Ts, class T>
+struct with_alternative<std::variant<Ts...>, T> {
+    using type = std::conditional_t<(std::is_same_v<T, Ts> || ...), std::variant<Ts...>, std::variant<Ts..., T>>;
+};
+
+template <class Variant, std::size_t I, std::size_t N>
+struct row_params {
+    using type = typename row_params<typename with_alternative<Variant, typename row_t<I>::param_type>::type, I + 1, N>::type;
+};
+template <class Variant, std::size_t N>
+struct row_params<Variant, N, N> {
+    using type = Variant;
+};
+
+}  // namespace detail
+
+/// Every param struct the table's rows use, each once, in row order after
+/// no_param: what a dtype object can carry (a new param struct in a new row
+/// joins it by itself).
+using params_variant = typename detail::row_params<std::variant<no_param>, 0, dtype_count>::type;
+
+/// Bytes of one element. Packed dtypes have none: asking is a compile error.
+template <dtype_enum Id>
+constexpr std::size_t element_size() noexcept {
+    static_assert(!info(Id).is_packed,
+                  "npybridge: a packed low-bit dtype has no per-element byte size; "
+                  "use byte_size(id, count) for a whole buffer");
+    return info(Id).element_size;
+}
+
+// ---- C++ type -> dtype.
+
+namespace detail {
+
+template <class T, std::size_t I>
+constexpr bool row_holds_plain() noexcept {
+    using element = typename row_t<I>::element_type;
+    constexpr dtype_category category = dtype_table[I].category;
+    return scalar_kind_of<element>() == scalar_kind_of<T>() && sizeof(element) == sizeof(T) &&
+           (category == dtype_category::floating || category == dtype_category::integer ||
+            category == dtype_category::boolean || category == dtype_category::complex);
+}
+
+template <class T, std::size_t... I>
+constexpr std::size_t find_row_for_type(std::index_sequence<I...>) noexcept {
+    constexpr std::array<bool, sizeof...(I)> matches{row_holds_plain<T, I>()...};
+    for (std::size_t i = 0; i < matches.size(); ++i) {
+        if (matches[i]) return i;
+    }
+    return dtype_count;
+}
+
+/// C++ type -> row, derived from scalar_kind and sizeof. MegBrain has no 64-bit
+/// dtypes: 64-bit signed integers narrow to Int32 and double to Float32
+/// (docs/dtypes.md); unsigned 32/64-bit integers have no dtype.
+template <class T>
+struct type_mapping {
+    static constexpr std::size_t exact = scalar_kind_of<T>() == scalar_kind::none || scalar_kind_of<T>() == scalar_kind::byte
+                                             ? dtype_count
+                                             : find_row_for_type<T>(std::make_index_sequence<dtype_count>{});
+    static constexpr bool narrows =
+        exact == dtype_count && sizeof(T) == 8 &&
+        (scalar_kind_of<T>() == scalar_kind::signed_int || scalar_kind_of<T>() == scalar_kind::floating);
+    static constexpr std::size_t index =
+        !narrows ? exact
+                 : table_index(scalar_kind_of<T>() == scalar_kind::floating ? dtype_enum::Float32 : dtype_enum::Int32);
+};
+
+}  // namespace detail
+
+/// True when C++ type T has a dtype (possibly by narrowing).
+template <class T>
+inline constexpr bool has_dtype_v = detail::type_mapping<T>::index != dtype_count;
+
+/// The dtype of C++ type T; a compile error for a type that has none.
+template <class T>
+struct dtype_of {
+    static_assert(has_dtype_v<T>,
+                  "npybridge: this C++ type has no MegDNN dtype. Supported: float, double (narrowed to "
+                  "Float32), npybridge::half, npybridge::bfloat16, int8/16/32, int64 (narrowed to Int32), "
+                  "uint8/16, bool, std::complex<float>. Convert to one of those first.");
+    static constexpr dtype_enum value = dtype_table[has_dtype_v<T> ? detail::type_mapping<T>::index : 0].id;
+    /// True when T is wider than its dtype (int64 -> Int32, double -> Float32).
+    static constexpr bool narrowing = detail::type_mapping<T>::narrows;
+};
+
+template <class T>
+inline constexpr dtype_enum dtype_of_v = dtype_of<T>::value;
+
+template <class T>
+inline constexpr bool is_narrowing_v = dtype_of<T>::narrowing;
+
+// ---- The dtype object: a table row with its params, validated.
+
+/// A dtype together with its params. Plain dtypes have none; quantized ones
+/// carry scale (and zero_point for the two Asymm dtypes), always validated.
+class dtype {
+public:
+    using params = params_variant;  // derived from the table's rows
+
+    /// A dtype without params. Throws dtype_error for a quantized dtype or an
+    /// enum value that is not a dtype.
+    dtype(dtype_enum id) : m_id(id) {  // NOLINT: implicit on purpose, `dtype t = dtype_enum::Int8`
+        if (!is_valid(id)) throw dtype_error("npybridge: enum value " + std::to_string(static_cast<std::uint32_t>(id)) + " is not a MegDNN dtype");
+        if (npybridge::info(id).is_quantized) {
+            throw dtype_error(std::string(npybridge::info(id).name) + " needs params: use dtype::quantized(id, scale" +
+                              (npybridge::info(id).param_fields > 1 ? ", zero_point)" : ")"));
+        }
+    }
+
+    /// The plain dtype of dtype_table[row], for code that already found the
+    /// row in a table. Throws dtype_error for a quantized row or one past the end.
+    static const dtype& of_row(std::size_t row) {
+        if (row >= dtype_count || dtype_table[row].is_quantized) {
+            throw dtype_error("npybridge: dtype table row " + std::to_string(row) + " is not a plain dtype");
+        }
+        return plain_rows[row];
+    }
+
+    /// A quantized dtype from plain numbers. zero_point must be given exactly
+    /// for the Asymm dtypes. Throws dtype_error / metadata_error naming the culprit.
+    static dtype quantized(dtype_enum id, double scale, std::optional<long long> zero_point = std::nullopt) {
+        if (!is_valid(id) || !npybridge::info(id).is_quantized) {
+            throw dtype_error(std::string(is_valid(id) ? npybridge::info(id).name : "this enum value") + " is not a quantized dtype");
+        }
+        dtype result(id, no_check{});
+        with_params(id, [&](auto param) {
+            detail::fill_params(npybridge::info(id), param, scale, zero_point);
+            result.m_params = param;
+        });
+        return result;
+    }
+
+    /// A dtype from a param struct of the right type for `id` (validated).
+    template <class Param>
+    static dtype with(dtype_enum id, const Param& param) {
+        if (!is_valid(id)) throw dtype_error("npybridge: not a MegDNN dtype");
+        dtype result(id, no_check{});
+        bool matched = false;
+        with_params(id, [&](auto expected) {
+            if constexpr (std::is_same_v<decltype(expected), Param>) {
+                detail::check_params(npybridge::info(id), param);
+                result.m_params = param;
+                matched = true;
+            }
+        });
+        if (!matched) throw dtype_error(std::string(npybridge::info(id).name) + ": wrong param struct for this dtype");
+        return result;
+    }
+
+    dtype_enum id() const noexcept { return m_id; }
+    const dtype_info& info() const noexcept { return npybridge::info(m_id); }
+    std::string_view name() const noexcept { return info().name; }
+    bool is_quantized() const noexcept { return info().is_quantized; }
+
+    /// The param struct; Param must be param_t of this dtype.
+    template <class Param>
+    const Param& param() const {
+        return std::get<Param>(m_params);
+    }
+    const params& all_params() const noexcept { return m_params; }
+
+    /// Scale of a quantized dtype (its params' `scale` field); nullopt otherwise.
+    std::optional<float> scale() const noexcept { return field<float>("scale"); }
+    /// Zero point of an Asymm dtype (its params' `zero_point` field); nullopt otherwise.
+    std::optional<int> zero_point() const noexcept { return field<int>("zero_point"); }
+
+    /// "Int8", "QuantizedS8(scale=0.5)", "Quantized8Asymm(scale=0.25, zero_point=128)".
+    std::string to_string() const {
+        const std::string fields = std::visit([](const auto& p) { return detail::params_text(p); }, m_params);
+        return std::string(name()) + (fields.empty() ? "" : "(" + fields + ")");
+    }
+
+    /// Equal when the dtype and every param field are equal (floats exactly).
+    friend bool operator==(const dtype& a, const dtype& b) noexcept {
+        if (a.m_id != b.m_id || a.m_params.index() != b.m_params.index()) return false;
+        return std::visit(
+            [&](const auto& pa) {
+                using P = std::decay_t<decltype(pa)>;
+                return reflect::fields_equal(pa, std::get<P>(b.m_params));
+            },
+            a.m_params);
+    }
+    friend bool operator!=(const dtype& a, const dtype& b) noexcept { return !(a == b); }
+
+    std::size_t hash() const noexcept {
+        const std::size_t seed = std::hash<std::uint32_t>{}(static_cast<std::uint32_t>(m_id));
+        return std::visit([&](const auto& p) { return detail::params_hash(seed, p); }, m_params);
+    }
+
+    /// Calls f(param_t<id>{}) with the param struct type of `id` (runtime to
+    /// compile time, derived from the table).
+    template <class F>
+    static void with_params(dtype_enum id, F&& f) {
+        visit_row(id, std::forward<F>(f), std::make_index_sequence<dtype_count>{});
+    }
+
+private:
+    template <class T>
+    std::optional<T> field(std::string_view key) const noexcept {
+        return std::visit([&](const auto& p) { return detail::field_value<T>(p, key); }, m_params);
+    }
+
+    struct no_check {};
+    constexpr dtype(dtype_enum id, no_check) noexcept : m_id(id) {}
+
+    /// One dtype object per table row, made at compile time (quantized rows
+    /// hold a placeholder that of_row never hands out).
+    template <std::size_t... I>
+    static constexpr std::array<dtype, dtype_count> make_plain_rows(std::index_sequence<I...>) noexcept {
+        return {dtype(dtype_table[I].is_quantized ? dtype_enum::Float32 : dtype_table[I].id, no_check{})...};
+    }
+    static const std::array<dtype, dtype_count> plain_rows;
+
+    template <class F, std::size_t... I>
+    static void visit_row(dtype_enum id, F&& f, std::index_sequence<I...>) {
+        static_cast<void>(((dtype_table[I].id == id ? (f(typename detail::row_t<I>::param_type{}), true) : false) || ...));
+    }
+
+    dtype_enum m_id;
+    params m_params{};
+};
+
+// Constant-initialized (the initializer is a constant expression): no start-up code.
+inline const std::array<dtype, dtype_count> dtype::plain_rows = dtype::make_plain_rows(std::make_index_sequence<dtype_count>{});
+
+}  // namespace npybridge
+
+template <>
+struct std::hash<npybridge::dtype> {
+    std::size_t operator()(const npybridge::dtype& type) const noexcept { return type.hash(); }
+};

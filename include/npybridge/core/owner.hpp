@@ -1,0 +1,135 @@
+// npybridge/core/owner.hpp — owner handles: what keeps borrowed or shared memory alive, from any thread.
+#pragma once
+
+#include <npybridge/core/config.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <utility>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+/// What an owner handle points at: a reference count and the function that
+/// frees whatever the block keeps alive once the count reaches zero. Derive
+/// from it to make a new kind of owner (convert.hpp's Python reference,
+/// tensor::empty's storage); `release` may run on any thread.
+struct owner_block {
+    explicit owner_block(void (*on_last_release)(owner_block*) noexcept) noexcept : release(on_last_release) {}
+    std::atomic<std::size_t> references{1};
+    void (*const release)(owner_block*) noexcept;
+    /// The memory is read-only (a read-only array or DLPack tensor was
+    /// borrowed): set before the block is shared, so that a tensor type with
+    /// no read-only flag of its own (MegBrain's) never hands it back writable.
+    bool read_only = false;
+};
+
+/// Keeps borrowed memory alive: a tensor that borrows holds one of these, and
+/// the memory stays valid while any copy lives. Copies and releases are safe
+/// from any thread (an atomic count, like std::shared_ptr's). One pointer
+/// wide, and a sole owner is released without an atomic read-modify-write.
+/// Any std::shared_ptr converts to one (the handle then keeps a copy), and
+/// shared() hands one to tensor types that hold their storage in a shared_ptr.
+class owner_handle {
+public:
+    owner_handle() noexcept = default;
+    owner_handle(std::nullptr_t) noexcept {}  // NOLINT: implicit, like shared_ptr's
+
+    /// Takes over a block whose count already holds this handle's reference.
+    static owner_handle adopt(owner_block* block) noexcept {
+        owner_handle handle;
+        handle.m_block = block;
+        return handle;
+    }
+
+    /// Keeps `kept` alive (one allocation for the block holding it). A
+    /// shared_ptr that shared() made gives back the owner it keeps, so an owner
+    /// that went through a tensor type's shared_ptr storage is the same owner
+    /// again (an array a tensor borrowed is the base of the array it shares back).
+    template <class T>
+    owner_handle(std::shared_ptr<T> kept);  // NOLINT: implicit on purpose, any shared_ptr is an owner
+
+    owner_handle(const owner_handle& other) noexcept : m_block(other.m_block) {
+        if (m_block) m_block->references.fetch_add(1, std::memory_order_relaxed);
+    }
+    owner_handle(owner_handle&& other) noexcept : m_block(std::exchange(other.m_block, nullptr)) {}
+    owner_handle& operator=(owner_handle other) noexcept {
+        std::swap(m_block, other.m_block);
+        return *this;
+    }
+    ~owner_handle() {
+        if (m_block != nullptr) drop(m_block);
+    }
+
+    void reset() noexcept {
+        if (m_block != nullptr) drop(std::exchange(m_block, nullptr));
+    }
+
+    explicit operator bool() const noexcept { return m_block != nullptr; }
+    /// The block (nullptr when empty), to recognise a kind of owner by its `release`.
+    owner_block* get() const noexcept { return m_block; }
+    /// Whether the memory this owner keeps alive must not be written (owner_block::read_only).
+    bool read_only() const noexcept { return m_block != nullptr && m_block->read_only; }
+    /// Handles sharing this one's block (0 when empty); a snapshot, for tests.
+    std::size_t use_count() const noexcept { return m_block ? m_block->references.load(std::memory_order_relaxed) : 0; }
+
+    /// A shared_ptr to `pointer` that keeps this owner alive (for tensor types
+    /// whose storage is a shared_ptr; one control block per call).
+    template <class T>
+    std::shared_ptr<T> shared(T* pointer) const&;
+    /// The same, moving this owner into the shared_ptr (no count update).
+    template <class T>
+    std::shared_ptr<T> shared(T* pointer) &&;
+
+    /// Gives up the reference without releasing it (pair with adopt()).
+    owner_block* detach() noexcept { return std::exchange(m_block, nullptr); }
+
+private:
+    struct keeper;  // shared()'s deleter (below)
+
+    static void drop(owner_block* block) noexcept {
+        // A count of one is this handle alone: nobody else can copy it
+        // meanwhile, so the decrement needs no atomic read-modify-write.
+        if (block->references.load(std::memory_order_acquire) == 1 ||
+            block->references.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            block->release(block);
+        }
+    }
+
+    struct shared_block : owner_block {
+        explicit shared_block(std::shared_ptr<const void> held) noexcept
+            : owner_block([](owner_block* self) noexcept { delete static_cast<shared_block*>(self); }), kept(std::move(held)) {}
+        std::shared_ptr<const void> kept;
+    };
+
+    owner_block* m_block = nullptr;
+};
+
+/// shared()'s deleter: holds the owner, frees nothing itself.
+struct owner_handle::keeper {
+    owner_handle owner;
+    void operator()(const void*) const noexcept {}
+};
+
+template <class T>
+std::shared_ptr<T> owner_handle::shared(T* pointer) const& {
+    return std::shared_ptr<T>(pointer, keeper{*this});
+}
+
+template <class T>
+std::shared_ptr<T> owner_handle::shared(T* pointer) && {
+    return std::shared_ptr<T>(pointer, keeper{std::move(*this)});
+}
+
+template <class T>
+owner_handle::owner_handle(std::shared_ptr<T> kept) {
+    if (!kept) return;
+#if defined(__cpp_rtti) || defined(__GXX_RTTI)
+    if (const keeper* inner = std::get_deleter<keeper>(kept)) {
+        *this = inner->owner;
+        return;
+    }
+#endif
+    m_block = new shared_block(std::shared_ptr<const void>(std::move(kept)));
+}
+
+}  // namespace npybridge

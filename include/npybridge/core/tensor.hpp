@@ -1,0 +1,156 @@
+// npybridge/core/tensor.hpp — npybridge's reference tensor type and its adapter (the contract is in adapter.hpp).
+#pragma once
+
+#include <npybridge/core/adapter.hpp>
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/errors.hpp>
+#include <npybridge/core/layout.hpp>
+#include <npybridge/core/lowbit.hpp>
+#include <npybridge/core/owner.hpp>
+#include <npybridge/core/quantization.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <optional>
+#include <utility>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+/// npybridge's own tensor: a dtype (with params), a layout in elements, and
+/// memory shared through an owner handle. For users without a framework, and
+/// for tests.
+class tensor {
+public:
+    tensor() : m_dtype(dtype_enum::Float32) {}
+
+    /// A fresh C-contiguous tensor whose contents are unspecified (conversions
+    /// overwrite every byte; zeroing first would cost a pass over memory).
+    /// Packed dtypes take packed_bytes() in `layout` (default: MegBrain's).
+    static tensor empty(const dtype& type, const std::size_t* shape, std::size_t ndim,
+                        std::optional<lowbit_layout> layout = std::nullopt) {
+        const tensor_layout contiguous = tensor_layout::contiguous(shape, ndim);
+        const lowbit_layout packing = layout.value_or(default_layout(type.id()));
+        const std::size_t bytes = storage_bytes_for(type, contiguous, packing);
+        void* data = nullptr;
+        owner_handle owner = allocate(bytes, data);
+        return tensor(type, contiguous, data, true, std::move(owner), packing);
+    }
+
+    /// A tensor over memory someone else owns; `owner` keeps it alive.
+    static tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner,
+                         std::optional<lowbit_layout> packing = std::nullopt) {
+        tensor result(type, layout, data, writable, std::move(owner), packing.value_or(default_layout(type.id())));
+        result.m_borrowed = true;
+        return result;
+    }
+
+    const dtype& type() const noexcept { return m_dtype; }
+    const tensor_layout& layout() const noexcept { return m_layout; }
+    std::size_t ndim() const noexcept { return m_layout.ndim; }
+    std::size_t count() const noexcept { return m_layout.count(); }
+    void* data() const noexcept { return m_data; }
+    bool writable() const noexcept { return m_writable; }
+    bool borrowed() const noexcept { return m_borrowed; }
+    lowbit_layout packing() const noexcept { return m_packing; }
+    const owner_handle& owner() const noexcept { return m_owner; }
+    /// Moves the owner out and leaves this tensor empty (no data, 0-d): for
+    /// handing the memory to someone else, as to_array(std::move(t)) does.
+    owner_handle take_owner() noexcept {
+        m_data = nullptr;
+        m_layout.ndim = 0;
+        m_borrowed = false;
+        return std::move(m_owner);
+    }
+
+    /// Bytes of the raw storage of a contiguous tensor (packed for low-bit dtypes).
+    std::size_t storage_bytes() const { return storage_bytes_for(m_dtype, m_layout, m_packing); }
+
+    static std::size_t storage_bytes_for(const dtype& type, const tensor_layout& layout, lowbit_layout packing) {
+        const dtype_info& entry = type.info();
+        if (entry.is_packed) return packed_bytes(entry.id, layout.count(), layout.innermost(), packing);
+        return layout.count() * entry.element_size;
+    }
+
+private:
+    /// The owner block and the storage in one allocation: the block, then
+    /// `bytes` from the first 64-byte boundary after it. Plain operator new
+    /// (an aligned new costs glibc a slow memalign per call). Large buffers
+    /// are 2 MiB aligned and, on Linux, asked for transparent huge pages (as
+    /// NumPy does): first-touch page faults otherwise dominate big conversions.
+    struct storage_block : owner_block {
+        using owner_block::owner_block;
+    };
+    static constexpr std::size_t storage_alignment = 64;
+
+    static owner_handle allocate(std::size_t bytes, void*& data) {
+        constexpr std::size_t huge = std::size_t{2} << 20;
+        const std::size_t total = sizeof(storage_block) + storage_alignment + (bytes > 0 ? bytes : 1);
+        void* memory;
+        void (*release)(owner_block*) noexcept;
+        if (total < NPYBRIDGE_HUGE_PAGE_BYTES) {
+            memory = ::operator new(total);
+            release = [](owner_block* self) noexcept {
+                static_cast<storage_block*>(self)->~storage_block();
+                ::operator delete(static_cast<void*>(self));
+            };
+        } else {
+            const std::size_t rounded = (total + huge - 1) / huge * huge;
+            memory = std::aligned_alloc(huge, rounded);
+            if (memory == nullptr) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+            madvise(memory, rounded, MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+            release = [](owner_block* self) noexcept {
+                static_cast<storage_block*>(self)->~storage_block();
+                std::free(self);
+            };
+        }
+        const auto after_block = reinterpret_cast<std::uintptr_t>(memory) + sizeof(storage_block);
+        data = reinterpret_cast<void*>((after_block + storage_alignment - 1) / storage_alignment * storage_alignment);
+        return owner_handle::adopt(new (memory) storage_block(release));
+    }
+
+    tensor(const dtype& type, const tensor_layout& layout, void* data, bool writable, owner_handle owner,
+           lowbit_layout packing)
+        : m_dtype(type), m_layout(layout), m_data(data), m_writable(writable), m_owner(std::move(owner)),
+          m_packing(packing) {}
+
+    dtype m_dtype;
+    tensor_layout m_layout;
+    void* m_data = nullptr;
+    bool m_writable = true;
+    bool m_borrowed = false;
+    owner_handle m_owner;
+    lowbit_layout m_packing = lowbit_layout::compact;
+};
+
+/// The adapter for npybridge::tensor: any strides, 0-d allowed, up to
+/// NPYBRIDGE_MAX_NDIM dimensions.
+template <>
+struct tensor_adapter<tensor> {
+    static constexpr std::size_t max_ndim = NPYBRIDGE_MAX_NDIM;
+    static constexpr bool has_scalar = true;
+    static bool accepts_strides(const tensor_layout&) noexcept { return true; }
+    static dtype dtype_of(const tensor& t) { return t.type(); }
+    static tensor_layout layout_of(const tensor& t) { return t.layout(); }
+    static void* data(const tensor& t) noexcept { return t.data(); }
+    static bool writable(const tensor& t) noexcept { return t.writable(); }
+    static lowbit_layout packed_layout(const tensor& t) noexcept { return t.packing(); }
+    static owner_handle owner(const tensor& t) { return t.owner(); }
+    static owner_handle take_owner(tensor& t) noexcept { return t.take_owner(); }
+    static tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner) {
+        // to_tensor never borrows packed memory (numpy holds a byte per element).
+        return tensor::borrow(type, data, layout, writable, std::move(owner), lowbit_layout::compact);
+    }
+    static tensor make(const dtype& type, const tensor_layout& layout, lowbit_layout packing) {
+        return tensor::empty(type, layout.shape.data(), layout.ndim, packing);
+    }
+};
+
+}  // namespace npybridge
