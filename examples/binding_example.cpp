@@ -53,7 +53,8 @@ namespace {
 using npb::dtype_enum;
 
 std::vector<std::size_t> shape_of(const npb::tensor& t) {
-    return std::vector<std::size_t>(t.layout().shape.begin(), t.layout().shape.begin() + static_cast<std::ptrdiff_t>(t.ndim()));
+    return std::vector<std::size_t>(t.layout().shape.begin(),
+                                    t.layout().shape.begin() + static_cast<std::ptrdiff_t>(t.ndim()));
 }
 
 /// A C++ object that owns a tensor, to show return value policies on a member.
@@ -171,7 +172,8 @@ int tensor_traverse(PyObject* self, visitproc visit, void* arg) {
 }
 
 int tensor_clear(PyObject* self) {
-    if (tensor_object* t = instance_of<tensor_object>(self)) t->value = npb::tensor();  // drops the owner (and the array)
+    if (tensor_object* t = instance_of<tensor_object>(self))
+        t->value = npb::tensor();  // drops the owner (and the array)
     return 0;
 }
 
@@ -235,8 +237,8 @@ PyType_Slot scope_slots[] = {
 
 /// from_numpy / from_dlpack: (obj, dtype=None, policy='try_borrow', narrowing='checked', layout=None).
 template <class Convert>
-tensor_object tensor_from(bind::handle obj, bind::handle dtype, bind::handle policy, bind::handle narrowing, bind::handle layout,
-                          Convert convert) {
+tensor_object tensor_from(bind::handle obj, bind::handle dtype, bind::handle policy, bind::handle narrowing,
+                          bind::handle layout, Convert convert) {
     npb::to_tensor_result<npb::tensor> result =
         convert(obj.ptr(), example::to_tensor_options_of(dtype.ptr(), policy.ptr(), narrowing.ptr(), layout.ptr()));
     return tensor_object{std::move(result.tensor), std::move(result.copy_reason)};
@@ -266,10 +268,12 @@ EXAMPLE_MODULE(m) {
     // Constrained arguments: the signature names them, the casters check them.
     using qs8_matrix = npb::arg<npb::tensor, npb::dtype_is<dtype_enum::QuantizedS8>, npb::ndim_is<2>>;
     m.def("qs8_scale", [](const qs8_matrix& a) { return static_cast<double>(*a->type().scale()); });
-    m.def("must_borrow_f32", [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Float32>, npb::borrow_only>& a) {
+    m.def("must_borrow_f32", [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Float32>,
+                                               npb::policy_is<npb::borrow_policy::must_borrow>>& a) {
         return reinterpret_cast<std::uintptr_t>(a->data());
     });
-    m.def("fill", [](npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Float32>, npb::borrow_only, npb::writable_only>& a,
+    m.def("fill", [](npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Float32>,
+                              npb::policy_is<npb::borrow_policy::must_borrow>, npb::writable_is<true>>& a,
                      float value) {
         // Every element, whatever the array's strides (in elements, any sign).
         const npb::tensor_layout& layout = a->layout();
@@ -277,7 +281,8 @@ EXAMPLE_MODULE(m) {
         std::vector<std::size_t> index(layout.ndim, 0);
         for (std::size_t n = 0; n < a->count(); ++n) {
             std::ptrdiff_t offset = 0;
-            for (std::size_t d = 0; d < layout.ndim; ++d) offset += static_cast<std::ptrdiff_t>(index[d]) * layout.strides[d];
+            for (std::size_t d = 0; d < layout.ndim; ++d)
+                offset += static_cast<std::ptrdiff_t>(index[d]) * layout.strides[d];
             data[offset] = value;
             for (std::size_t d = layout.ndim; d-- > 0;) {
                 if (++index[d] < layout.shape[d]) break;
@@ -288,19 +293,23 @@ EXAMPLE_MODULE(m) {
     m.def("reject_narrowing", [](const npb::arg<npb::tensor, npb::narrowing_is<npb::narrowing::reject>>& a) {
         return a->type().to_string();
     });
-    m.def("pack_intb4", [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::IntB4>, npb::layout_is<npb::lowbit_layout::compact>>& a) {
+    m.def("pack_intb4", [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::IntB4>,
+                                          npb::layout_is<npb::lowbit_layout::compact>>& a) {
         const auto* bytes = static_cast<const unsigned char*>(a->data());
         return bind::bytes(reinterpret_cast<const char*>(bytes), a->storage_bytes());
     });
 
     // Overloads by dtype: the first pass only borrows, so each array finds its own overload.
-    m.def("kind", [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Float32>>&) { return std::string("Float32"); });
+    m.def("kind",
+          [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Float32>>&) { return std::string("Float32"); });
     m.def("kind", [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Int8>>&) { return std::string("Int8"); });
     m.def("kind", [](const std::string& text) { return "str: " + text; });
     // A quantized overload first: a float64 matrix is not a QuantizedS8 one, so the Float32 overload takes it.
-    m.def("scale_or_kind", [](const qs8_matrix& a) { return "QuantizedS8 scale " + std::to_string(*a->type().scale()); });
     m.def("scale_or_kind",
-          [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Float32>, npb::ndim_is<2>>&) { return std::string("Float32"); });
+          [](const qs8_matrix& a) { return "QuantizedS8 scale " + std::to_string(*a->type().scale()); });
+    m.def("scale_or_kind", [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Float32>, npb::ndim_is<2>>&) {
+        return std::string("Float32");
+    });
 
     // Results: a tensor returned by value hands its owner to the array.
     m.def("zeros", [](const npb::dtype& type, const std::vector<std::size_t>& shape) {
@@ -325,46 +334,62 @@ EXAMPLE_MODULE(m) {
         .def("copy", &holder::view, policy::copy);
 
     // ---- the Python API of npybridge_example, written with the binding library ---------------------------
-    m.def("register_user_dtypes", [m]() { return to_python(example::user_dtype_numbers(m.ptr())); },
-          "Registers bfloat16 / intb1 / intb2 / intb4 (a no-op after the first time); returns their type numbers.");
+    m.def(
+        "register_user_dtypes", [m]() { return to_python(example::user_dtype_numbers(m.ptr())); },
+        "Registers bfloat16 / intb1 / intb2 / intb4 (a no-op after the first time); returns their type numbers.");
     // bfloat16, intb1, intb2, intb4 as attributes of the module (a failure is the module's ImportError).
     if (!npb::register_user_dtypes(m.ptr())) throw npb::python_error();
-    m.def("call", [](bind::handle fn, bind::args args) { return to_python(example::call_from_cpp(fn.ptr(), args.ptr())); },
-          "call(fn, *args): fn(*args) called from C++; its exceptions come back unchanged.");
-    m.def("throw_cpp", [](const std::string& kind, const std::string& message) { example::throw_cpp(kind, message); },
-          "throw_cpp(kind, message): throws a C++ exception: out_of_range, bad_alloc, runtime_error, conversion, unknown.");
-    m.def("quantize", [](bind::handle values, bind::handle dtype) { return to_python(example::quantize_values(values.ptr(), dtype.ptr())); },
-          bind::arg("values"), bind::arg("dtype"),
-          "The codes of real values in a quantized dtype (npybridge::quantize: MegDNN's rounding).");
-    m.def("dequantize", [](bind::handle codes) { return to_python(example::dequantize_codes(codes.ptr())); }, bind::arg("codes"),
-          "The float32 values of a quantized array (npybridge::dequantize).");
-    m.def("dtype_table", [] { return to_python(example::dtype_table_rows()); },
-          "One dict per dtype: name, enum, bits, category, packed, numpy (dtype string or None).");
+    m.def(
+        "call",
+        [](bind::handle fn, bind::args args) { return to_python(example::call_from_cpp(fn.ptr(), args.ptr())); },
+        "call(fn, *args): fn(*args) called from C++; its exceptions come back unchanged.");
+    m.def(
+        "throw_cpp", [](const std::string& kind, const std::string& message) { example::throw_cpp(kind, message); },
+        "throw_cpp(kind, message): throws a C++ exception: out_of_range, bad_alloc, runtime_error, conversion, "
+        "unknown.");
+    m.def(
+        "quantize",
+        [](bind::handle values, bind::handle dtype) {
+            return to_python(example::quantize_values(values.ptr(), dtype.ptr()));
+        },
+        bind::arg("values"), bind::arg("dtype"),
+        "The codes of real values in a quantized dtype (npybridge::quantize: MegDNN's rounding).");
+    m.def(
+        "dequantize", [](bind::handle codes) { return to_python(example::dequantize_codes(codes.ptr())); },
+        bind::arg("codes"), "The float32 values of a quantized array (npybridge::dequantize).");
+    m.def(
+        "dtype_table", [] { return to_python(example::dtype_table_rows()); },
+        "One dict per dtype: name, enum, bits, category, packed, numpy (dtype string or None).");
 
-    const auto from_numpy = [](bind::handle obj, bind::handle dtype, bind::handle policy, bind::handle narrowing, bind::handle layout) {
-        return tensor_from(obj, dtype, policy, narrowing, layout, [](PyObject* o, const npb::to_tensor_options& options) {
-            return npb::to_tensor(o, options);
-        });
+    const auto from_numpy = [](bind::handle obj, bind::handle dtype, bind::handle policy, bind::handle narrowing,
+                               bind::handle layout) {
+        return tensor_from(
+            obj, dtype, policy, narrowing, layout,
+            [](PyObject* o, const npb::to_tensor_options& options) { return npb::to_tensor(o, options); });
     };
-    const auto from_dlpack = [](bind::handle obj, bind::handle dtype, bind::handle policy, bind::handle narrowing, bind::handle layout) {
-        return tensor_from(obj, dtype, policy, narrowing, layout, [](PyObject* o, const npb::to_tensor_options& options) {
-            return npb::from_dlpack(o, options);
-        });
+    const auto from_dlpack = [](bind::handle obj, bind::handle dtype, bind::handle policy, bind::handle narrowing,
+                                bind::handle layout) {
+        return tensor_from(
+            obj, dtype, policy, narrowing, layout,
+            [](PyObject* o, const npb::to_tensor_options& options) { return npb::from_dlpack(o, options); });
     };
     bind::class_<tensor_object>(m, "Tensor", with_slots(tensor_slots))
-        .def_static("from_numpy", from_numpy, bind::arg("obj").none(), bind::arg("dtype").none() = bind::none(),
-                    bind::arg("policy") = "try_borrow", bind::arg("narrowing") = "checked", bind::arg("layout").none() = bind::none(),
-                    "A tensor over the array's memory when it can be shared (policy 'try_borrow'), else a converted copy.")
+        .def_static(
+            "from_numpy", from_numpy, bind::arg("obj").none(), bind::arg("dtype").none() = bind::none(),
+            bind::arg("policy") = "try_borrow", bind::arg("narrowing") = "checked",
+            bind::arg("layout").none() = bind::none(),
+            "A tensor over the array's memory when it can be shared (policy 'try_borrow'), else a converted copy.")
         .def_static("from_dlpack", from_dlpack, bind::arg("obj"), bind::arg("dtype").none() = bind::none(),
-                    bind::arg("policy") = "try_borrow", bind::arg("narrowing") = "checked", bind::arg("layout").none() = bind::none(),
+                    bind::arg("policy") = "try_borrow", bind::arg("narrowing") = "checked",
+                    bind::arg("layout").none() = bind::none(),
                     "A tensor over a DLPack producer's memory (anything with __dlpack__, or a capsule), as from_numpy.")
         .def_static(
             "from_storage",
-            [](bind::handle data, bind::handle dtype_name, bind::handle shape, bind::handle scale, bind::handle zero_point,
-               bind::handle layout) {
-                return tensor_object{
-                    example::tensor_from_storage(data.ptr(), dtype_name.ptr(), shape.ptr(), scale.ptr(), zero_point.ptr(), layout.ptr()),
-                    example::from_storage_copy_reason};
+            [](bind::handle data, bind::handle dtype_name, bind::handle shape, bind::handle scale,
+               bind::handle zero_point, bind::handle layout) {
+                return tensor_object{example::tensor_from_storage(data.ptr(), dtype_name.ptr(), shape.ptr(),
+                                                                  scale.ptr(), zero_point.ptr(), layout.ptr()),
+                                     example::from_storage_copy_reason};
             },
             bind::arg("data"), bind::arg("dtype_name"), bind::arg("shape"), bind::arg("scale").none() = bind::none(),
             bind::arg("zero_point").none() = bind::none(), bind::arg("layout").none() = bind::none(),
@@ -390,51 +415,71 @@ EXAMPLE_MODULE(m) {
             "error the tensor keeps its values.")
         .def(
             "__dlpack__",
-            [](const tensor_object& self, bind::handle stream, bind::handle max_version, bind::handle dl_device, bind::handle copy,
-               bind::handle codes) {
-                return to_python(
-                    npb::to_dlpack(self.value, npb::dlpack_options::from_python(stream.ptr(), max_version.ptr(), dl_device.ptr(),
-                                                                          copy.ptr(), codes.ptr())));
+            [](const tensor_object& self, bind::handle stream, bind::handle max_version, bind::handle dl_device,
+               bind::handle copy, bind::handle codes) {
+                return to_python(npb::to_dlpack(
+                    self.value, npb::dlpack_options::from_python(stream.ptr(), max_version.ptr(), dl_device.ptr(),
+                                                                 copy.ptr(), codes.ptr())));
             },
             bind::kw_only(), bind::arg("stream").none() = bind::none(), bind::arg("max_version").none() = bind::none(),
-            bind::arg("dl_device").none() = bind::none(), bind::arg("copy").none() = bind::none(), bind::arg("codes") = false,
+            bind::arg("dl_device").none() = bind::none(), bind::arg("copy").none() = bind::none(),
+            bind::arg("codes") = false,
             "A DLPack capsule of the tensor (codes=True exports a quantized tensor's codes without its params).")
-        .def("__dlpack_device__", [](const tensor_object&) { return bind::make_tuple(npb::dlpack::cpu, 0); },
-             "(kDLCPU, 0): tensors live in CPU memory.")
-        .def("storage", [](const tensor_object& self) { return to_python(example::storage_bytes(self.value)); },
-             "The tensor's raw storage as bytes (packed for low-bit dtypes).")
+        .def(
+            "__dlpack_device__", [](const tensor_object&) { return bind::make_tuple(npb::dlpack::cpu, 0); },
+            "(kDLCPU, 0): tensors live in CPU memory.")
+        .def(
+            "storage", [](const tensor_object& self) { return to_python(example::storage_bytes(self.value)); },
+            "The tensor's raw storage as bytes (packed for low-bit dtypes).")
         .def("__repr__", [](const tensor_object& self) { return example::repr_text(self.value); })
-        .def_prop_ro("dtype_name", [](const tensor_object& self) { return std::string(self.value.type().name()); },
-                     "npybridge dtype name, e.g. 'QuantizedS8'.")
-        .def_prop_ro("dtype", [](const tensor_object& self) { return to_python(example::numpy_dtype_or_none(self.value.type())); },
-                     "numpy dtype (with metadata when quantized), or None without a numpy form.")
-        .def_prop_ro("scale", [](const tensor_object& self) {
-            const auto scale = self.value.type().scale();
-            return scale ? std::optional<double>(static_cast<double>(*scale)) : std::nullopt;
-        }, "Quantization scale, or None.")
-        .def_prop_ro("zero_point", [](const tensor_object& self) { return self.value.type().zero_point(); },
-                     "Zero point of the Asymm dtypes, or None.")
-        .def_prop_ro("shape", [](const tensor_object& self) { return to_python(example::shape_tuple(self.value.layout())); },
-                     "Shape as a tuple.")
-        .def_prop_ro("strides", [](const tensor_object& self) { return to_python(example::strides_tuple(self.value.layout())); },
-                     "Strides in elements.")
-        .def_prop_ro("borrowed", [](const tensor_object& self) { return self.value.borrowed(); },
-                     "True when the tensor shares the array's memory.")
-        .def_prop_ro("writable", [](const tensor_object& self) { return self.value.writable(); },
-                     "False for a view of a read-only array.")
-        .def_prop_ro("copy_reason", [](const tensor_object& self) {
-            return self.copy_reason.empty() ? std::nullopt : std::optional<std::string>(self.copy_reason);
-        }, "Why from_numpy copied instead of sharing (None when borrowed).")
-        .def_prop_ro("data_address", [](const tensor_object& self) { return reinterpret_cast<std::uintptr_t>(self.value.data()); },
-                     "Address of the first element (to see sharing).");
+        .def_prop_ro(
+            "dtype_name", [](const tensor_object& self) { return std::string(self.value.type().name()); },
+            "npybridge dtype name, e.g. 'QuantizedS8'.")
+        .def_prop_ro(
+            "dtype",
+            [](const tensor_object& self) { return to_python(example::numpy_dtype_or_none(self.value.type())); },
+            "numpy dtype (with metadata when quantized), or None without a numpy form.")
+        .def_prop_ro(
+            "scale",
+            [](const tensor_object& self) {
+                const auto scale = self.value.type().scale();
+                return scale ? std::optional<double>(static_cast<double>(*scale)) : std::nullopt;
+            },
+            "Quantization scale, or None.")
+        .def_prop_ro(
+            "zero_point", [](const tensor_object& self) { return self.value.type().zero_point(); },
+            "Zero point of the Asymm dtypes, or None.")
+        .def_prop_ro(
+            "shape", [](const tensor_object& self) { return to_python(example::shape_tuple(self.value.layout())); },
+            "Shape as a tuple.")
+        .def_prop_ro(
+            "strides", [](const tensor_object& self) { return to_python(example::strides_tuple(self.value.layout())); },
+            "Strides in elements.")
+        .def_prop_ro(
+            "borrowed", [](const tensor_object& self) { return self.value.borrowed(); },
+            "True when the tensor shares the array's memory.")
+        .def_prop_ro(
+            "writable", [](const tensor_object& self) { return self.value.writable(); },
+            "False for a view of a read-only array.")
+        .def_prop_ro(
+            "copy_reason",
+            [](const tensor_object& self) {
+                return self.copy_reason.empty() ? std::nullopt : std::optional<std::string>(self.copy_reason);
+            },
+            "Why from_numpy copied instead of sharing (None when borrowed).")
+        .def_prop_ro(
+            "data_address",
+            [](const tensor_object& self) { return reinterpret_cast<std::uintptr_t>(self.value.data()); },
+            "Address of the first element (to see sharing).");
 
     bind::class_<scope_object>(m, "TrackerScope", with_slots(scope_slots))
-        .def("__enter__", [](scope_object& self) {
-            if (!self.owner) throw npb::error("this scope object was cleared by the garbage collector");
-            if (self.active) throw npb::error("this scope object is already entered");
-            self.active.emplace(bind::cast<tracker_object&>(self.owner).tracker->enter(self.tag.ptr()));
-            return self.tag;
-        })
+        .def("__enter__",
+             [](scope_object& self) {
+                 if (!self.owner) throw npb::error("this scope object was cleared by the garbage collector");
+                 if (self.active) throw npb::error("this scope object is already entered");
+                 self.active.emplace(bind::cast<tracker_object&>(self.owner).tracker->enter(self.tag.ptr()));
+                 return self.tag;
+             })
         .def("__exit__", [](scope_object& self, bind::args) {
             self.active.reset();
             return false;
@@ -442,27 +487,41 @@ EXAMPLE_MODULE(m) {
 
     bind::class_<tracker_object>(m, "OriginTracker", with_slots(tracker_slots))
         .def(bind::init<>())
-        .def("scope",
-             [](bind::object self, bind::object tag) {
-                 if (instance_of<tracker_object>(self.ptr()) == nullptr) {
-                     throw bind::type_error("OriginTracker.scope: this OriginTracker was made by __new__ alone, never initialized");
-                 }
-                 return scope_object{std::move(self), std::move(tag), std::nullopt};
-             },
-             bind::arg("tag").none(), "scope(tag): a context manager; objects created inside are tagged with tag.")
-        .def("create", [](tracker_object& self) {
-            const unsigned long long key = ++self.next_key;  // stands for a new C++ object (an operator, a node)
-            self.tracker->on_create(key);
-            return key;
-        }, "Creates a C++ object and returns its integer key.")
-        .def("origin", [](const tracker_object& self, unsigned long long key) {
-            PyObject* tag = self.tracker->origin(key);
-            return to_python(npb::object::borrow(tag != nullptr ? tag : Py_None));
-        }, "origin(key): the tag of the key, or None.")
-        .def("blame", [](const tracker_object& self, unsigned long long key, const std::string& message) {
-            return self.tracker->blame(key, message);
-        }, bind::arg("key"), bind::arg("message") = "", "blame(key, message=''): a message naming where key was created.")
-        .def("forget", [](tracker_object& self, unsigned long long key) { self.tracker->forget(key); },
-             "forget(key): the object is gone; drop its tag.")
-        .def("tagged", [](const tracker_object& self) { return self.tracker->size(); }, "How many keys hold a tag.");
+        .def(
+            "scope",
+            [](bind::object self, bind::object tag) {
+                if (instance_of<tracker_object>(self.ptr()) == nullptr) {
+                    throw bind::type_error(
+                        "OriginTracker.scope: this OriginTracker was made by __new__ alone, never initialized");
+                }
+                return scope_object{std::move(self), std::move(tag), std::nullopt};
+            },
+            bind::arg("tag").none(), "scope(tag): a context manager; objects created inside are tagged with tag.")
+        .def(
+            "create",
+            [](tracker_object& self) {
+                const unsigned long long key = ++self.next_key;  // stands for a new C++ object (an operator, a node)
+                self.tracker->on_create(key);
+                return key;
+            },
+            "Creates a C++ object and returns its integer key.")
+        .def(
+            "origin",
+            [](const tracker_object& self, unsigned long long key) {
+                PyObject* tag = self.tracker->origin(key);
+                return to_python(npb::object::borrow(tag != nullptr ? tag : Py_None));
+            },
+            "origin(key): the tag of the key, or None.")
+        .def(
+            "blame",
+            [](const tracker_object& self, unsigned long long key, const std::string& message) {
+                return self.tracker->blame(key, message);
+            },
+            bind::arg("key"), bind::arg("message") = "",
+            "blame(key, message=''): a message naming where key was created.")
+        .def(
+            "forget", [](tracker_object& self, unsigned long long key) { self.tracker->forget(key); },
+            "forget(key): the object is gone; drop its tag.")
+        .def(
+            "tagged", [](const tracker_object& self) { return self.tracker->size(); }, "How many keys hold a tag.");
 }

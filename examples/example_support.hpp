@@ -22,7 +22,8 @@ namespace npb = npybridge;
 
 /// The whole text of a str argument (a NUL inside included).
 inline std::string text_of(PyObject* obj, const char* what) {
-    if (!PyUnicode_Check(obj)) throw npb::conversion_error(std::string(what) + " must be a str, got " + npb::safe_repr(obj));
+    if (!PyUnicode_Check(obj))
+        throw npb::conversion_error(std::string(what) + " must be a str, got " + npb::safe_repr(obj));
     Py_ssize_t size = 0;
     const char* utf8 = PyUnicode_AsUTF8AndSize(obj, &size);
     if (utf8 == nullptr) throw npb::python_error();
@@ -34,7 +35,8 @@ inline std::string text_of(PyObject* obj, const char* what) {
 template <class Value, std::size_t N>
 Value choice_of(PyObject* obj, const char* what, const std::pair<const char*, Value> (&choices)[N]) {
     if (obj == nullptr) return choices[0].second;
-    if (!PyUnicode_Check(obj)) throw npb::conversion_error(std::string(what) + " must be a str, got " + npb::safe_repr(obj));
+    if (!PyUnicode_Check(obj))
+        throw npb::conversion_error(std::string(what) + " must be a str, got " + npb::safe_repr(obj));
     for (const auto& [name, value] : choices) {
         if (PyUnicode_CompareWithASCIIString(obj, name) == 0) return value;
     }
@@ -52,8 +54,9 @@ inline npb::borrow_policy borrow_policy_of(PyObject* obj) {
 }
 
 inline npb::share_policy share_policy_of(PyObject* obj) {
-    static const std::pair<const char*, npb::share_policy> choices[] = {
-        {"try_share", npb::share_policy::try_share}, {"must_share", npb::share_policy::must_share}, {"copy", npb::share_policy::copy}};
+    static const std::pair<const char*, npb::share_policy> choices[] = {{"try_share", npb::share_policy::try_share},
+                                                                        {"must_share", npb::share_policy::must_share},
+                                                                        {"copy", npb::share_policy::copy}};
     return choice_of(obj, "policy", choices);
 }
 
@@ -65,14 +68,14 @@ inline npb::narrowing narrowing_of(PyObject* obj) {
 
 inline std::optional<npb::lowbit_layout> layout_of(PyObject* obj) {
     if (obj == nullptr || obj == Py_None) return std::nullopt;
-    static const std::pair<const char*, npb::lowbit_layout> choices[] = {
-        {"compact", npb::lowbit_layout::compact}, {"aligned", npb::lowbit_layout::row_aligned}};
+    static const std::pair<const char*, npb::lowbit_layout> choices[] = {{"compact", npb::lowbit_layout::compact},
+                                                                         {"aligned", npb::lowbit_layout::row_aligned}};
     return choice_of(obj, "layout", choices);
 }
 
 inline npb::lowbit_format lowbit_format_of(PyObject* obj) {
-    static const std::pair<const char*, npb::lowbit_format> choices[] = {
-        {"int8", npb::lowbit_format::int8}, {"ml_dtypes", npb::lowbit_format::ml_dtypes}};
+    static const std::pair<const char*, npb::lowbit_format> choices[] = {{"int8", npb::lowbit_format::int8},
+                                                                         {"ml_dtypes", npb::lowbit_format::ml_dtypes}};
     return choice_of(obj, "lowbit_format", choices);
 }
 
@@ -89,12 +92,13 @@ inline std::optional<npb::dtype> dtype_of(PyObject* obj, npb::narrowing mode) {
             return npb::dtype(found->id);
         }
     }
-    return npb::from_numpy(obj, mode).type;
+    return npb::from_numpy_dtype(obj, mode).type;
 }
 
 /// The options of from_numpy / from_dlpack (dtype=None, policy='try_borrow', narrowing='checked',
 /// layout=None); nullptr stands for an argument not given.
-inline npb::to_tensor_options to_tensor_options_of(PyObject* dtype, PyObject* policy, PyObject* narrowing, PyObject* layout) {
+inline npb::to_tensor_options to_tensor_options_of(PyObject* dtype, PyObject* policy, PyObject* narrowing,
+                                                   PyObject* layout) {
     npb::to_tensor_options options;
     if (dtype != nullptr || policy != nullptr || narrowing != nullptr || layout != nullptr) {
         options.narrow = narrowing_of(narrowing);
@@ -107,8 +111,8 @@ inline npb::to_tensor_options to_tensor_options_of(PyObject* dtype, PyObject* po
 
 /// Tensor.from_storage(data, dtype_name, shape, scale=None, zero_point=None, layout=None): a tensor over a
 /// copy of raw storage bytes (packed bytes for low-bit dtypes). nullptr or None: not given.
-inline npb::tensor tensor_from_storage(PyObject* data, PyObject* name, PyObject* shape, PyObject* scale, PyObject* zero_point,
-                                       PyObject* layout) {
+inline npb::tensor tensor_from_storage(PyObject* data, PyObject* name, PyObject* shape, PyObject* scale,
+                                       PyObject* zero_point, PyObject* layout) {
     if (scale == nullptr) scale = Py_None;
     if (zero_point == nullptr) zero_point = Py_None;
     const std::string dtype_name = text_of(name, "dtype_name");
@@ -133,7 +137,8 @@ inline npb::tensor tensor_from_storage(PyObject* data, PyObject* name, PyObject*
     for (Py_ssize_t i = 0; i < ndim; ++i) {
         const long long extent = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sequence.get(), i));
         if (extent == -1 && PyErr_Occurred()) throw npb::python_error();
-        if (extent < 0) throw npb::conversion_error("from_storage: negative dimension in shape " + npb::safe_repr(shape));
+        if (extent < 0)
+            throw npb::conversion_error("from_storage: negative dimension in shape " + npb::safe_repr(shape));
         dims[i] = static_cast<std::size_t>(extent);
     }
     // The size first (the layout refuses shapes memory cannot hold), then the memory.
@@ -145,8 +150,8 @@ inline npb::tensor tensor_from_storage(PyObject* data, PyObject* name, PyObject*
     const auto given = static_cast<std::size_t>(view.len);
     if (given != expected) {
         PyBuffer_Release(&view);
-        throw npb::conversion_error("from_storage: " + type->to_string() + " of shape " + contiguous.shape_text() + " takes " +
-                                    std::to_string(expected) + " bytes, got " + std::to_string(given));
+        throw npb::conversion_error("from_storage: " + type->to_string() + " of shape " + contiguous.shape_text() +
+                                    " takes " + std::to_string(expected) + " bytes, got " + std::to_string(given));
     }
     npb::tensor made;
     try {
@@ -176,8 +181,8 @@ inline npb::object storage_bytes(const npb::tensor& t) {
 
 /// repr(Tensor): "Tensor(QuantizedS8(scale=0.5), shape=(2, 3), borrowed, read-only)".
 inline std::string repr_text(const npb::tensor& t) {
-    return "Tensor(" + t.type().to_string() + ", shape=" + t.layout().shape_text() + (t.borrowed() ? ", borrowed" : "") +
-           (t.writable() ? "" : ", read-only") + ")";
+    return "Tensor(" + t.type().to_string() + ", shape=" + t.layout().shape_text() +
+           (t.borrowed() ? ", borrowed" : "") + (t.writable() ? "" : ", read-only") + ")";
 }
 
 /// Tensor.shape / Tensor.strides (in elements) as tuples: item(i) is the Python int of dimension i.
@@ -204,7 +209,7 @@ inline npb::object strides_tuple(const npb::tensor_layout& layout) {
 /// Tensor.dtype: the numpy dtype (with metadata when quantized), or None for a dtype without a numpy form.
 inline npb::object numpy_dtype_or_none(const npb::dtype& type) {
     if (type.info().form == npb::numpy_form::none) return npb::object::borrow(Py_None);
-    return npb::to_numpy(type);
+    return npb::to_numpy_dtype(type);
 }
 
 /// dtype_table(): one dict per dtype: name, enum, bits, category, packed, numpy (dtype string or None).
@@ -232,16 +237,18 @@ inline npb::object dtype_table_rows() {
 inline npb::object user_dtype_numbers(PyObject* module) {
     if (!npb::register_user_dtypes(module)) throw npb::python_error();
     const npb::user_dtype_set& set = npb::user_dtypes();
-    PyObject* numbers = Py_BuildValue("{s:i,s:i,s:i,s:i,s:O}", "bfloat16", set.bfloat16, "intb1", set.intb1, "intb2", set.intb2,
-                                      "intb4", set.intb4, "bfloat16_from_ml_dtypes", set.bfloat16_from_ml_dtypes ? Py_True : Py_False);
+    PyObject* numbers =
+        Py_BuildValue("{s:i,s:i,s:i,s:i,s:O}", "bfloat16", set.bfloat16, "intb1", set.intb1, "intb2", set.intb2,
+                      "intb4", set.intb4, "bfloat16_from_ml_dtypes", set.bfloat16_from_ml_dtypes ? Py_True : Py_False);
     if (numbers == nullptr) throw npb::python_error();
     return npb::object::steal(numbers);
 }
 
 /// The quantized dtype a dtype-like object names, or a DTypeError naming it.
 inline npb::dtype quantized_dtype_of(PyObject* dtype_like, const char* function) {
-    const npb::dtype type = npb::from_numpy(dtype_like, npb::narrowing::reject).type;
-    if (!type.is_quantized()) throw npb::dtype_error(std::string(function) + ": " + type.to_string() + " is not a quantized dtype");
+    const npb::dtype type = npb::from_numpy_dtype(dtype_like, npb::narrowing::reject).type;
+    if (!type.is_quantized())
+        throw npb::dtype_error(std::string(function) + ": " + type.to_string() + " is not a quantized dtype");
     return type;
 }
 
@@ -255,16 +262,19 @@ inline npb::object quantize_values(PyObject* values, PyObject* dtype_like) {
     const char kind = PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array.get()))->kind;
     if (kind != 'b' && kind != 'i' && kind != 'u' && kind != 'f') {
         throw npb::dtype_error("quantize: values must be real numbers, got " +
-                               (PyArray_Check(values) ? "a numpy " + npb::safe_repr(reinterpret_cast<PyObject*>(
-                                                                         PyArray_DESCR(reinterpret_cast<PyArrayObject*>(values)))) + " array"
+                               (PyArray_Check(values) ? "a numpy " +
+                                                            npb::safe_repr(reinterpret_cast<PyObject*>(PyArray_DESCR(
+                                                                reinterpret_cast<PyArrayObject*>(values)))) +
+                                                            " array"
                                                       : std::string(Py_TYPE(values)->tp_name)));
     }
-    npb::object input = npb::object::steal(PyArray_FROM_OTF(array.get(), NPY_FLOAT32, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST));
+    npb::object input =
+        npb::object::steal(PyArray_FROM_OTF(array.get(), NPY_FLOAT32, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST));
     if (!input) throw npb::python_error();
     auto* in = reinterpret_cast<PyArrayObject*>(input.get());
-    npb::object descr = npb::to_numpy(type);
-    PyObject* made = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr.release()), PyArray_NDIM(in),
-                                          PyArray_DIMS(in), nullptr, nullptr, 0, nullptr);
+    npb::object descr = npb::to_numpy_dtype(type);
+    PyObject* made = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr.release()),
+                                          PyArray_NDIM(in), PyArray_DIMS(in), nullptr, nullptr, 0, nullptr);
     if (made == nullptr) throw npb::python_error();
     npb::object result = npb::object::steal(made);
     auto* out = reinterpret_cast<PyArrayObject*>(made);
@@ -276,7 +286,8 @@ inline npb::object quantize_values(PyObject* values, PyObject* dtype_like) {
             case 1: static_cast<std::int8_t*>(PyArray_DATA(out))[i] = static_cast<std::int8_t>(code); break;
             case 2: static_cast<std::int16_t*>(PyArray_DATA(out))[i] = static_cast<std::int16_t>(code); break;
             case 4: static_cast<std::int32_t*>(PyArray_DATA(out))[i] = code; break;
-            default: throw npb::dtype_error("quantize: " + type.to_string() + " has no code storage this example writes");
+            default:
+                throw npb::dtype_error("quantize: " + type.to_string() + " has no code storage this example writes");
         }
     }
     return result;
@@ -284,10 +295,12 @@ inline npb::object quantize_values(PyObject* values, PyObject* dtype_like) {
 
 /// dequantize(codes): an array of a quantized numpy dtype -> float32 values by npybridge::dequantize.
 inline npb::object dequantize_codes(PyObject* codes) {
-    if (!PyArray_Check(codes)) throw npb::conversion_error("dequantize: codes must be a numpy array, got " + npb::safe_repr(codes));
+    if (!PyArray_Check(codes))
+        throw npb::conversion_error("dequantize: codes must be a numpy array, got " + npb::safe_repr(codes));
     auto* array = reinterpret_cast<PyArrayObject*>(codes);
     const npb::dtype type = quantized_dtype_of(reinterpret_cast<PyObject*>(PyArray_DESCR(array)), "dequantize");
-    npb::object input = npb::object::steal(PyArray_FROM_OTF(codes, NPY_INT32, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST));
+    npb::object input =
+        npb::object::steal(PyArray_FROM_OTF(codes, NPY_INT32, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST));
     if (!input) throw npb::python_error();
     auto* in = reinterpret_cast<PyArrayObject*>(input.get());
     PyObject* made = PyArray_SimpleNew(PyArray_NDIM(in), PyArray_DIMS(in), NPY_FLOAT32);
@@ -325,8 +338,9 @@ struct not_a_std_exception {
     if (kind == "runtime_error") throw std::runtime_error(message);
     if (kind == "conversion") throw npb::conversion_error(message);
     if (kind == "unknown") throw not_a_std_exception{42};
-    throw npb::conversion_error("throw_cpp: kind must be out_of_range, bad_alloc, runtime_error, conversion or unknown, got '" +
-                                std::string(kind) + "'");
+    throw npb::conversion_error(
+        "throw_cpp: kind must be out_of_range, bad_alloc, runtime_error, conversion or unknown, got '" +
+        std::string(kind) + "'");
 }
 
 /// The tracker of OriginTracker: keys stand for C++ objects (an operator, a node) made by create().

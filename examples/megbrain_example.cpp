@@ -59,7 +59,8 @@ py::bytes raw_bytes(const mgb::HostTensorND& tensor) {
 }
 
 /// MegBrain's own sub-tensor along one axis (shares storage).
-mgb::HostTensorND sub(const mgb::HostTensorND& tensor, int axis, std::ptrdiff_t start, std::ptrdiff_t stop, std::ptrdiff_t step) {
+mgb::HostTensorND sub(const mgb::HostTensorND& tensor, int axis, std::ptrdiff_t start, std::ptrdiff_t stop,
+                      std::ptrdiff_t step) {
     return tensor.sub(mgb::Slice(start, stop, step).apply(tensor.layout(), axis));
 }
 
@@ -67,7 +68,8 @@ py::object dtype_mgb2np(const std::string& name, std::optional<double> scale, st
     const npb::dtype_info* row = npb::find_dtype(name);
     if (row == nullptr) throw npb::dtype_error("dtype_mgb2np: '" + name + "' is not a MegDNN dtype name");
     if (row->is_quantized && !scale) throw npb::dtype_error("dtype_mgb2np: " + name + " needs its scale");
-    const npb::dtype type = row->is_quantized ? npb::dtype::quantized(row->id, *scale, zero_point) : npb::dtype(row->id);
+    const npb::dtype type =
+        row->is_quantized ? npb::dtype::quantized(row->id, *scale, zero_point) : npb::dtype(row->id);
     return py::reinterpret_steal<py::object>(npy::dtype_mgb2np(npb::megbrain::to_megdnn(type)));
 }
 
@@ -82,13 +84,15 @@ py::tuple dtype_np2mgb(py::handle dtype) {
 /// into a HostTensorND in the layout MegBrain picks for the dtype, by lowbit_memcpy_byte2aligned / byte2compact.
 mgb::HostTensorND megbrain_pack(py::handle values, py::handle dtype) {
     const mgb::DType type = npy::dtype_np2mgb(dtype.ptr());
-    const auto bytes = py::reinterpret_steal<py::object>(PyArray_FromAny(values.ptr(), nullptr, 0, 0, NPY_ARRAY_IN_ARRAY, nullptr));
+    const auto bytes =
+        py::reinterpret_steal<py::object>(PyArray_FromAny(values.ptr(), nullptr, 0, 0, NPY_ARRAY_IN_ARRAY, nullptr));
     if (!bytes) throw py::error_already_set();
     auto* array = reinterpret_cast<PyArrayObject*>(bytes.ptr());
     if (PyArray_ITEMSIZE(array) != 1) throw py::type_error("megbrain_pack: values must be int8 or uint8");
     mgb::TensorShape shape;
     shape.ndim = static_cast<std::size_t>(PyArray_NDIM(array));
-    for (std::size_t i = 0; i < shape.ndim; ++i) shape.shape[i] = static_cast<std::size_t>(PyArray_DIM(array, static_cast<int>(i)));
+    for (std::size_t i = 0; i < shape.ndim; ++i)
+        shape.shape[i] = static_cast<std::size_t>(PyArray_DIM(array, static_cast<int>(i)));
     const mgb::TensorLayout layout(shape, type);
     mgb::HostTensorND made(mgb::CompNode::default_cpu(), layout);
     if (layout.format.is_lowbit_aligned()) {
@@ -112,11 +116,14 @@ PYBIND11_MODULE(npybridge_megbrain_example, m) {
 
     py::class_<mgb::HostTensorND>(m, "HostTensor")
         .def_property_readonly("dtype_name", [](const mgb::HostTensorND& t) { return std::string(t.dtype().name()); })
-        .def_property_readonly("dtype_enum", [](const mgb::HostTensorND& t) { return static_cast<std::uint32_t>(t.dtype().enumv()); })
-        .def_property_readonly("scale", [](const mgb::HostTensorND& t) { return npb::megbrain::from_megdnn(t.dtype()).scale(); })
-        .def_property_readonly("zero_point",
-                               [](const mgb::HostTensorND& t) { return npb::megbrain::from_megdnn(t.dtype()).zero_point(); })
-        .def_property_readonly("shape", [](const mgb::HostTensorND& t) { return ints(t.layout().shape, t.layout().ndim); })
+        .def_property_readonly("dtype_enum",
+                               [](const mgb::HostTensorND& t) { return static_cast<std::uint32_t>(t.dtype().enumv()); })
+        .def_property_readonly("scale",
+                               [](const mgb::HostTensorND& t) { return npb::megbrain::from_megdnn(t.dtype()).scale(); })
+        .def_property_readonly(
+            "zero_point", [](const mgb::HostTensorND& t) { return npb::megbrain::from_megdnn(t.dtype()).zero_point(); })
+        .def_property_readonly("shape",
+                               [](const mgb::HostTensorND& t) { return ints(t.layout().shape, t.layout().ndim); })
         .def_property_readonly("strides",
                                [](const mgb::HostTensorND& t) {
                                    py::tuple result(t.layout().ndim);
@@ -125,7 +132,8 @@ PYBIND11_MODULE(npybridge_megbrain_example, m) {
                                })
         .def_property_readonly("format", [](const mgb::HostTensorND& t) { return t.layout().format.to_string(); })
         .def_property_readonly("comp_node", [](const mgb::HostTensorND& t) { return t.comp_node().to_string(); })
-        .def_property_readonly("data_ptr", [](const mgb::HostTensorND& t) { return reinterpret_cast<std::uintptr_t>(t.raw_ptr()); })
+        .def_property_readonly("data_ptr",
+                               [](const mgb::HostTensorND& t) { return reinterpret_cast<std::uintptr_t>(t.raw_ptr()); })
         .def_property_readonly("nbytes", [](const mgb::HostTensorND& t) { return t.layout().span().dist_byte(); })
         .def("raw_bytes", &raw_bytes)
         .def("sub", &sub, py::arg("axis"), py::arg("start"), py::arg("stop"), py::arg("step") = 1)
@@ -134,7 +142,8 @@ PYBIND11_MODULE(npybridge_megbrain_example, m) {
     m.def("np2tensor", &np2tensor, py::arg("array"), py::arg("meth") = "borrow", py::arg("dtype") = py::none(),
           py::arg("comp_node") = "cpu0");
     m.def("ndarray_from_tensor", &ndarray_from_tensor, py::arg("tensor"), py::arg("share") = "try");
-    m.def("dtype_mgb2np", &dtype_mgb2np, py::arg("name"), py::arg("scale") = py::none(), py::arg("zero_point") = py::none());
+    m.def("dtype_mgb2np", &dtype_mgb2np, py::arg("name"), py::arg("scale") = py::none(),
+          py::arg("zero_point") = py::none());
     m.def("dtype_np2mgb", &dtype_np2mgb, py::arg("np_dtype"));
     m.def("megbrain_pack", &megbrain_pack, py::arg("values"), py::arg("dtype"));
     m.def("megbrain_error", &megbrain_error);

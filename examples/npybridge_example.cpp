@@ -23,8 +23,7 @@ namespace {
 /// The Python object: the tensor and its copy reason live inside it (no
 /// allocation besides the object itself).
 struct tensor_object {
-    PyObject_HEAD
-    npb::tensor value;
+    PyObject_HEAD npb::tensor value;
     std::string copy_reason;
 };
 
@@ -122,7 +121,8 @@ void parse_arguments(const char* function, PyObject* const* args, Py_ssize_t nar
 
 /// from_numpy and from_dlpack: (obj, dtype=None, policy='try_borrow', narrowing='checked', layout=None).
 template <class Convert>
-PyObject* tensor_from(const char* function, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames, Convert convert) {
+PyObject* tensor_from(const char* function, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames,
+                      Convert convert) {
     return npb::guarded([&]() -> PyObject* {
         static const char* const names[] = {"obj", "dtype", "policy", "narrowing", "layout"};
         PyObject* slots[5];
@@ -135,13 +135,15 @@ PyObject* tensor_from(const char* function, PyObject* const* args, Py_ssize_t na
 }
 
 PyObject* tensor_from_numpy(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
-    return tensor_from("from_numpy", args, nargsf, kwnames,
-                       [](PyObject* obj, const npb::to_tensor_options& options) { return npb::to_tensor(obj, options); });
+    return tensor_from("from_numpy", args, nargsf, kwnames, [](PyObject* obj, const npb::to_tensor_options& options) {
+        return npb::to_tensor(obj, options);
+    });
 }
 
 PyObject* tensor_from_dlpack(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) {
-    return tensor_from("from_dlpack", args, nargsf, kwnames,
-                       [](PyObject* obj, const npb::to_tensor_options& options) { return npb::from_dlpack(obj, options); });
+    return tensor_from("from_dlpack", args, nargsf, kwnames, [](PyObject* obj, const npb::to_tensor_options& options) {
+        return npb::from_dlpack(obj, options);
+    });
 }
 
 /// Tensor.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None, codes=False)
@@ -156,7 +158,9 @@ PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargsf
         }
         parse_arguments("__dlpack__", args, 0, kwnames, names, 0, slots);
         auto [max_version, dl_device, copy, stream, codes] = slots;
-        return npb::to_dlpack(unwrap(self), npb::dlpack_options::from_python(stream, max_version, dl_device, copy, codes)).release();
+        return npb::to_dlpack(unwrap(self),
+                              npb::dlpack_options::from_python(stream, max_version, dl_device, copy, codes))
+            .release();
     });
 }
 
@@ -167,11 +171,12 @@ PyObject* tensor_from_storage(PyObject*, PyObject* args, PyObject* kwargs) {
         static const char* keywords[] = {"data", "dtype_name", "shape", "scale", "zero_point", "layout", nullptr};
         PyObject *data = nullptr, *name = nullptr, *shape = nullptr, *scale = Py_None, *zero_point = Py_None,
                  *layout = nullptr;
-        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OOO:from_storage", const_cast<char**>(keywords), &data, &name,
-                                         &shape, &scale, &zero_point, &layout)) {
+        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OOO:from_storage", const_cast<char**>(keywords), &data,
+                                         &name, &shape, &scale, &zero_point, &layout)) {
             return nullptr;
         }
-        return wrap(example::tensor_from_storage(data, name, shape, scale, zero_point, layout), example::from_storage_copy_reason);
+        return wrap(example::tensor_from_storage(data, name, shape, scale, zero_point, layout),
+                    example::from_storage_copy_reason);
     });
 }
 
@@ -194,11 +199,14 @@ PyObject* tensor_numpy(PyObject* self, PyObject* const* args, Py_ssize_t nargsf,
         static const char* const names[] = {"policy", "lowbit_format"};
         PyObject* slots[2];
         parse_arguments("numpy", args, PyVectorcall_NARGS(nargsf), kwnames, names, 0, slots);
-        return npb::to_array(unwrap(self), example::share_policy_of(slots[0]), example::lowbit_format_of(slots[1])).release();
+        return npb::to_array(unwrap(self), example::share_policy_of(slots[0]), example::lowbit_format_of(slots[1]))
+            .release();
     });
 }
 
-int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) { return npb::get_buffer(self, unwrap(self), view, flags); }
+int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
+    return npb::get_buffer(self, unwrap(self), view, flags);
+}
 void tensor_releasebuffer(PyObject*, Py_buffer* view) { npb::release_buffer(view); }
 
 PyObject* tensor_storage(PyObject* self, PyObject*) {
@@ -208,7 +216,6 @@ PyObject* tensor_storage(PyObject* self, PyObject*) {
 PyObject* tensor_repr(PyObject* self) {
     return npb::guarded([&] { return PyUnicode_FromString(example::repr_text(unwrap(self)).c_str()); });
 }
-
 
 PyObject* get_dtype_name(PyObject* self, void*) {
     const std::string_view name = unwrap(self).type().name();
@@ -246,9 +253,7 @@ PyObject* get_copy_reason(PyObject* self, void*) {
     return PyUnicode_FromString(reason.c_str());
 }
 
-PyObject* get_data_address(PyObject* self, void*) {
-    return PyLong_FromVoidPtr(unwrap(self).data());
-}
+PyObject* get_data_address(PyObject* self, void*) { return PyLong_FromVoidPtr(unwrap(self).data()); }
 
 PyMethodDef tensor_methods[] = {
     {"from_numpy", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_from_numpy)),
@@ -264,12 +269,15 @@ PyMethodDef tensor_methods[] = {
      "from_dlpack(obj, dtype=None, policy='try_borrow', narrowing='checked', layout=None)\n"
      "A tensor over a DLPack producer's memory (anything with __dlpack__, or a capsule), as from_numpy."},
     {"numpy", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_numpy)), METH_FASTCALL | METH_KEYWORDS,
-     "numpy(policy='try_share', lowbit_format='int8'): an ndarray sharing the tensor's memory when possible, else a copy;\n"
+     "numpy(policy='try_share', lowbit_format='int8'): an ndarray sharing the tensor's memory when possible, else a "
+     "copy;\n"
      "lowbit_format='ml_dtypes' gives QuantizedS4 / Quantized4Asymm as ml_dtypes int4 / uint4."},
-    {"__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_dlpack)), METH_FASTCALL | METH_KEYWORDS,
+    {"__dlpack__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_dlpack)),
+     METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None, codes=False): a DLPack capsule."},
     {"__dlpack_device__", tensor_dlpack_device, METH_NOARGS, "(kDLCPU, 0): tensors live in CPU memory."},
-    {"copy_from", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_copy_from)), METH_FASTCALL | METH_KEYWORDS,
+    {"copy_from", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(tensor_copy_from)),
+     METH_FASTCALL | METH_KEYWORDS,
      "copy_from(obj, narrowing='checked'): copies the array's values into this tensor (same shape; same dtype, or\n"
      "int64 / float64 narrowed); on any error the tensor keeps its values."},
     {"storage", tensor_storage, METH_NOARGS, "The tensor's raw storage as bytes (packed for low-bit dtypes)."},
@@ -285,7 +293,8 @@ PyGetSetDef tensor_getset[] = {
     {"strides", get_strides, nullptr, "Strides in elements.", nullptr},
     {"borrowed", get_borrowed, nullptr, "True when the tensor shares the array's memory.", nullptr},
     {"writable", get_writable, nullptr, "False for a view of a read-only array.", nullptr},
-    {"copy_reason", get_copy_reason, nullptr, "Why from_numpy copied instead of sharing (None when borrowed).", nullptr},
+    {"copy_reason", get_copy_reason, nullptr, "Why from_numpy copied instead of sharing (None when borrowed).",
+     nullptr},
     {"data_address", get_data_address, nullptr, "Address of the first element (to see sharing).", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
@@ -299,7 +308,8 @@ PyType_Slot tensor_slots[] = {
     {Py_tp_repr, reinterpret_cast<void*>(tensor_repr)},
     {Py_tp_methods, tensor_methods},
     {Py_tp_getset, tensor_getset},
-    {Py_tp_doc, const_cast<char*>("A tensor (npybridge::tensor): from_numpy / from_storage make one, numpy() gives an array back.")},
+    {Py_tp_doc, const_cast<char*>(
+                    "A tensor (npybridge::tensor): from_numpy / from_storage make one, numpy() gives an array back.")},
     {0, nullptr},
 };
 
@@ -327,7 +337,6 @@ PyObject* call(PyObject*, PyObject* args) {
     });
 }
 
-
 /// throw_cpp(kind, message): throws a C++ exception of the named kind.
 PyObject* throw_cpp(PyObject*, PyObject* args) {
     return npb::guarded([&]() -> PyObject* {
@@ -341,24 +350,20 @@ PyObject* throw_cpp(PyObject*, PyObject* args) {
 // ---- OriginTracker (npybridge/tracker.hpp) -------------------------------------------
 
 struct tracker_object {
-    PyObject_HEAD
-    example::tracker* tracker;
+    PyObject_HEAD example::tracker* tracker;
     unsigned long long next_key;
 };
 
 struct scope_object {
-    PyObject_HEAD
-    PyObject* owner;  // the tracker_object (strong)
-    PyObject* tag;    // strong
+    PyObject_HEAD PyObject* owner;  // the tracker_object (strong)
+    PyObject* tag;                  // strong
     std::optional<example::tracker::scope>* active;
 };
 
 PyTypeObject* tracker_type = nullptr;
 PyTypeObject* scope_type = nullptr;
 
-example::tracker& tracker_of(PyObject* self) {
-    return *reinterpret_cast<tracker_object*>(self)->tracker;
-}
+example::tracker& tracker_of(PyObject* self) { return *reinterpret_cast<tracker_object*>(self)->tracker; }
 
 PyObject* tracker_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     return npb::guarded([&]() -> PyObject* {
@@ -560,8 +565,10 @@ PyObject* dequantize(PyObject*, PyObject* codes) {
 
 PyMethodDef module_methods[] = {
     {"quantize", quantize, METH_VARARGS,
-     "quantize(values, dtype): the codes of real values in a quantized dtype (npybridge::quantize: MegDNN's rounding)."},
-    {"dequantize", dequantize, METH_O, "dequantize(codes): the float32 values of a quantized array (npybridge::dequantize)."},
+     "quantize(values, dtype): the codes of real values in a quantized dtype (npybridge::quantize: MegDNN's "
+     "rounding)."},
+    {"dequantize", dequantize, METH_O,
+     "dequantize(codes): the float32 values of a quantized array (npybridge::dequantize)."},
     {"register_user_dtypes", register_user_dtypes_again, METH_NOARGS,
      "Registers bfloat16 / intb1 / intb2 / intb4 (a no-op after the first time); returns their type numbers."},
     {"call", call, METH_VARARGS, "call(fn, *args): fn(*args) called from C++; its exceptions come back unchanged."},
@@ -572,9 +579,15 @@ PyMethodDef module_methods[] = {
     {nullptr, nullptr, 0, nullptr},
 };
 
-PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "npybridge_example",
-                          "npybridge's example extension: NumPy arrays <-> npybridge tensors.", -1, module_methods,
-                          nullptr, nullptr, nullptr, nullptr};
+PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
+                          "npybridge_example",
+                          "npybridge's example extension: NumPy arrays <-> npybridge tensors.",
+                          -1,
+                          module_methods,
+                          nullptr,
+                          nullptr,
+                          nullptr,
+                          nullptr};
 
 }  // namespace
 

@@ -74,14 +74,16 @@ TEST_CASE("a MegBrain-like tensor borrows what it can describe and copies the re
         CHECK_FALSE(copy.borrowed);
         CHECK_THAT(copy.copy_reason, Contains("read-only"));
         writable.policy = npb::borrow_policy::must_borrow;
-        CHECK_THAT(test::message_of<npb::conversion_error>([&] { npb::to_tensor<host_tensor>(frozen.get(), writable); }),
-                   Contains("read-only"));
+        CHECK_THAT(
+            test::message_of<npb::conversion_error>([&] { npb::to_tensor<host_tensor>(frozen.get(), writable); }),
+            Contains("read-only"));
     }
 }
 
 TEST_CASE("a MegBrain-like tensor shares its memory with numpy", "[adapter][convert]") {
     test::owned source = test::eval("np.arange(6, dtype=np.int16).reshape(2, 3)");
-    host_tensor copied = npb::to_tensor<host_tensor>(source.get(), npb::to_tensor_options().with(npb::borrow_policy::copy)).tensor;
+    host_tensor copied =
+        npb::to_tensor<host_tensor>(source.get(), npb::to_tensor_options().with(npb::borrow_policy::copy)).tensor;
     npb::object shared = npb::to_array(copied);
     auto* array = reinterpret_cast<PyArrayObject*>(shared.get());
     CHECK(PyArray_DATA(array) == copied.ptr);
@@ -93,10 +95,10 @@ TEST_CASE("a MegBrain-like tensor shares its memory with numpy", "[adapter][conv
     npb::object moved = npb::to_array(std::move(copied));
     CHECK(copied.storage.use_count() == 2);  // NOLINT: the adapter left the tensor as it was
     CHECK_THAT(test::message_of<npb::conversion_error>([&] {
-                   host_tensor packed = npb::to_tensor<host_tensor>(
-                                            test::eval("np.array([1, -1, 1], dtype=np.int8)").get(),
-                                            npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::IntB1)))
-                                            .tensor;
+                   host_tensor packed =
+                       npb::to_tensor<host_tensor>(test::eval("np.array([1, -1, 1], dtype=np.int8)").get(),
+                                                   npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::IntB1)))
+                           .tensor;
                    npb::to_array(packed, npb::share_policy::must_share);
                }),
                Contains("must_share: IntB1 is packed"));
@@ -104,7 +106,8 @@ TEST_CASE("a MegBrain-like tensor shares its memory with numpy", "[adapter][conv
 
 TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was on any error", "[adapter][convert]") {
     test::owned zeros = test::eval("np.zeros((2, 3), dtype=np.int32)");
-    host_tensor destination = npb::to_tensor<host_tensor>(zeros.get(), npb::to_tensor_options().with(npb::borrow_policy::copy)).tensor;
+    host_tensor destination =
+        npb::to_tensor<host_tensor>(zeros.get(), npb::to_tensor_options().with(npb::borrow_policy::copy)).tensor;
     auto* values = static_cast<std::int32_t*>(destination.ptr);
     values[0] = 7;
 
@@ -126,8 +129,8 @@ TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was
         test::owned codes = test::eval("np.zeros((2, 2), dtype=np.int8)");
         host_tensor quantized =
             npb::to_tensor<host_tensor>(codes.get(), npb::to_tensor_options()
-                                                        .as(npb::dtype::quantized(npb::dtype_enum::QuantizedS8, 0.5))
-                                                        .with(npb::borrow_policy::copy))
+                                                         .as(npb::dtype::quantized(npb::dtype_enum::QuantizedS8, 0.5))
+                                                         .with(npb::borrow_policy::copy))
                 .tensor;
         test::owned plain = test::eval("np.array([[1, -2], [3, -128]], dtype=np.int8)");
         npb::copy_into(plain.get(), quantized);
@@ -154,7 +157,8 @@ TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was
         test::owned base = test::eval("np.arange(6, dtype=np.int32).reshape(2, 3)");
         host_tensor borrowed = npb::to_tensor<host_tensor>(base.get()).tensor;
         REQUIRE(PyArray_DATA(reinterpret_cast<PyArrayObject*>(base.get())) == borrowed.ptr);
-        test::owned reversed{PyObject_GetItem(base.get(), test::eval("(slice(None, None, -1), slice(None, None, -1))").get())};
+        test::owned reversed{
+            PyObject_GetItem(base.get(), test::eval("(slice(None, None, -1), slice(None, None, -1))").get())};
         REQUIRE(reversed);
         npb::copy_into(reversed.get(), borrowed);
         const auto* got = static_cast<const std::int32_t*>(borrowed.ptr);
@@ -197,7 +201,8 @@ TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was
     }
     SECTION("float64 into Float32: a value that would become infinite is refused, infinities pass") {
         test::owned zeros32 = test::eval("np.zeros(3, dtype=np.float32)");
-        host_tensor floats = npb::to_tensor<host_tensor>(zeros32.get(), npb::to_tensor_options().with(npb::borrow_policy::copy)).tensor;
+        host_tensor floats =
+            npb::to_tensor<host_tensor>(zeros32.get(), npb::to_tensor_options().with(npb::borrow_policy::copy)).tensor;
         auto* f = static_cast<float*>(floats.ptr);
         test::owned good = test::eval("np.array([1.5, -np.inf, np.nan])");
         npb::copy_into(good.get(), floats);
@@ -220,8 +225,11 @@ TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was
     }
     SECTION("packed destination: an invalid value leaves the bytes as they were") {
         test::owned codes = test::eval("np.array([[1, -1, 3], [3, 1, -3]], dtype=np.int8)");
-        host_tensor packed = npb::to_tensor<host_tensor>(codes.get(), npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::IntB2))).tensor;
-        std::vector<std::uint8_t> before(static_cast<std::uint8_t*>(packed.ptr), static_cast<std::uint8_t*>(packed.ptr) + 2);
+        host_tensor packed =
+            npb::to_tensor<host_tensor>(codes.get(), npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::IntB2)))
+                .tensor;
+        std::vector<std::uint8_t> before(static_cast<std::uint8_t*>(packed.ptr),
+                                         static_cast<std::uint8_t*>(packed.ptr) + 2);
         test::owned bad = test::eval("np.array([[1, -1, 3], [3, 2, -3]], dtype=np.int8)");
         CHECK_THAT(test::message_of<npb::value_range_error>([&] { npb::copy_into(bad.get(), packed); }),
                    Contains("IntB2: value 2 at index (1, 1)"));
@@ -246,11 +254,12 @@ template <>
 struct npybridge::tensor_adapter<flagless_tensor> : npybridge::tensor_adapter<host_tensor> {
     using base = npybridge::tensor_adapter<host_tensor>;
     static bool writable(const host_tensor&) { return true; }
-    static flagless_tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner,
-                                  const placement& where) {
+    static flagless_tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable,
+                                  owner_handle owner, const placement& where) {
         return {base::borrow(type, data, layout, writable, std::move(owner), where)};
     }
-    static flagless_tensor make(const dtype& type, const tensor_layout& layout, lowbit_layout packing, const placement& where) {
+    static flagless_tensor make(const dtype& type, const tensor_layout& layout, lowbit_layout packing,
+                                const placement& where) {
         return {base::make(type, layout, packing, where)};
     }
 };
@@ -262,10 +271,12 @@ TEST_CASE("a placement is carried through borrow, make and copy", "[adapter][pla
     auto borrowed = npb::to_tensor<host_tensor>(array.get(), {}, megbrain_like::place{4});
     CHECK(borrowed.borrowed);
     CHECK(borrowed.tensor.where.device == 4);
-    auto copied = npb::to_tensor<host_tensor>(array.get(), npb::to_tensor_options().with(npb::borrow_policy::copy), {5});
+    auto copied =
+        npb::to_tensor<host_tensor>(array.get(), npb::to_tensor_options().with(npb::borrow_policy::copy), {5});
     CHECK_FALSE(copied.borrowed);
     CHECK(copied.tensor.where.device == 5);
-    test::owned reversed = test::eval("np.arange(6, dtype=np.float32)[::-1]");  // copied: the stand-in takes no negative strides
+    test::owned reversed =
+        test::eval("np.arange(6, dtype=np.float32)[::-1]");  // copied: the stand-in takes no negative strides
     CHECK(npb::to_tensor<host_tensor>(reversed.get(), {}, {6}).tensor.where.device == 6);
     test::owned codes = test::eval("np.array([1, -1, 3], dtype=np.int8)");
     CHECK(npb::to_tensor<host_tensor>(codes.get(), npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::IntB2)), {7})
@@ -296,7 +307,9 @@ TEST_CASE("a packed tensor is made in the layout asked for, padded strides inclu
 TEST_CASE("packed sub-tensors convert by copy, element by element", "[adapter][lowbit]") {
     // IntB4 (compact, as MegBrain lays it out): columns 0..1 of a (2, 3) tensor start row 1 inside a byte.
     test::owned values = test::eval("np.array([[-15, -13, -11], [-9, -7, -5]], dtype=np.int8)");
-    host_tensor whole = npb::to_tensor<host_tensor>(values.get(), npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::IntB4))).tensor;
+    host_tensor whole =
+        npb::to_tensor<host_tensor>(values.get(), npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::IntB4)))
+            .tensor;
     host_tensor columns = whole;
     columns.shape[1] = 2;  // strides (3, 1) stay: MegBrain's sub-tensor of the same storage
     npb::object array = npb::to_array(columns);
@@ -306,9 +319,10 @@ TEST_CASE("packed sub-tensors convert by copy, element by element", "[adapter][l
 
     SECTION("row-aligned QuantizedS4 columns 1..2 (the sub-tensor starts on byte 0, bit 4)") {
         test::owned codes = test::eval("np.array([[1, -2, 3], [-4, 5, -6]], dtype=np.int8)");
-        host_tensor q = npb::to_tensor<host_tensor>(codes.get(), npb::to_tensor_options().as(
-                                                                     npb::dtype::quantized(npb::dtype_enum::QuantizedS4, 0.5)))
-                            .tensor;
+        host_tensor q =
+            npb::to_tensor<host_tensor>(
+                codes.get(), npb::to_tensor_options().as(npb::dtype::quantized(npb::dtype_enum::QuantizedS4, 0.5)))
+                .tensor;
         host_tensor tail = q;  // columns 0..1: whole bytes
         tail.shape[1] = 2;
         npb::object got = npb::to_array(tail);
@@ -332,7 +346,8 @@ TEST_CASE("packed sub-tensors convert by copy, element by element", "[adapter][l
     }
 }
 
-TEST_CASE("read-only memory is never handed back writable, even by a tensor type that cannot mark it", "[adapter][readonly]") {
+TEST_CASE("read-only memory is never handed back writable, even by a tensor type that cannot mark it",
+          "[adapter][readonly]") {
     test::owned frozen = test::eval("(lambda a: (a.setflags(write=False), a)[1])(np.arange(4, dtype=np.int32))");
     auto result = npb::to_tensor<flagless_tensor>(frozen.get());
     REQUIRE(result.borrowed);  // borrowed, and its owner remembers
@@ -350,8 +365,9 @@ TEST_CASE("read-only memory is never handed back writable, even by a tensor type
         CHECK_FALSE(scoped.borrowed);
         CHECK_THAT(scoped.copy_reason, Contains("read-only") && Contains("cannot mark memory read-only"));
         auto must = npb::to_tensor_options().scoped().with(npb::borrow_policy::must_borrow);
-        CHECK_THAT(test::message_of<npb::conversion_error>([&] { npb::to_tensor<flagless_tensor>(frozen.get(), must); }),
-                   Contains("must_borrow") && Contains("read-only"));
+        CHECK_THAT(
+            test::message_of<npb::conversion_error>([&] { npb::to_tensor<flagless_tensor>(frozen.get(), must); }),
+            Contains("must_borrow") && Contains("read-only"));
         test::owned open = test::eval("np.arange(4, dtype=np.int32)");
         CHECK(npb::to_tensor<flagless_tensor>(open.get(), npb::to_tensor_options().scoped()).borrowed);
     }
@@ -363,7 +379,8 @@ TEST_CASE("a tensor that borrowed an array shares it back with that array as bas
     npb::object back = npb::to_array(t);
     CHECK(PyArray_BASE(reinterpret_cast<PyArrayObject*>(back.get())) == array.get());
     // And the owner of a shared_ptr npybridge did not make is still kept alive through one.
-    host_tensor made = npb::to_tensor<host_tensor>(array.get(), npb::to_tensor_options().with(npb::borrow_policy::copy)).tensor;
+    host_tensor made =
+        npb::to_tensor<host_tensor>(array.get(), npb::to_tensor_options().with(npb::borrow_policy::copy)).tensor;
     npb::object shared = npb::to_array(made);
     CHECK(PyArray_BASE(reinterpret_cast<PyArrayObject*>(shared.get())) != nullptr);
     CHECK(made.storage.use_count() == 2);

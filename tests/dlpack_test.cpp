@@ -45,7 +45,8 @@ test::owned versioned_capsule(std::uint64_t flags = 0, npb::dlpack::api_version 
     p->versioned = {version, p, &count_versioned, flags, p->view()};
     return test::owned{PyCapsule_New(&p->versioned, "dltensor_versioned", [](PyObject* capsule) {
         if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
-            auto* m = static_cast<npb::dlpack::managed_tensor_versioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+            auto* m = static_cast<npb::dlpack::managed_tensor_versioned*>(
+                PyCapsule_GetPointer(capsule, "dltensor_versioned"));
             m->deleter(m);
         }
     })};
@@ -159,7 +160,8 @@ TEST_CASE("an exported capsule keeps the tensor's memory until its consumer lets
     npb::tensor source = npb::tensor::empty(npb::dtype(npb::dtype_enum::Int16), shape, 2);
     REQUIRE(source.owner().use_count() == 1);
     SECTION("never consumed") {
-        test::owned capsule{npb::to_dlpack(source, {npb::dlpack::supported, std::nullopt, std::nullopt, false}).release()};
+        test::owned capsule{
+            npb::to_dlpack(source, {npb::dlpack::supported, std::nullopt, std::nullopt, false}).release()};
         CHECK(source.owner().use_count() == 2);
         capsule.reset();
         CHECK(source.owner().use_count() == 1);
@@ -175,7 +177,8 @@ TEST_CASE("an exported capsule keeps the tensor's memory until its consumer lets
     }
     SECTION("copy=true exports other memory, flagged IS_COPIED") {
         test::owned capsule{npb::to_dlpack(source, {npb::dlpack::supported, std::nullopt, true, false}).release()};
-        auto* managed = static_cast<npb::dlpack::managed_tensor_versioned*>(PyCapsule_GetPointer(capsule.get(), "dltensor_versioned"));
+        auto* managed = static_cast<npb::dlpack::managed_tensor_versioned*>(
+            PyCapsule_GetPointer(capsule.get(), "dltensor_versioned"));
         CHECK(managed->dl_tensor.data != source.data());
         CHECK(managed->flags == npb::dlpack::flag_is_copied);
         CHECK(source.owner().use_count() == 1);
@@ -198,10 +201,14 @@ TEST_CASE("sub-byte DLPack data: packed bits are copied into the packed dtype, p
     const npb::dtype qs4 = npb::dtype::quantized(npb::dtype_enum::QuantizedS4, 0.25);
     auto import = [&](void* data, std::uint64_t flags) {
         auto* p = new producer;
-        p->versioned = {npb::dlpack::supported, p, &count_versioned, flags,
+        p->versioned = {npb::dlpack::supported,
+                        p,
+                        &count_versioned,
+                        flags,
                         {data, {npb::dlpack::cpu, 0}, 1, {npb::dlpack::int_code, 4, 1}, shape, nullptr, 0}};
         test::owned capsule{PyCapsule_New(&p->versioned, "dltensor_versioned", nullptr)};
-        return npb::from_dlpack(capsule.get(), npb::to_tensor_options().as(qs4).with(npb::lowbit_layout::compact)).tensor;
+        return npb::from_dlpack(capsule.get(), npb::to_tensor_options().as(qs4).with(npb::lowbit_layout::compact))
+            .tensor;
     };
     for (std::uint64_t flags : {std::uint64_t{0}, npb::dlpack::flag_subbyte_padded}) {
         CAPTURE(flags);
@@ -215,7 +222,10 @@ TEST_CASE("sub-byte DLPack data: packed bits are copied into the packed dtype, p
     }
     CHECK(deleted == 2);  // both producers' memory went once copied
     auto* p = new producer;
-    p->versioned = {npb::dlpack::supported, p, &count_versioned, 0,
+    p->versioned = {npb::dlpack::supported,
+                    p,
+                    &count_versioned,
+                    0,
                     {packed, {npb::dlpack::cpu, 0}, 1, {npb::dlpack::int_code, 4, 1}, shape, nullptr, 0}};
     test::owned capsule{PyCapsule_New(&p->versioned, "dltensor_versioned", nullptr)};
     CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::from_dlpack(capsule.get()); }),

@@ -6,14 +6,15 @@
 #include "tests/support/python.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 namespace npb = npybridge;
+using Catch::Matchers::Contains;
 using npb::dtype_enum;
 using npb::lowbit_layout;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -76,14 +77,14 @@ std::vector<std::uint8_t> packed(dtype_enum id, const std::vector<int>& values, 
     return out;
 }
 
-std::vector<int> unpacked(dtype_enum id, const std::vector<std::uint8_t>& bytes, std::size_t count, lowbit_layout layout,
-                          std::size_t row_length = 0, const std::string& kernels = "active") {
+std::vector<int> unpacked(dtype_enum id, const std::vector<std::uint8_t>& bytes, std::size_t count,
+                          lowbit_layout layout, std::size_t row_length = 0, const std::string& kernels = "active") {
     std::vector<std::uint8_t> out(count, 0x55);
     npb::unpack(id, bytes.data(), {count, row_length}, out.data(), layout, kernel_set(kernels));
     return as_values(id, out);
 }
 
-const dtype_enum packed_dtypes[] = {dtype_enum::IntB1, dtype_enum::IntB2, dtype_enum::IntB4,
+const dtype_enum packed_dtypes[] = {dtype_enum::IntB1,  dtype_enum::IntB2,       dtype_enum::IntB4,
                                     dtype_enum::UintB4, dtype_enum::QuantizedS4, dtype_enum::Quantized4Asymm};
 
 }  // namespace
@@ -197,8 +198,9 @@ TEST_CASE("an invalid value is named by index and value and leaves the destinati
     std::vector<std::uint8_t> destination(npb::packed_bytes(id, values.size(), row_length, layout), 0x5A);
     const std::vector<std::uint8_t> before = destination;
     CAPTURE(npb::name_of(id), bad, index);
-    const std::string message = test::message_of<npb::value_range_error>(
-        [&, id = id] { npb::pack(id, in.data(), {values.size(), row_length}, destination.data(), layout); });
+    const std::string message = test::message_of<npb::value_range_error>([&, id = id] {
+        npb::pack(id, in.data(), {values.size(), row_length}, destination.data(), layout);
+    });
     CHECK_THAT(message, Contains(std::string(npb::name_of(id)) + ": value " + std::to_string(bad) + " at index " +
                                  std::to_string(index)) &&
                             Contains(valid));
@@ -208,13 +210,19 @@ TEST_CASE("an invalid value is named by index and value and leaves the destinati
 TEST_CASE("packing asks for a packed dtype and a whole number of rows", "[lowbit][errors]") {
     std::uint8_t byte = 0;
     const std::int8_t one = 1;
-    CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::pack(dtype_enum::Int8, &one, {1, 1}, &byte, lowbit_layout::compact); }),
-               Contains("Int8 is not a packed low-bit dtype (IntB1, IntB2, IntB4, UintB4, Quantized4Asymm, QuantizedS4)"));  // table order
-    CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::unpack(dtype_enum::QuantizedS1, &byte, {1, 1}, &byte, lowbit_layout::compact); }),
+    CHECK_THAT(test::message_of<npb::dtype_error>([&] {
+                   npb::pack(dtype_enum::Int8, &one, {1, 1}, &byte, lowbit_layout::compact);
+               }),
+               Contains("Int8 is not a packed low-bit dtype (IntB1, IntB2, IntB4, UintB4, Quantized4Asymm, "
+                        "QuantizedS4)"));  // table order
+    CHECK_THAT(test::message_of<npb::dtype_error>([&] {
+                   npb::unpack(dtype_enum::QuantizedS1, &byte, {1, 1}, &byte, lowbit_layout::compact);
+               }),
                Contains("QuantizedS1 is not a packed low-bit dtype"));
     std::int8_t five[5] = {1, 1, 1, 1, 1};
-    CHECK_THAT(test::message_of<npb::conversion_error>(
-                   [&] { npb::pack(dtype_enum::IntB4, five, {5, 2}, &byte, lowbit_layout::row_aligned); }),
+    CHECK_THAT(test::message_of<npb::conversion_error>([&] {
+                   npb::pack(dtype_enum::IntB4, five, {5, 2}, &byte, lowbit_layout::row_aligned);
+               }),
                Contains("innermost dimension (2) to divide the element count (5)"));
 }
 
@@ -237,15 +245,38 @@ TEST_CASE("outputs large enough for streaming stores match the portable kernels"
     for (const dtype_enum id : {dtype_enum::IntB1, dtype_enum::IntB4, dtype_enum::QuantizedS4}) {
         const std::vector<int> choices = valid_values(id);
         std::vector<std::uint8_t> in(count);
-        for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<std::uint8_t>(choices[(i * 2654435761u) % choices.size()]);
+        for (std::size_t i = 0; i < count; ++i)
+            in[i] = static_cast<std::uint8_t>(choices[(i * 2654435761u) % choices.size()]);
         const std::size_t bytes = npb::byte_size(id, count);
         std::vector<std::uint8_t> fast(bytes), slow(bytes);
         npb::pack_fresh(id, in.data(), {count, 0}, fast.data(), lowbit_layout::compact);
-        npb::pack_fresh(id, in.data(), {count, 0}, slow.data(), lowbit_layout::compact, npb::detail::portable_lowbit_kernels());
+        npb::pack_fresh(id, in.data(), {count, 0}, slow.data(), lowbit_layout::compact,
+                        npb::detail::portable_lowbit_kernels());
         CAPTURE(npb::name_of(id));
         REQUIRE(fast == slow);
         std::vector<std::uint8_t> out(count);
         npb::unpack(id, fast.data(), {count, 0}, out.data(), lowbit_layout::compact);
         REQUIRE(out == in);
     }
+}
+
+TEST_CASE("sizes that overflow a size_t are named errors, not wrapped to small numbers", "[lowbit][errors]") {
+    CHECK(npb::byte_size(dtype_enum::IntB4, 3) == 2);
+    CHECK_THAT(test::message_of<npb::conversion_error>([] {
+                   npb::byte_size(dtype_enum::IntB4,
+                                  static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max()));
+               }),
+               Contains("byte_size") && Contains("9223372036854775807"));
+    CHECK_THAT(test::message_of<npb::conversion_error>([] { npb::byte_size(dtype_enum::Float32, SIZE_MAX / 2); }),
+               Contains("overflow"));
+    CHECK_THAT(test::message_of<npb::conversion_error>(
+                   [] { npb::packed_bytes(dtype_enum::IntB1, SIZE_MAX, 0, npb::lowbit_layout::compact); }),
+               Contains("overflow"));
+    // A row that long overflows in its pitch; one-element rows are one byte each, exactly (no wrap either way).
+    CHECK_THAT(test::message_of<npb::conversion_error>([] {
+                   npb::packed_bytes(dtype_enum::QuantizedS4, SIZE_MAX, SIZE_MAX, npb::lowbit_layout::row_aligned);
+               }),
+               Contains("overflow"));
+    CHECK(npb::packed_bytes(dtype_enum::QuantizedS4, SIZE_MAX, 1, npb::lowbit_layout::row_aligned) == SIZE_MAX);
+    CHECK(npb::packed_bytes(dtype_enum::QuantizedS4, 6, 3, npb::lowbit_layout::row_aligned) == 4);
 }

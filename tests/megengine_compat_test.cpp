@@ -75,9 +75,11 @@ TEST_CASE("ndarray_from_tensor honours MUST_SHARE, MUST_UNSHARE and TRY_SHARE", 
     CHECK(static_cast<const std::int32_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(copy.get())))[5] == 5);
 
     test::owned values = test::eval("np.array([1, -1, 1], np.int8)");
-    host_tensor packed = npy::np2tensor(values.get(), npy::Meth<host_tensor>::borrow(), npb::dtype(npb::dtype_enum::IntB1));
-    CHECK_THAT(test::message_of<npb::conversion_error>([&] { npy::ndarray_from_tensor(packed, npy::ShareType::MUST_SHARE); }),
-               Contains("must_share") && Contains("IntB1"));
+    host_tensor packed =
+        npy::np2tensor(values.get(), npy::Meth<host_tensor>::borrow(), npb::dtype(npb::dtype_enum::IntB1));
+    CHECK_THAT(
+        test::message_of<npb::conversion_error>([&] { npy::ndarray_from_tensor(packed, npy::ShareType::MUST_SHARE); }),
+        Contains("must_share") && Contains("IntB1"));
     test::owned unpacked{npy::ndarray_from_tensor(packed, npy::ShareType::TRY_SHARE)};
     CHECK(PyArray_SIZE(reinterpret_cast<PyArrayObject*>(unpacked.get())) == 3);
 }
@@ -91,7 +93,8 @@ TEST_CASE("dtype_mgb2np, dtype_np2mgb and to_mgb_supported_dtype", "[megengine]"
     REQUIRE(PyArray_DescrCheck(quantized.get()));
     CHECK(npy::dtype_np2mgb(quantized.get()) == npb::dtype::quantized(npb::dtype_enum::QuantizedS8, 0.25));
     CHECK(npy::dtype_np2mgb(test::eval("'int16'").get()) == npb::dtype(npb::dtype_enum::Int16));
-    CHECK_THAT(test::message_of<npb::dtype_error>([] { npy::dtype_np2mgb(test::eval("np.int64").get()); }), Contains("int64"));
+    CHECK_THAT(test::message_of<npb::dtype_error>([] { npy::dtype_np2mgb(test::eval("np.int64").get()); }),
+               Contains("int64"));
     CHECK_THAT(test::message_of<npb::dtype_error>([] { npy::dtype_np2mgb(Py_None); }), Contains("None"));
 
     test::owned supported{npy::to_mgb_supported_dtype(test::eval("np.float64").get())};

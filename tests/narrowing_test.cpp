@@ -35,8 +35,10 @@ std::vector<Source> fitting_values(std::size_t n, std::mt19937_64& random) {
             const Source edges[] = {INT32_MIN, INT32_MAX, -1, 0, 1};
             values[i] = i % 7 == 0 ? edges[random() % 5] : static_cast<Source>(static_cast<std::int32_t>(random()));
         } else {
-            const Source edges[] = {3.4028234663852886e38, -3.4028234663852886e38, HUGE_VAL, -HUGE_VAL, std::nan(""), 0.0, -0.0};
-            values[i] = i % 7 == 0 ? edges[random() % 7] : std::ldexp(static_cast<Source>(random() % 1000) - 500, int(random() % 200) - 100);
+            const Source edges[] = {
+                3.4028234663852886e38, -3.4028234663852886e38, HUGE_VAL, -HUGE_VAL, std::nan(""), 0.0, -0.0};
+            values[i] = i % 7 == 0 ? edges[random() % 7]
+                                   : std::ldexp(static_cast<Source>(random() % 1000) - 500, int(random() % 200) - 100);
         }
     }
     return values;
@@ -85,11 +87,13 @@ void check_kernels() {
 
 }  // namespace
 
-TEST_CASE("int64 -> int32 narrowing finds the first value that does not fit and writes the rest exactly", "[narrowing]") {
+TEST_CASE("int64 -> int32 narrowing finds the first value that does not fit and writes the rest exactly",
+          "[narrowing]") {
     check_kernels<std::int64_t, std::int32_t>();
 }
 
-TEST_CASE("float64 -> float32 narrowing refuses finite values that would become infinite, and only those", "[narrowing]") {
+TEST_CASE("float64 -> float32 narrowing refuses finite values that would become infinite, and only those",
+          "[narrowing]") {
     check_kernels<double, float>();
 }
 
@@ -99,8 +103,8 @@ TEST_CASE("overflow_threshold is where a finite value starts rounding to infinit
     CHECK(threshold == 3.4028235677973366e38);
     CHECK(std::isinf(static_cast<float>(threshold)));
     CHECK_FALSE(std::isinf(static_cast<float>(std::nextafter(threshold, 0.0))));
-    CHECK(npb::detail::overflow_threshold(65504.0) == 65520.0);                                   // float16
-    CHECK(npb::detail::overflow_threshold(3.3895313892515355e38) == 3.39617752923046e38);      // bfloat16
+    CHECK(npb::detail::overflow_threshold(65504.0) == 65520.0);                            // float16
+    CHECK(npb::detail::overflow_threshold(3.3895313892515355e38) == 3.39617752923046e38);  // bfloat16
 }
 
 TEST_CASE("first_outside and first_overflow agree with a per-value reference around block edges", "[narrowing]") {

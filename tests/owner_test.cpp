@@ -18,9 +18,9 @@ namespace {
 
 /// A block that counts how often it is released (it is never freed: it lives on the test's stack).
 struct counting_block : npb::owner_block {
-    counting_block() : npb::owner_block([](npb::owner_block* self) noexcept {
-        static_cast<counting_block*>(self)->releases.fetch_add(1);
-    }) {}
+    counting_block()
+        : npb::owner_block(
+              [](npb::owner_block* self) noexcept { static_cast<counting_block*>(self)->releases.fetch_add(1); }) {}
     std::atomic<int> releases{0};
 };
 
@@ -158,7 +158,8 @@ TEST_CASE("sharing a tensor whose dtype has no numpy form names the dtype and le
     // A packed dtype without a numpy form cannot even be unpacked into an array.
     npb::tensor uintb4 = npb::tensor::empty(npb::dtype(npb::dtype_enum::UintB4), shape, 1);
     CHECK_THROWS_AS(npb::to_array(uintb4), npb::dtype_error);
-    CHECK_THROWS_WITH(npb::to_array(uintb4, npb::share_policy::copy), Catch::Matchers::Contains("UintB4 has no numpy form"));
+    CHECK_THROWS_WITH(npb::to_array(uintb4, npb::share_policy::copy),
+                      Catch::Matchers::Contains("UintB4 has no numpy form"));
     CHECK(uintb4.owner().use_count() == 1);
 }
 

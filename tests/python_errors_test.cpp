@@ -86,8 +86,7 @@ TEST_CASE("a Python error travels through C++ and is restored as the same object
     SECTION("an error caught on one thread is restored on another") {
         std::optional<npb::python_error> from_thread;
         PyObject* raised = nullptr;
-        Py_BEGIN_ALLOW_THREADS
-        std::thread worker([&] {
+        Py_BEGIN_ALLOW_THREADS std::thread worker([&] {
             npb::gil_acquire gil;
             try {
                 run("raise ValueError('raised on a worker thread')");
@@ -98,8 +97,7 @@ TEST_CASE("a Python error travels through C++ and is restored as the same object
             }
         });
         worker.join();
-        Py_END_ALLOW_THREADS
-        REQUIRE(from_thread);
+        Py_END_ALLOW_THREADS REQUIRE(from_thread);
         from_thread->restore();
         PyObject *type, *value, *traceback;
         PyErr_Fetch(&type, &value, &traceback);
@@ -117,10 +115,8 @@ TEST_CASE("a Python error travels through C++ and is restored as the same object
         } catch (const npb::python_error& e) {
             captured = e;
         }
-        Py_BEGIN_ALLOW_THREADS
-        std::thread([moved = std::move(*captured)]() mutable { (void)moved; }).join();
-        Py_END_ALLOW_THREADS
-        CHECK_FALSE(PyErr_Occurred());
+        Py_BEGIN_ALLOW_THREADS std::thread([moved = std::move(*captured)]() mutable { (void)moved; }).join();
+        Py_END_ALLOW_THREADS CHECK_FALSE(PyErr_Occurred());
     }
     SECTION("an exception whose traceback cannot be formatted still has a message") {
         std::optional<npb::python_error> captured;
@@ -179,7 +175,8 @@ TEST_CASE("demangling and safe repr never fail", "[errors]") {
     CHECK(npb::safe_repr(nullptr) == "<NULL>");
     test::owned number = test::eval("[1, 'two']");
     CHECK(npb::safe_repr(number.get()) == "[1, 'two']");
-    run("class Bad:\n    def __repr__(self):\n        raise ValueError('no repr')\nimport builtins\nbuiltins._npybridge_bad = Bad()\n");
+    run("class Bad:\n    def __repr__(self):\n        raise ValueError('no repr')\nimport "
+        "builtins\nbuiltins._npybridge_bad = Bad()\n");
     test::owned bad = test::eval("_npybridge_bad");
     CHECK_THAT(npb::safe_repr(bad.get()), Contains("<Bad object at") && Contains("(repr failed)"));
     CHECK_FALSE(PyErr_Occurred());
@@ -202,7 +199,8 @@ TEST_CASE("the origin tracker tags, blames and balances references", "[tracker]"
             auto scope = tracker.enter(tag.get());
             tracker.on_create(&op_a);
             tracker.on_create(&op_b);
-            CHECK_THAT(test::message_of<npb::error>([&] { (void)tracker.enter(tag.get()); }), Contains("already active"));
+            CHECK_THAT(test::message_of<npb::error>([&] { (void)tracker.enter(tag.get()); }),
+                       Contains("already active"));
         }
         CHECK_FALSE(tracker.active());
         CHECK(tracker.origin(&op_a) == tag.get());

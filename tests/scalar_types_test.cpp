@@ -16,16 +16,28 @@ namespace npb = npybridge;
 TEST_CASE("half rounds exactly as NumPy's float16 does", "[scalar]") {
     // Random floats across the half range (normals, subnormals, overflow), plus edges.
     std::mt19937 random(7);
-    std::vector<float> values = {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 6.1035156e-05f, 5.9604645e-08f,
-                                 2.9802322e-08f, 2.9802326e-08f, 1.0f / 3.0f, std::numeric_limits<float>::infinity()};
+    std::vector<float> values = {0.0f,
+                                 -0.0f,
+                                 65504.0f,
+                                 65519.99f,
+                                 65520.0f,
+                                 6.1035156e-05f,
+                                 5.9604645e-08f,
+                                 2.9802322e-08f,
+                                 2.9802326e-08f,
+                                 1.0f / 3.0f,
+                                 std::numeric_limits<float>::infinity()};
     std::uniform_real_distribution<float> exponent(-27.0f, 17.0f);
     for (int i = 0; i < 20000; ++i) values.push_back((random() % 2 ? -1.0f : 1.0f) * std::exp2(exponent(random)));
     test::owned numpy = test::eval("np");
-    test::owned array{PyArray_SimpleNew(1, std::vector<npy_intp>{static_cast<npy_intp>(values.size())}.data(), NPY_FLOAT32)};
-    std::memcpy(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.get())), values.data(), values.size() * sizeof(float));
+    test::owned array{
+        PyArray_SimpleNew(1, std::vector<npy_intp>{static_cast<npy_intp>(values.size())}.data(), NPY_FLOAT32)};
+    std::memcpy(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.get())), values.data(),
+                values.size() * sizeof(float));
     test::owned halves{PyArray_Cast(reinterpret_cast<PyArrayObject*>(array.get()), NPY_HALF)};
     REQUIRE(halves);
-    const auto* expected = static_cast<const std::uint16_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(halves.get())));
+    const auto* expected =
+        static_cast<const std::uint16_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(halves.get())));
     for (std::size_t i = 0; i < values.size(); ++i) {
         CAPTURE(i, values[i]);
         REQUIRE(npb::half::from_float(values[i]).bits == expected[i]);

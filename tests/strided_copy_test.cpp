@@ -22,8 +22,8 @@ namespace {
 /// `itemsize` bytes), axes permuted by `perm`, each axis stepped by `step`
 /// (negative: walked backwards from its end).
 struct view {
-    nd::copy_plan plan;      // shape and source byte strides; dst strides C-contiguous
-    std::ptrdiff_t offset;   // byte offset of element (0, ..., 0) in the buffer
+    nd::copy_plan plan;     // shape and source byte strides; dst strides C-contiguous
+    std::ptrdiff_t offset;  // byte offset of element (0, ..., 0) in the buffer
 };
 
 view make_view(const std::vector<std::size_t>& base_shape, const std::vector<std::size_t>& perm,
@@ -42,7 +42,9 @@ view make_view(const std::vector<std::size_t>& base_shape, const std::vector<std
         const std::size_t axis = perm[k];
         const int s = step[axis];
         const std::size_t extent = base_shape[axis];
-        const std::size_t count = extent == 0 ? 0 : (extent + static_cast<std::size_t>(std::abs(s)) - 1) / static_cast<std::size_t>(std::abs(s));
+        const std::size_t count =
+            extent == 0 ? 0
+                        : (extent + static_cast<std::size_t>(std::abs(s)) - 1) / static_cast<std::size_t>(std::abs(s));
         v.plan.shape[k] = count;
         v.plan.src[k] = base_strides[axis] * s;
         if (s < 0 && extent > 0) v.offset += base_strides[axis] * static_cast<std::ptrdiff_t>(extent - 1);
@@ -89,9 +91,8 @@ std::vector<std::vector<std::size_t>> permutations(std::size_t n) {
 /// Shapes whose extents straddle the 2/4/8-element SIMD blocks and the
 /// 8..128-element tiles (a tile edge off by one fails on one of them).
 const std::vector<std::vector<std::size_t>> shapes = {
-    {37, 67}, {129, 33}, {16, 17}, {3, 257}, {1, 45},
-    {5, 33, 9}, {17, 1, 65}, {2, 3, 130},
-    {3, 5, 7, 9}, {2, 1, 17, 33},
+    {37, 67},   {129, 33},   {16, 17},    {3, 257},     {1, 45},
+    {5, 33, 9}, {17, 1, 65}, {2, 3, 130}, {3, 5, 7, 9}, {2, 1, 17, 33},
 };
 
 struct element_case {
@@ -103,8 +104,8 @@ struct element_case {
 
 TEST_CASE("strided copies equal the per-element reference for every itemsize, permutation and stride sign",
           "[strided_copy]") {
-    const element_case cases[] = {{1, 0}, {2, 0}, {4, 0}, {8, 0}, {16, 0}, {3, 0}, {12, 0},
-                                  {2, 2}, {4, 4}, {8, 8}, {8, 4}, {16, 8}};
+    const element_case cases[] = {{1, 0},  {2, 0}, {4, 0}, {8, 0}, {16, 0}, {3, 0},
+                                  {12, 0}, {2, 2}, {4, 4}, {8, 8}, {8, 4},  {16, 8}};
     std::mt19937 random(7);
     for (const element_case& e : cases) {
         for (const auto& base_shape : shapes) {
@@ -182,7 +183,8 @@ TEMPLATE_TEST_CASE("narrowing while gathering writes every value and finds the f
         std::size_t base_count = 1;
         for (std::size_t x : base_shape) base_count *= x;
         std::vector<Source> values(base_count);
-        for (std::size_t i = 0; i < base_count; ++i) values[i] = static_cast<Source>(static_cast<std::int64_t>(i * 7919 % 100003) - 50000);
+        for (std::size_t i = 0; i < base_count; ++i)
+            values[i] = static_cast<Source>(static_cast<std::int64_t>(i * 7919 % 100003) - 50000);
         for (const auto& perm : permutations(base_shape.size())) {
             view v = make_view(base_shape, perm, std::vector<int>(base_shape.size(), 1), sizeof(Source));
             for (std::size_t k = 0; k < v.plan.ndim; ++k) v.plan.dst[k] = v.plan.dst[k] / 2;  // 4-byte destination
@@ -204,7 +206,8 @@ TEMPLATE_TEST_CASE("narrowing while gathering writes every value and finds the f
             std::vector<std::size_t> index(v.plan.ndim, 0);
             for (std::size_t flat = 0; flat < n; ++flat) {
                 std::ptrdiff_t offset = 0;
-                for (std::size_t k = 0; k < v.plan.ndim; ++k) offset += static_cast<std::ptrdiff_t>(index[k]) * v.plan.src[k];
+                for (std::size_t k = 0; k < v.plan.ndim; ++k)
+                    offset += static_cast<std::ptrdiff_t>(index[k]) * v.plan.src[k];
                 REQUIRE(got[flat] == static_cast<Target>(values[static_cast<std::size_t>(offset) / sizeof(Source)]));
                 for (std::size_t k = v.plan.ndim; k-- > 0;) {
                     if (++index[k] < v.plan.shape[k]) break;

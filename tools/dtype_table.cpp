@@ -56,7 +56,8 @@ int main() {
     std::printf("| name | enum | storage | bits | category | signed | numpy | param | range |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|\n");
     for (const dtype_info& entry : npybridge::dtype_table) {
-        const std::string storage = entry.is_packed ? "packed " + std::string(entry.storage) : std::string(entry.storage);
+        const std::string storage =
+            entry.is_packed ? "packed " + std::string(entry.storage) : std::string(entry.storage);
         std::printf("| %.*s | %u | %s | %u | %s | %s | %s | %s | %s |\n", static_cast<int>(entry.name.size()),
                     entry.name.data(), entry.value(), storage.c_str(), entry.bits, category_text(entry).c_str(),
                     entry.is_signed ? "yes" : "no", numpy_text(entry).c_str(), param_text(entry).c_str(),

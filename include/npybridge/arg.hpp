@@ -38,35 +38,67 @@ struct arg_spec {
 /// The tensor's dtype is Id (quantized: any params, read from the array's metadata).
 template <dtype_enum Id>
 struct dtype_is {
-    static constexpr void apply(arg_spec& s) noexcept { s.has_dtype = true; s.id = Id; ++s.dtypes; }
+    static constexpr void apply(arg_spec& s) noexcept {
+        s.has_dtype = true;
+        s.id = Id;
+        ++s.dtypes;
+    }
 };
 /// The array has exactly N dimensions.
 template <std::size_t N>
 struct ndim_is {
-    static constexpr void apply(arg_spec& s) noexcept { s.has_ndim = true; s.ndim = N; ++s.ndims; }
+    static constexpr void apply(arg_spec& s) noexcept {
+        s.has_ndim = true;
+        s.ndim = N;
+        ++s.ndims;
+    }
 };
-/// The tensor uses the array's memory, or the call fails saying why (borrow_policy::must_borrow).
-struct borrow_only {
-    static constexpr void apply(arg_spec& s) noexcept { s.policy = borrow_policy::must_borrow; ++s.policies; }
-};
-/// The tensor is always a copy (borrow_policy::copy).
-struct copy_always {
-    static constexpr void apply(arg_spec& s) noexcept { s.policy = borrow_policy::copy; ++s.policies; }
+/// How the tensor gets the array's memory: borrow_policy::must_borrow (the array's memory, or the call fails
+/// saying why), borrow_policy::copy (always a copy) or borrow_policy::try_borrow (the default).
+template <borrow_policy Policy>
+struct policy_is {
+    static constexpr void apply(arg_spec& s) noexcept {
+        s.policy = Policy;
+        ++s.policies;
+    }
 };
 /// Narrowing mode other than the default 'checked'.
 template <narrowing Mode>
 struct narrowing_is {
-    static constexpr void apply(arg_spec& s) noexcept { s.narrow = Mode; ++s.narrowings; }
+    static constexpr void apply(arg_spec& s) noexcept {
+        s.narrow = Mode;
+        ++s.narrowings;
+    }
 };
-/// The tensor must be writable (a read-only array is copied, or refused with borrow_only).
-struct writable_only {
-    static constexpr void apply(arg_spec& s) noexcept { s.writable = true; ++s.writables; }
+/// writable_is<true>: the tensor must be writable (a read-only array is copied, or refused with
+/// policy_is<borrow_policy::must_borrow>); writable_is<false> is the default, read-only memory allowed.
+template <bool Writable>
+struct writable_is {
+    static constexpr void apply(arg_spec& s) noexcept {
+        s.writable = Writable;
+        ++s.writables;
+    }
 };
 /// Packed dtypes: the tensor's bit layout.
 template <lowbit_layout Layout>
 struct layout_is {
-    static constexpr void apply(arg_spec& s) noexcept { s.has_layout = true; s.layout = Layout; ++s.layouts; }
+    static constexpr void apply(arg_spec& s) noexcept {
+        s.has_layout = true;
+        s.layout = Layout;
+        ++s.layouts;
+    }
 };
+
+// The tag names before 0.6, in another grammar than the <field>_is<value> of the rest. Kept for one release
+// (CHANGELOG.md).
+using borrow_only
+    [[deprecated("npybridge: write policy_is<borrow_policy::must_borrow> (borrow_only goes in the next "
+                 "release)")]] = policy_is<borrow_policy::must_borrow>;
+using copy_always
+    [[deprecated("npybridge: write policy_is<borrow_policy::copy> (copy_always goes in the next "
+                 "release)")]] = policy_is<borrow_policy::copy>;
+using writable_only [[deprecated("npybridge: write writable_is<true> (writable_only goes in the next release)")]] =
+    writable_is<true>;
 
 namespace detail {
 
@@ -138,8 +170,8 @@ template <class Tensor, class... Constraints>
 class arg {
     static_assert(check_adapter<Tensor>());
     static_assert((detail::is_constraint<Constraints>::value && ...),
-                  "npybridge: arg<Tensor, ...> takes constraints only: dtype_is<>, ndim_is<>, borrow_only, copy_always, "
-                  "narrowing_is<>, writable_only, layout_is<>");
+                  "npybridge: arg<Tensor, ...> takes constraints only: dtype_is<>, ndim_is<>, policy_is<>, "
+                  "narrowing_is<>, writable_is<>, layout_is<>");
 
 public:
     using tensor_type = Tensor;
@@ -148,22 +180,25 @@ public:
 
     static_assert(spec.dtypes <= 1, "npybridge: two dtype_is<> constraints on one argument");
     static_assert(spec.ndims <= 1, "npybridge: two ndim_is<> constraints on one argument");
-    static_assert(spec.policies <= 1, "npybridge: borrow_only and copy_always contradict each other (choose one)");
+    static_assert(spec.policies <= 1, "npybridge: two policy_is<> constraints on one argument (choose one)");
     static_assert(spec.narrowings <= 1, "npybridge: two narrowing_is<> constraints on one argument");
     static_assert(spec.layouts <= 1, "npybridge: two layout_is<> constraints on one argument");
+    static_assert(spec.writables <= 1, "npybridge: two writable_is<> constraints on one argument");
     static_assert(!spec.has_ndim || spec.ndim <= adapter::max_ndim,
                   "npybridge: ndim_is<N> is more dimensions than this tensor type holds (tensor_adapter<T>::max_ndim)");
-    static_assert(!spec.has_ndim || spec.ndim > 0 || adapter::has_scalar,
-                  "npybridge: ndim_is<0> for a tensor type that cannot be 0-d (tensor_adapter<T>::has_scalar is false)");
+    static_assert(
+        !spec.has_ndim || spec.ndim > 0 || adapter::has_scalar,
+        "npybridge: ndim_is<0> for a tensor type that cannot be 0-d (tensor_adapter<T>::has_scalar is false)");
     static_assert(!(spec.has_dtype && info(spec.id).form == numpy_form::none),
                   "npybridge: this dtype has no NumPy form (Byte, UintB4): no array can become it");
     static_assert(!(spec.has_dtype && info(spec.id).is_packed && spec.policy == borrow_policy::must_borrow),
-                  "npybridge: borrow_only with a packed dtype can never succeed: NumPy holds one byte per value and "
-                  "the tensor packs them (drop borrow_only, or use an unpacked dtype)");
+                  "npybridge: policy_is<must_borrow> with a packed dtype can never succeed: NumPy holds one byte per "
+                  "value and the tensor packs them (drop the policy, or use an unpacked dtype)");
     static_assert(!spec.has_layout || (spec.has_dtype && info(spec.id).is_packed),
                   "npybridge: layout_is<> needs a packed dtype_is<> (IntB1/2/4, QuantizedS4, Quantized4Asymm)");
     static_assert(!(spec.narrow != narrowing::checked && spec.policy == borrow_policy::must_borrow),
-                  "npybridge: narrowing_is<> with borrow_only has no effect: a borrow never narrows (drop one)");
+                  "npybridge: narrowing_is<> with policy_is<must_borrow> has no effect: a borrow never narrows (drop "
+                  "one)");
 
     /// "numpy.ndarray[QuantizedS8, ndim=2]": the constraints as the binding library shows them.
     static constexpr detail::arg_text python_name = detail::render_arg_name(spec);
@@ -184,8 +219,8 @@ public:
     /// cannot know); `ndim` is the array's.
     static void check_ndim(std::size_t ndim) {
         if (spec.has_ndim && ndim != spec.ndim) {
-            throw conversion_error("expected an array with ndim=" + std::to_string(spec.ndim) + ", got ndim=" +
-                                   std::to_string(ndim));
+            throw conversion_error("expected an array with ndim=" + std::to_string(spec.ndim) +
+                                   ", got ndim=" + std::to_string(ndim));
         }
     }
     static void check_dtype(const dtype& got) {
@@ -200,16 +235,17 @@ public:
         if (!spec.has_dtype || !info(spec.id).is_quantized) return;
         const auto* descr = PyArray_Check(obj) ? PyArray_DESCR(reinterpret_cast<PyArrayObject*>(obj)) : nullptr;
         if (descr != nullptr && source_is_quantized_as_wanted(const_cast<PyArray_Descr*>(descr))) return;
-        std::string got = descr != nullptr ? detail::descr_text(const_cast<PyArray_Descr*>(descr)) : std::string(Py_TYPE(obj)->tp_name);
+        std::string got = descr != nullptr ? detail::descr_text(const_cast<PyArray_Descr*>(descr))
+                                           : std::string(Py_TYPE(obj)->tp_name);
         if (descr != nullptr && detail::descr_metadata(const_cast<PyArray_Descr*>(descr)) != nullptr) {
             try {  // another quantized dtype: its name and params say more than its storage
-                got = from_numpy(const_cast<PyArray_Descr*>(descr), narrowing::reject).type.to_string();
+                got = from_numpy_dtype(const_cast<PyArray_Descr*>(descr), narrowing::reject).type.to_string();
             } catch (const error&) {
                 if (PyErr_Occurred()) PyErr_Clear();
             }
         }
-        throw dtype_error("expected a " + std::string(info(spec.id).name) + " array (" + std::string(info(spec.id).numpy_name()) +
-                          " with mgb_dtype metadata), got " + got);
+        throw dtype_error("expected a " + std::string(info(spec.id).name) + " array (" +
+                          std::string(info(spec.id).numpy_name()) + " with mgb_dtype metadata), got " + got);
     }
 
     /// Whether obj could become this argument at all (its ndim, a quantized dtype it must already be, numbers
@@ -228,7 +264,7 @@ public:
 private:
     static bool source_is_quantized_as_wanted(PyArray_Descr* descr) noexcept {
         try {
-            return from_numpy(descr, narrowing::reject).type.id() == spec.id;
+            return from_numpy_dtype(descr, narrowing::reject).type.id() == spec.id;
         } catch (...) {
             if (PyErr_Occurred()) PyErr_Clear();
             return false;
@@ -290,7 +326,8 @@ bool borrow_as_is(PyObject* obj, std::optional<Arg>& out) noexcept {
     try {
         to_tensor_options options = Arg::options();
         options.policy = borrow_policy::must_borrow;
-        if (Arg::spec.has_ndim) Arg::check_ndim(static_cast<std::size_t>(PyArray_NDIM(reinterpret_cast<PyArrayObject*>(obj))));
+        if (Arg::spec.has_ndim)
+            Arg::check_ndim(static_cast<std::size_t>(PyArray_NDIM(reinterpret_cast<PyArrayObject*>(obj))));
         out.emplace(to_tensor<typename Arg::tensor_type>(obj, options));
         Arg::check_dtype(Arg::adapter::dtype_of(**out));
         return true;
@@ -320,7 +357,7 @@ inline std::optional<dtype> dtype_argument(PyObject* obj, bool convert) {
         if (found != nullptr && found->param_fields == 0) return dtype(found->id);
     }
     try {
-        return from_numpy(obj, narrowing::reject).type;
+        return from_numpy_dtype(obj, narrowing::reject).type;
     } catch (const error&) {
         if (is_descr) throw;
         if (PyErr_Occurred()) PyErr_Clear();

@@ -36,14 +36,16 @@ int get_buffer(PyObject* exporter, const Tensor& source, Py_buffer* view, int fl
         const dtype_info& entry = type.info();
         const char* format = buffer_format_of(entry);
         auto refuse = [&](const std::string& why) {
-            PyErr_SetString(PyExc_BufferError, ("npybridge: no buffer of the " + type.to_string() + " tensor: " + why).c_str());
+            PyErr_SetString(PyExc_BufferError,
+                            ("npybridge: no buffer of the " + type.to_string() + " tensor: " + why).c_str());
             view->obj = nullptr;
             return -1;
         };
         if (format == nullptr) {
-            return refuse(entry.is_packed      ? "it is packed (" + std::to_string(entry.bits) + " bits per element); use numpy()"
-                          : entry.is_quantized ? std::string("a buffer cannot carry its quantization params; use numpy()")
-                                               : std::string("PEP 3118 has no format for it; use numpy()"));
+            return refuse(
+                entry.is_packed      ? "it is packed (" + std::to_string(entry.bits) + " bits per element); use numpy()"
+                : entry.is_quantized ? std::string("a buffer cannot carry its quantization params; use numpy()")
+                                     : std::string("PEP 3118 has no format for it; use numpy()"));
         }
         const bool writable = is_writable(source);
         if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && !writable) return refuse("it is read-only");

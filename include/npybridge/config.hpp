@@ -3,6 +3,7 @@
 #pragma once
 
 #ifndef NPYBRIDGE_ALLOW_MOVED_HEADERS
-#pragma message("npybridge: <npybridge/config.hpp> moved to <npybridge/core/config.hpp>; include that one (the old path goes in the next release)")
+#pragma message( \
+    "npybridge: <npybridge/config.hpp> moved to <npybridge/core/config.hpp>; include that one (the old path goes in the next release)")
 #endif
 #include <npybridge/core/config.hpp>

@@ -82,7 +82,8 @@ bool checked_layout(PyArrayObject* array, tensor_layout& layout) {
 /// and returns the dtype (it lives in a table or the dtype cache: copy it at
 /// once), or nullptr to let the general path decide and give its reasons.
 template <class Tensor>
-[[gnu::always_inline]] inline const dtype* quick_borrow(PyArrayObject* array, const to_tensor_options& options, tensor_layout& layout) {
+[[gnu::always_inline]] inline const dtype* quick_borrow(PyArrayObject* array, const to_tensor_options& options,
+                                                        tensor_layout& layout) {
     using adapter = tensor_adapter<Tensor>;
     PyArray_Descr* descr = PyArray_DESCR(array);
     const dtype* type;
@@ -109,12 +110,12 @@ template <class Tensor>
     return adapter::accepts_strides(layout) ? type : nullptr;
 }
 
-
 /// A fresh tensor from the adapter's make, checked to be dense (C-contiguous;
 /// packed: compact, or row-aligned at padded strides), since conversions fill
 /// it as one run of bytes. The packing the tensor reports is what counts.
 template <class Tensor>
-Tensor make_dense(const dtype& type, const tensor_layout& contiguous, lowbit_layout packing, const placement_t<Tensor>& where) {
+Tensor make_dense(const dtype& type, const tensor_layout& contiguous, lowbit_layout packing,
+                  const placement_t<Tensor>& where) {
     using adapter = tensor_adapter<Tensor>;
     Tensor made = adapter_make_at<Tensor>(type, contiguous, packing, where);
     const tensor_layout layout = adapter::layout_of(made);
@@ -123,9 +124,10 @@ Tensor make_dense(const dtype& type, const tensor_layout& contiguous, lowbit_lay
     const bool dense = type.info().is_packed ? layout.is_dense_packed(type.id(), adapter::packed_layout(made))
                                              : layout.is_contiguous();
     if (!same_shape || !dense) {
-        throw conversion_error("tensor_adapter::make gave a " + type.to_string() + " tensor of shape " + layout.shape_text() +
-                               " and strides " + tuple_text(layout.strides.data(), layout.ndim) + " for shape " +
-                               contiguous.shape_text() + "; conversions need a dense tensor of the shape asked for");
+        throw conversion_error("tensor_adapter::make gave a " + type.to_string() + " tensor of shape " +
+                               layout.shape_text() + " and strides " + tuple_text(layout.strides.data(), layout.ndim) +
+                               " for shape " + contiguous.shape_text() +
+                               "; conversions need a dense tensor of the shape asked for");
     }
     return made;
 }
@@ -143,7 +145,7 @@ template <class Tensor>
 
     std::optional<numpy_dtype_match> source;
     try {
-        source = from_numpy(PyArray_DESCR(array), options.narrow);
+        source = from_numpy_dtype(PyArray_DESCR(array), options.narrow);
     } catch (const metadata_error&) {
         throw;
     } catch (const dtype_error&) {
@@ -159,17 +161,19 @@ template <class Tensor>
                              : why_not_borrow<Tensor>(array, source, target, layout, whole_elements, options);
     if (reason.empty()) {
         const bool writable = PyArray_ISWRITEABLE(array);
-        to_tensor_result<Tensor> borrowed{std::in_place,
-                                          [&] {
-                                              return adapter_borrow_at<Tensor>(
-                                                  target, PyArray_DATA(array), layout, writable,
-                                                  options.keep_alive ? python_owner(owner.get(), !writable) : owner_handle(), where);
-                                          },
-                                          true};
+        to_tensor_result<Tensor> borrowed{
+            std::in_place,
+            [&] {
+                return adapter_borrow_at<Tensor>(
+                    target, PyArray_DATA(array), layout, writable,
+                    options.keep_alive ? python_owner(owner.get(), !writable) : owner_handle(), where);
+            },
+            true};
         // Read-only memory with no owner to remember it, in a tensor type that cannot mark it: copied.
         if (writable || options.keep_alive || !adapter::writable(borrowed.tensor)) return borrowed;
-        reason = "read-only: the array is read-only, this tensor type cannot mark memory read-only, and a scoped "
-                 "borrow (keep_alive=false) keeps no owner to remember it";
+        reason =
+            "read-only: the array is read-only, this tensor type cannot mark memory read-only, and a scoped "
+            "borrow (keep_alive=false) keeps no owner to remember it";
     }
     if (options.policy == borrow_policy::must_borrow) {
         throw conversion_error("must_borrow: cannot share the memory of the " + array_text(array) + ": " + reason);
@@ -178,7 +182,8 @@ template <class Tensor>
     Tensor made = make_dense<Tensor>(target, contiguous, options.layout.value_or(default_layout(target.id())), where);
     const lowbit_layout packing = target.info().is_packed ? adapter::packed_layout(made) : lowbit_layout::compact;
     const object values = through_own_user_dtype(array, source);
-    fill_copy(reinterpret_cast<PyArrayObject*>(values.get()), source, target, adapter::data(made), layout, packing, options);
+    fill_copy(reinterpret_cast<PyArrayObject*>(values.get()), source, target, adapter::data(made), layout, packing,
+              options);
     return to_tensor_result<Tensor>(std::move(made), false, std::move(reason));
 }
 
@@ -196,7 +201,8 @@ to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& optio
         tensor_layout layout;
         const bool writable = PyArray_ISWRITEABLE(array);
         // (A read-only array with no owner takes the general path, which checks the tensor kept it read-only.)
-        if (const dtype* type = detail::quick_borrow<Tensor>(array, options, layout); type && (writable || options.keep_alive)) {
+        if (const dtype* type = detail::quick_borrow<Tensor>(array, options, layout);
+            type && (writable || options.keep_alive)) {
             return {std::in_place,
                     [&] {
                         return detail::adapter_borrow_at<Tensor>(
@@ -237,13 +243,15 @@ template <class Tensor>
     object descr;
     if (ml_4bit) {
         descr = ml_dtypes_4bit_descr(entry.coding == lowbit_coding::twos_complement);
-        object quantized = to_numpy(type);  // the same mgb_dtype metadata
+        object quantized = to_numpy_dtype(type);  // the same mgb_dtype metadata
         PyObject* metadata = descr_metadata(reinterpret_cast<PyArray_Descr*>(quantized.get()));
         Py_XINCREF(metadata);
         set_metadata(reinterpret_cast<PyArray_Descr*>(descr.get()), metadata);
     } else {
-        PyArray_Descr* user = !type.is_quantized() && user_dtype_descr_hook ? user_dtype_descr_hook(entry.id, user_dtype_choice::preferred) : nullptr;
-        descr = type.is_quantized() ? to_numpy(type)
+        PyArray_Descr* user = !type.is_quantized() && user_dtype_descr_hook
+                                  ? user_dtype_descr_hook(entry.id, user_dtype_choice::preferred)
+                                  : nullptr;
+        descr = type.is_quantized() ? to_numpy_dtype(type)
                 : user != nullptr   ? object::steal(reinterpret_cast<PyObject*>(user))  // intbN
                                     : object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_INT8)));
     }
@@ -258,7 +266,8 @@ template <class Tensor>
         if (layout.is_dense_packed(entry.id, packing)) {
             unpack(entry.id, adapter::data(source), {count, layout.innermost()}, out, packing);
         } else {  // a sub-tensor: each element from its strides
-            unpack_strided(entry.id, adapter::data(source), layout.shape.data(), layout.strides.data(), layout.ndim, out);
+            unpack_strided(entry.id, adapter::data(source), layout.shape.data(), layout.strides.data(), layout.ndim,
+                           out);
         }
         if (ml_4bit) {
             for (std::size_t i = 0; i < count; ++i) out[i] &= 0x0F;  // ml_dtypes keeps the upper bits zero
@@ -266,7 +275,6 @@ template <class Tensor>
     });
     return result;
 }
-
 
 /// Whether tensor_adapter<Tensor> can move the owner out of a tensor (optional member take_owner).
 template <class Tensor, class = void>
@@ -286,7 +294,8 @@ object to_array(const Tensor& source, share_policy policy, Tensor* consumed, low
     const tensor_layout layout = adapter::layout_of(source);
     if (type.info().is_packed) return unpacked_array(source, type, layout, policy, format);
     // A dtype without a numpy form (Byte) fails in array_over's to_numpy, naming it.
-    object view = array_over(type, adapter::data(source), layout, adapter::writable(source), user_dtype_choice::preferred);
+    object view =
+        array_over(type, adapter::data(source), layout, adapter::writable(source), user_dtype_choice::preferred);
     if (policy == share_policy::copy) {
         auto* from = reinterpret_cast<PyArrayObject*>(view.get());
         if (layout.is_contiguous()) {
@@ -346,7 +355,7 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
     object owner = detail::as_array(obj);
     auto* array = reinterpret_cast<PyArrayObject*>(owner.get());
     if (PyArray_TYPE(array) >= NPY_USERDEF) {  // another library's bfloat16 / intbN: through npybridge's own
-        owner = detail::through_own_user_dtype(array, from_numpy(PyArray_DESCR(array), options.narrow));
+        owner = detail::through_own_user_dtype(array, from_numpy_dtype(PyArray_DESCR(array), options.narrow));
         array = reinterpret_cast<PyArrayObject*>(owner.get());
     }
     tensor_layout layout;
@@ -361,9 +370,9 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
                                dest_layout.shape_text());
     }
     const numpy_dtype_match source = target.info().is_packed ? numpy_dtype_match{target, false}
-                                                             : from_numpy(PyArray_DESCR(array), options.narrow);
+                                                             : from_numpy_dtype(PyArray_DESCR(array), options.narrow);
     if (target.info().is_packed && detail::descr_metadata(PyArray_DESCR(array)) != nullptr) {
-        detail::refuse_requantizing(from_numpy(PyArray_DESCR(array), options.narrow), target);
+        detail::refuse_requantizing(from_numpy_dtype(PyArray_DESCR(array), options.narrow), target);
     }
     if (!target.info().is_packed && !(source.type == target) && !detail::same_storage(source, target)) {
         throw dtype_error("copy_into: the array is " + source.type.to_string() + " (numpy " +
@@ -412,15 +421,17 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
             std::memcpy(adapter::data(destination), staged.data(), staged.storage_bytes());
         } else {  // a packed sub-tensor: element by element, the bits around it kept
             std::vector<std::uint8_t> values(staged.count());
-            unpack(target.id(), staged.data(), {staged.count(), staged.layout().innermost()}, values.data(), staged.packing());
-            pack_strided(target.id(), values.data(), dest_layout.shape.data(), dest_layout.strides.data(), dest_layout.ndim,
-                         adapter::data(destination));
+            unpack(target.id(), staged.data(), {staged.count(), staged.layout().innermost()}, values.data(),
+                   staged.packing());
+            pack_strided(target.id(), values.data(), dest_layout.shape.data(), dest_layout.strides.data(),
+                         dest_layout.ndim, adapter::data(destination));
         }
         return;
     }
     object from = to_array(staged, share_policy::try_share);
     object into = detail::array_over(target, adapter::data(destination), dest_layout, true, user_dtype_choice::own);
-    if (PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(into.get()), reinterpret_cast<PyArrayObject*>(from.get())) != 0) {
+    if (PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(into.get()), reinterpret_cast<PyArrayObject*>(from.get())) !=
+        0) {
         detail::throw_numpy_failure("copy_into");
     }
 }

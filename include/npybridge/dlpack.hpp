@@ -22,7 +22,6 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-
 /// What to_dlpack exports, as the array API's __dlpack__ arguments say it.
 struct dlpack_options {
     /// The newest DLPack version the consumer reads (max_version); none or
@@ -58,7 +57,9 @@ struct dlpack_export {
     std::int64_t shape[copy_max_ndim];
     std::int64_t strides[copy_max_ndim];
 
-    static void delete_legacy(dlpack::managed_tensor* self) noexcept { delete static_cast<dlpack_export*>(self->manager_ctx); }
+    static void delete_legacy(dlpack::managed_tensor* self) noexcept {
+        delete static_cast<dlpack_export*>(self->manager_ctx);
+    }
     static void delete_versioned(dlpack::managed_tensor_versioned* self) noexcept {
         delete static_cast<dlpack_export*>(self->manager_ctx);
     }
@@ -81,10 +82,11 @@ inline void dlpack_capsule_destructor(PyObject* capsule) noexcept {
 inline std::string needs_codes_text(const dtype& type) {
     const dtype_info& entry = type.info();
     const auto codes = dlpack_type_of(entry, true);
-    const std::string what = entry.is_quantized ? "DLPack has no quantized types: its " +
-                                                       std::string(entry.param_fields == 2 ? "scale and zero_point" : "scale") +
-                                                       " would be lost"
-                                                 : "DLPack has no type for its odd values (" + valid_set_text(entry) + ")";
+    const std::string what = entry.is_quantized
+                                 ? "DLPack has no quantized types: its " +
+                                       std::string(entry.param_fields == 2 ? "scale and zero_point" : "scale") +
+                                       " would be lost"
+                                 : "DLPack has no type for its odd values (" + valid_set_text(entry) + ")";
     return "DLPack export of " + type.to_string() + ": " + what + "; export the stored codes (" +
            (codes ? dlpack::type_text(*codes) : std::string("none")) +
            ") with the codes option (dlpack_options::codes, __dlpack__(codes=True)) and carry the rest yourself";
@@ -107,7 +109,8 @@ object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
     static_assert(check_adapter<Tensor>());
     using adapter = tensor_adapter<Tensor>;
     if (options.device && (options.device->device_type != dlpack::cpu || options.device->device_id != 0)) {
-        throw dlpack_error("__dlpack__: dl_device " + dlpack::device_text(options.device->device_type, options.device->device_id) +
+        throw dlpack_error("__dlpack__: dl_device " +
+                           dlpack::device_text(options.device->device_type, options.device->device_id) +
                            " is not possible: npybridge tensors live in CPU memory (kDLCPU, 0)");
     }
     const dtype type = adapter::dtype_of(source);
@@ -120,9 +123,10 @@ object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
     const bool writable = is_writable(source);
     bool copy = options.copy.value_or(false);
     if (!versioned && !writable && !copy) {
-        throw dlpack_error(std::string("__dlpack__: the tensor is read-only and the legacy DLPack capsule cannot say so; ") +
-                           (options.copy ? "pass copy=True, or " : "") +
-                           "ask for max_version=(1, 0) or newer (a read-only DLPack 1.x capsule)");
+        throw dlpack_error(
+            std::string("__dlpack__: the tensor is read-only and the legacy DLPack capsule cannot say so; ") +
+            (options.copy ? "pass copy=True, or " : "") +
+            "ask for max_version=(1, 0) or newer (a read-only DLPack 1.x capsule)");
     }
     const lowbit_layout packing = entry.is_packed ? adapter::packed_layout(source) : lowbit_layout::compact;
     if (entry.is_packed && !layout.is_dense_packed(entry.id, packing)) {
@@ -158,14 +162,19 @@ object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
     } else {
         for (std::size_t i = 0; i < layout.ndim; ++i) made->strides[i] = described.strides[i];
     }
-    const dlpack::tensor_view view{data,          dlpack::device_spec{dlpack::cpu, 0}, static_cast<std::int32_t>(layout.ndim),
-                                   *dl_type,      made->shape,                     made->strides,
+    const dlpack::tensor_view view{data,
+                                   dlpack::device_spec{dlpack::cpu, 0},
+                                   static_cast<std::int32_t>(layout.ndim),
+                                   *dl_type,
+                                   made->shape,
+                                   made->strides,
                                    0};
     detail::dlpack_export* block = made.get();
     PyObject* capsule;
     if (versioned) {
         block->versioned = {dlpack::supported, block, &detail::dlpack_export::delete_versioned,
-                            (writable || copy ? 0 : dlpack::flag_read_only) | (copy ? dlpack::flag_is_copied : 0), view};
+                            (writable || copy ? 0 : dlpack::flag_read_only) | (copy ? dlpack::flag_is_copied : 0),
+                            view};
         capsule = PyCapsule_New(&block->versioned, dlpack::versioned_capsule_name, detail::dlpack_capsule_destructor);
     } else {
         block->legacy = {view, block, &detail::dlpack_export::delete_legacy};
@@ -175,7 +184,6 @@ object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
     made.release();  // the capsule owns it now
     return object::steal(capsule);
 }
-
 
 /// Any DLPack producer (an object with __dlpack__, or a capsule) → Tensor,
 /// with to_tensor's options and policies: memory is borrowed when it can be
@@ -215,7 +223,8 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
     const bool empty = tensor_layout::checked_count(extents, static_cast<std::size_t>(view.ndim)) == 0;
     detail::check_dlpack_view(view, taken.flags);
     if (view.dtype.lanes != 1) {
-        throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(view.dtype) + " (vector lanes) has no MegBrain dtype");
+        throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(view.dtype) +
+                          " (vector lanes) has no MegBrain dtype");
     }
     using adapter = tensor_adapter<Tensor>;
     const bool read_only = (taken.flags & dlpack::flag_read_only) != 0;
@@ -232,20 +241,26 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
         for (std::size_t i = layout.ndim; i-- > 0;) {
             layout.shape[i] = static_cast<std::size_t>(view.shape[i]);
             // Size-1 dimensions (and every one of an empty tensor) get the contiguous stride: theirs is never used.
-            layout.strides[i] = view.strides != nullptr && view.shape[i] > 1 && !empty ? static_cast<std::ptrdiff_t>(view.strides[i]) : stride;
+            layout.strides[i] = view.strides != nullptr && view.shape[i] > 1 && !empty
+                                    ? static_cast<std::ptrdiff_t>(view.strides[i])
+                                    : stride;
             stride *= static_cast<std::ptrdiff_t>(view.shape[i] == 0 ? 1 : view.shape[i]);
         }
         if (reinterpret_cast<std::uintptr_t>(data) % itemsize == 0 && adapter::accepts_strides(layout)) {
             const dtype type = *plain;
             return {std::in_place,
-                    [&] { return detail::adapter_borrow_at<Tensor>(type, data, layout, !read_only, std::move(taken.owner), where); },
+                    [&] {
+                        return detail::adapter_borrow_at<Tensor>(type, data, layout, !read_only, std::move(taken.owner),
+                                                                 where);
+                    },
                     true};
         }
     }
     to_tensor_options kept = options;
     kept.keep_alive = true;
     if (view.dtype.bits < 8) {
-        if ((taken.flags & dlpack::flag_subbyte_padded) == 0) return detail::packed_from_dlpack<Tensor>(view, kept, where);
+        if ((taken.flags & dlpack::flag_subbyte_padded) == 0)
+            return detail::packed_from_dlpack<Tensor>(view, kept, where);
         // One element per byte: the values are extracted into a new array, so the tensor is always a copy.
         const std::string what = "padded sub-byte DLPack " + dlpack::type_text(view.dtype) +
                                  " data (one element per byte) is unpacked into a copy";
@@ -298,8 +313,8 @@ inline std::optional<bool> dlpack_truth(PyObject* obj) {
 
 }  // namespace detail
 
-inline dlpack_options dlpack_options::from_python(PyObject* stream, PyObject* max_version, PyObject* dl_device, PyObject* copy,
-                                                  PyObject* codes) {
+inline dlpack_options dlpack_options::from_python(PyObject* stream, PyObject* max_version, PyObject* dl_device,
+                                                  PyObject* copy, PyObject* codes) {
     if (stream != nullptr && stream != Py_None) {
         throw dlpack_error("__dlpack__: stream must be None for CPU memory, got " + safe_repr(stream));
     }
@@ -308,7 +323,8 @@ inline dlpack_options dlpack_options::from_python(PyObject* stream, PyObject* ma
         options.max_version = dlpack::api_version{version->first, version->second};
     }
     if (auto device = detail::dlpack_int_pair(dl_device, "dl_device", 0x7FFFFFFFLL)) {
-        options.device = dlpack::device_spec{static_cast<std::int32_t>(device->first), static_cast<std::int32_t>(device->second)};
+        options.device =
+            dlpack::device_spec{static_cast<std::int32_t>(device->first), static_cast<std::int32_t>(device->second)};
     }
     options.copy = detail::dlpack_truth(copy);
     options.codes = detail::dlpack_truth(codes).value_or(false);

@@ -22,10 +22,10 @@
 #include <utility>
 
 // npybridge's dtype_enum is MegDNN's DTypeEnum, value for value: one check per row.
-#define NPYBRIDGE_SAME_AS_MEGDNN(name)                                                                            \
-    static_assert(static_cast<std::uint32_t>(npybridge::dtype_enum::name) ==                                      \
-                      static_cast<std::uint32_t>(megdnn::DTypeEnum::name),                                        \
-                  "npybridge: dtype_enum::" #name " differs from megdnn::DTypeEnum::" #name                      \
+#define NPYBRIDGE_SAME_AS_MEGDNN(name)                                                      \
+    static_assert(static_cast<std::uint32_t>(npybridge::dtype_enum::name) ==                \
+                      static_cast<std::uint32_t>(megdnn::DTypeEnum::name),                  \
+                  "npybridge: dtype_enum::" #name " differs from megdnn::DTypeEnum::" #name \
                   "; this MegDNN numbers its dtypes differently: fix npybridge's table (core/dtype.hpp) for it");
 NPYBRIDGE_SAME_AS_MEGDNN(Float32)
 NPYBRIDGE_SAME_AS_MEGDNN(Uint8)
@@ -59,7 +59,8 @@ namespace megbrain {
 /// npybridge's dtype of a MegDNN DType, params included. An invalid DType, or
 /// one npybridge has no row for, is a dtype_error naming it.
 inline dtype from_megdnn(megdnn::DType type) {
-    if (!type.valid()) throw dtype_error("megdnn::DType: an invalid (default-constructed) DType has no npybridge dtype");
+    if (!type.valid())
+        throw dtype_error("megdnn::DType: an invalid (default-constructed) DType has no npybridge dtype");
     const auto id = static_cast<dtype_enum>(type.enumv());
     if (!is_valid(id)) {
         throw dtype_error(std::string("megdnn::DType ") + type.name() + " (enum value " +
@@ -92,7 +93,8 @@ inline megdnn::DType to_megdnn(const dtype& type) {
         static const auto plain = [] {
             std::array<megdnn::DType, dtype_count> made{};
             for (const dtype_info& row : dtype_table) {
-                if (!row.is_quantized) made[table_index(row.id)] = megdnn::DType::from_enum(static_cast<megdnn::DTypeEnum>(row.id));
+                if (!row.is_quantized)
+                    made[table_index(row.id)] = megdnn::DType::from_enum(static_cast<megdnn::DTypeEnum>(row.id));
             }
             return made;
         }();
@@ -172,7 +174,8 @@ struct tensor_adapter<mgb::HostTensorND> {
         const tensor_layout::element_span span = layout.span();
         auto* lowest = static_cast<megdnn::dt_byte*>(data) + span.low * itemsize;
         mgb::HostTensorStorage storage;
-        storage.reset(where, static_cast<std::size_t>((span.high - span.low) * itemsize), std::move(owner).shared(lowest));
+        storage.reset(where, static_cast<std::size_t>((span.high - span.low) * itemsize),
+                      std::move(owner).shared(lowest));
         if (span.low != 0) storage = storage.sub(-span.low * itemsize);  // element 0 sits above the lowest one
         T result;
         result.reset(storage, megbrain::detail::layout_of(type, layout));

@@ -76,13 +76,13 @@ PyObject* ndarray_from_tensor(const Tensor& value, ShareType share) {
 
 /// dtype -> numpy, as MegEngine's npy::dtype_mgb2np: a numpy.dtype (with MegEngine's metadata when
 /// quantized; MegEngine's bfloat16 / intbN types while MegEngine is imported); a new reference.
-inline PyObject* dtype_mgb2np(const dtype& type) { return to_numpy(type).release(); }
+inline PyObject* dtype_mgb2np(const dtype& type) { return to_numpy_dtype(type).release(); }
 
 /// numpy -> dtype, as MegEngine's npy::dtype_np2mgb: anything numpy.dtype() accepts; a dtype MegBrain has no
 /// dtype for (int64, float64, ...) is a dtype_error naming it.
 inline dtype dtype_np2mgb(PyObject* obj) {
     if (obj == nullptr || obj == Py_None) throw dtype_error("cannot convert None to a numpy dtype");
-    return from_numpy(obj, narrowing::reject).type;
+    return from_numpy_dtype(obj, narrowing::reject).type;
 }
 
 /// As MegEngine's npy::to_mgb_supported_dtype: the numpy scalar type a dtype becomes in MegBrain (int64 ->
@@ -95,8 +95,8 @@ inline PyObject* to_mgb_supported_dtype(PyObject* dtype_like) {
         throw dtype_error("to_mgb_supported_dtype: unexpected metadata in " + safe_repr(descr.get()) +
                           " (quantized dtypes are MegBrain dtypes already)");
     }
-    const dtype type = from_numpy(raw, narrowing::checked).type;
-    const object supported = to_numpy(type);
+    const dtype type = from_numpy_dtype(raw, narrowing::checked).type;
+    const object supported = to_numpy_dtype(type);
     PyObject* scalar_type = reinterpret_cast<PyObject*>(reinterpret_cast<PyArray_Descr*>(supported.get())->typeobj);
     Py_INCREF(scalar_type);
     return scalar_type;

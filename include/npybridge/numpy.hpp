@@ -5,7 +5,8 @@
 #include <npybridge/core/dtype.hpp>
 
 #if defined(NUMPY_CORE_INCLUDE_NUMPY_NDARRAYOBJECT_H_) && !defined(NPYBRIDGE_NUMPY_API_INCLUDED)
-#error "npybridge: include npybridge headers before <numpy/arrayobject.h>: npybridge owns the NumPy C-API \
+#error \
+    "npybridge: include npybridge headers before <numpy/arrayobject.h>: npybridge owns the NumPy C-API \
 table of this binary (PY_ARRAY_UNIQUE_SYMBOL); after including npybridge, NumPy's API works in your code too"
 #endif
 #define NPYBRIDGE_NUMPY_API_INCLUDED 1
@@ -63,7 +64,8 @@ inline void** numpy_api_table(const char* capsule_name) noexcept {
     PyObject* capsule = PyObject_GetAttrString(module, capsule_name);
     Py_DECREF(module);
     if (capsule == nullptr) return nullptr;
-    void** table = PyCapsule_CheckExact(capsule) ? static_cast<void**>(PyCapsule_GetPointer(capsule, nullptr)) : nullptr;
+    void** table =
+        PyCapsule_CheckExact(capsule) ? static_cast<void**>(PyCapsule_GetPointer(capsule, nullptr)) : nullptr;
     Py_DECREF(capsule);
     if (table == nullptr && !PyErr_Occurred()) {
         PyErr_Format(PyExc_ImportError, "npybridge: numpy's %s is not a capsule", capsule_name);
@@ -121,9 +123,12 @@ namespace detail {
 
 /// NumPy's type number of each of its built-in dtype names (NumPy's own fact: name -> number).
 inline constexpr std::pair<std::string_view, int> numpy_type_numbers[] = {
-    {"bool", NPY_BOOL},       {"int8", NPY_INT8},       {"int16", NPY_INT16},   {"int32", NPY_INT32},
-    {"int64", NPY_INT64},     {"uint8", NPY_UINT8},     {"uint16", NPY_UINT16}, {"uint32", NPY_UINT32},
-    {"uint64", NPY_UINT64},   {"float16", NPY_HALF},    {"float32", NPY_FLOAT32}, {"float64", NPY_FLOAT64},
+    {"bool", NPY_BOOL},           {"int8", NPY_INT8},
+    {"int16", NPY_INT16},         {"int32", NPY_INT32},
+    {"int64", NPY_INT64},         {"uint8", NPY_UINT8},
+    {"uint16", NPY_UINT16},       {"uint32", NPY_UINT32},
+    {"uint64", NPY_UINT64},       {"float16", NPY_HALF},
+    {"float32", NPY_FLOAT32},     {"float64", NPY_FLOAT64},
     {"complex64", NPY_COMPLEX64}, {"complex128", NPY_COMPLEX128},
 };
 
@@ -138,8 +143,8 @@ constexpr int numpy_type_num_of() noexcept {
 
 template <std::size_t... I>
 constexpr std::array<int, sizeof...(I)> make_numpy_type_nums(std::index_sequence<I...>) {
-    return {(dtype_table[I].form == numpy_form::builtin ? numpy_type_num_of<typename row_t<I>::element_type>()
-                                                         : -1)...};
+    return {
+        (dtype_table[I].form == numpy_form::builtin ? numpy_type_num_of<typename row_t<I>::element_type>() : -1)...};
 }
 
 /// Built-in NumPy type number per table row; -1 where the dtype has no

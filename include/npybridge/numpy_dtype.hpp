@@ -36,7 +36,8 @@ namespace detail {
 
 template <std::size_t... I>
 constexpr std::array<char, sizeof...(I)> make_numpy_kinds(std::index_sequence<I...>) {
-    return {(dtype_table[I].form == numpy_form::builtin ? facts_of<typename row_t<I>::element_type>().numpy_kind : '\0')...};
+    return {(dtype_table[I].form == numpy_form::builtin ? facts_of<typename row_t<I>::element_type>().numpy_kind
+                                                        : '\0')...};
 }
 
 /// numpy kind of each row's element type (0 where the row has no built-in form).
@@ -56,7 +57,7 @@ constexpr std::size_t plain_row_for(char kind, std::size_t itemsize) noexcept {
 
 /// Row of each built-in numpy type number that maps to a plain dtype without
 /// narrowing (NPY_FLOAT -> Float32, ...), dtype_count elsewhere: the common
-/// case of from_numpy is one array read.
+/// case of from_numpy_dtype is one array read.
 constexpr std::array<std::uint8_t, numpy_builtin_type_count> make_rows_by_type_num() {
     std::array<std::uint8_t, numpy_builtin_type_count> rows{};
     for (auto& row : rows) row = static_cast<std::uint8_t>(dtype_count);
@@ -68,7 +69,6 @@ constexpr std::array<std::uint8_t, numpy_builtin_type_count> make_rows_by_type_n
 }
 
 inline constexpr std::array<std::uint8_t, numpy_builtin_type_count> rows_by_type_num = make_rows_by_type_num();
-
 
 /// ml_dtypes' sub-byte integer types (int1, int2, int4, uint1, uint2, uint4): one value per byte, in the
 /// low bits, upper bits zero.
@@ -90,8 +90,8 @@ inline std::optional<ml_dtypes_subbyte> ml_dtypes_subbyte_kind(PyArray_Descr* de
     static constexpr struct {
         const char* name;
         ml_dtypes_subbyte kind;
-    } types[] = {{"int4", {4, true}}, {"uint4", {4, false}}, {"int2", {2, true}},
-                 {"uint2", {2, false}}, {"int1", {1, true}}, {"uint1", {1, false}}};
+    } types[] = {{"int4", {4, true}},   {"uint4", {4, false}}, {"int2", {2, true}},
+                 {"uint2", {2, false}}, {"int1", {1, true}},   {"uint1", {1, false}}};
     for (const auto& candidate : types) {
         object type = object::steal(PyObject_GetAttrString(module.get(), candidate.name));
         if (!type) {
@@ -122,7 +122,8 @@ inline object ml_dtypes_4bit_descr(bool is_signed) {
     PyArray_Descr* descr = nullptr;
     if (!type || !PyArray_DescrConverter(type.get(), &descr)) {
         PyErr_Clear();
-        throw dtype_error(std::string("lowbit_format='ml_dtypes': this ml_dtypes has no ") + (is_signed ? "int4" : "uint4"));
+        throw dtype_error(std::string("lowbit_format='ml_dtypes': this ml_dtypes has no ") +
+                          (is_signed ? "int4" : "uint4"));
     }
     PyArray_Descr* fresh = PyArray_DescrNew(descr);
     Py_DECREF(descr);
@@ -132,7 +133,6 @@ inline object ml_dtypes_4bit_descr(bool is_signed) {
     }
     return object::steal(reinterpret_cast<PyObject*>(fresh));
 }
-
 
 /// str(descr) for messages; a pending Python error is kept as it was (a
 /// message about numpy's failure is built while numpy's error is pending).
@@ -147,9 +147,7 @@ inline std::string descr_text(PyArray_Descr* descr) {
     return utf8;
 }
 
-inline std::string type_text(PyObject* obj) {
-    return std::string(Py_TYPE(obj)->tp_name);
-}
+inline std::string type_text(PyObject* obj) { return std::string(Py_TYPE(obj)->tp_name); }
 
 /// A Python number as the C++ field type wants it. Float fields take Python
 /// and numpy reals and integers; integer fields take Python and numpy
@@ -162,7 +160,8 @@ double read_number(const dtype_info& type, std::string_view key, PyObject* obj) 
     if constexpr (std::is_floating_point_v<Field>) {
         const bool is_real = !is_bool && (PyFloat_Check(obj) || PyArray_IsScalar(obj, Floating) || is_integer);
         if (!is_real) {
-            throw metadata_error(where() + "must be a real number, got " + safe_repr(obj) + " (" + type_text(obj) + ")");
+            throw metadata_error(where() + "must be a real number, got " + safe_repr(obj) + " (" + type_text(obj) +
+                                 ")");
         }
         // A subclass's __float__ runs Python code: its own exception is the
         // answer (only an integer too large for a double is ours to name).
@@ -232,7 +231,8 @@ dtype params_from_dict(const dtype_info& type, PyObject* fields, const Where& wh
             object item = object::borrow(PyDict_GetItemWithError(fields, key_object(key_name)));
             if (!item) {
                 if (PyErr_Occurred()) throw python_error();
-                throw metadata_error(std::string(type.name) + ": " + std::string(key_name) + " is missing from " + where());
+                throw metadata_error(std::string(type.name) + ": " + std::string(key_name) + " is missing from " +
+                                     where());
             }
             const double number = read_number<field_t>(type, key_name, item.get());
             check_field<field_t>(type, key_name, number);
@@ -277,8 +277,9 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
     const dtype_info& type = *found;
     const std::size_t row = table_index(type.id);
     // ml_dtypes' int4 / uint4 hold QuantizedS4 / Quantized4Asymm codes one per byte (npybridge writes them so).
-    const bool ml_4bit = type.bits == 4 && type.is_packed &&
-                         ml_dtypes_4bit_kind(descr) == std::optional<bool>(type.coding == lowbit_coding::twos_complement);
+    const bool ml_4bit =
+        type.bits == 4 && type.is_packed &&
+        ml_dtypes_4bit_kind(descr) == std::optional<bool>(type.coding == lowbit_coding::twos_complement);
     if (!ml_4bit &&
         (numpy_kinds[row] != descr_kind(descr) || static_cast<npy_intp>(numpy_itemsize(row)) != descr_elsize(descr))) {
         throw metadata_error(std::string(type.name) + " is stored as numpy " + std::string(type.numpy_name()) +
@@ -300,7 +301,6 @@ inline void set_metadata(PyArray_Descr* descr, PyObject* metadata) noexcept {
     Py_XDECREF(old);
 }
 
-
 }  // namespace detail
 
 /// Which numpy user dtype stands for BFloat16 / IntB1 / IntB2 / IntB4 when
@@ -320,8 +320,8 @@ inline std::optional<dtype_enum> (*user_dtype_lookup_hook)(int) = nullptr;
 /// The npybridge dtype of a numpy dtype. Requires the GIL and import_numpy().
 /// Throws dtype_error for a numpy dtype without a MegBrain counterpart and
 /// metadata_error for bad quantized metadata, naming the numpy dtype and key.
-inline numpy_dtype_match from_numpy(PyArray_Descr* descr, narrowing mode = narrowing::checked) {
-    if (descr == nullptr) throw dtype_error("from_numpy: no numpy dtype given (NULL)");
+inline numpy_dtype_match from_numpy_dtype(PyArray_Descr* descr, narrowing mode = narrowing::checked) {
+    if (descr == nullptr) throw dtype_error("from_numpy_dtype: no numpy dtype given (NULL)");
     PyObject* metadata = detail::descr_metadata(descr);
     const int type_num = detail::descr_type_num(descr);
     if (metadata == nullptr && type_num >= 0 && type_num < detail::numpy_builtin_type_count) {
@@ -389,25 +389,26 @@ inline dtype quantized_dtype(dtype_enum id, PyObject* scale, PyObject* zero_poin
     };
     put("scale", scale);
     put("zero_point", zero_point);
-    return detail::params_from_dict(type, fields.get(), [&] { return std::string("the params given for ") + std::string(type.name); });
+    return detail::params_from_dict(type, fields.get(),
+                                    [&] { return std::string("the params given for ") + std::string(type.name); });
 }
 
 /// The same for anything np.dtype() accepts ("int8", np.float32, a dtype with metadata, ...).
-inline numpy_dtype_match from_numpy(PyObject* dtype_like, narrowing mode = narrowing::checked) {
+inline numpy_dtype_match from_numpy_dtype(PyObject* dtype_like, narrowing mode = narrowing::checked) {
     PyArray_Descr* descr = nullptr;
     if (!PyArray_DescrConverter(dtype_like, &descr)) {
         PyErr_Clear();
         throw dtype_error("not a numpy dtype: " + safe_repr(dtype_like));
     }
     object owner = object::steal(reinterpret_cast<PyObject*>(descr));
-    return from_numpy(descr, mode);
+    return from_numpy_dtype(descr, mode);
 }
 
 namespace detail {
 
 /// to_numpy for quantized dtypes and user dtypes (out of line: the common
 /// case stays a table lookup and one call).
-[[gnu::noinline]] inline object to_numpy_slow(const dtype& type, std::size_t row, user_dtype_choice choice) {
+[[gnu::noinline]] inline object to_numpy_dtype_slow(const dtype& type, std::size_t row, user_dtype_choice choice) {
     const dtype_info& entry = dtype_table[row];
     if (entry.form == numpy_form::none) {
         throw dtype_error(std::string(entry.name) + " has no numpy form (MegEngine gives it none either)");
@@ -427,9 +428,10 @@ namespace detail {
     if (auto* hit = cache.find(type, hash)) return object::borrow(reinterpret_cast<PyObject*>(hit->descr));
 
     object fields = object::steal(PyDict_New());
-    object name = object::steal(PyUnicode_FromStringAndSize(entry.name.data(), static_cast<Py_ssize_t>(entry.name.size())));
+    object name =
+        object::steal(PyUnicode_FromStringAndSize(entry.name.data(), static_cast<Py_ssize_t>(entry.name.size())));
     if (!fields || !name || PyDict_SetItem(fields.get(), key_object("name"), name.get()) != 0) {
-        throw error("to_numpy: out of memory building metadata for " + type.to_string());
+        throw error("to_numpy_dtype: out of memory building metadata for " + type.to_string());
     }
     std::visit(
         [&](auto param) {
@@ -439,17 +441,17 @@ namespace detail {
                                                  ? PyFloat_FromDouble(static_cast<double>(field))
                                                  : PyLong_FromLongLong(static_cast<long long>(field)));
                 if (!value || PyDict_SetItem(fields.get(), key_object(key), value.get()) != 0) {
-                    throw error("to_numpy: out of memory building metadata for " + type.to_string());
+                    throw error("to_numpy_dtype: out of memory building metadata for " + type.to_string());
                 }
             });
         },
         type.all_params());
     object metadata = object::steal(PyDict_New());
     if (!metadata || PyDict_SetItem(metadata.get(), key_object("mgb_dtype"), fields.get()) != 0) {
-        throw error("to_numpy: out of memory building metadata for " + type.to_string());
+        throw error("to_numpy_dtype: out of memory building metadata for " + type.to_string());
     }
     PyArray_Descr* descr = PyArray_DescrNewFromType(type_num);
-    if (descr == nullptr) throw error("to_numpy: numpy could not make a dtype for " + type.to_string());
+    if (descr == nullptr) throw error("to_numpy_dtype: numpy could not make a dtype for " + type.to_string());
     set_metadata(descr, metadata.release());
     object result = object::steal(reinterpret_cast<PyObject*>(descr));
     cache.put(type, hash, descr, 0, metadata_stamp(descr));
@@ -462,13 +464,33 @@ namespace detail {
 /// metadata {"mgb_dtype": {"name", "scale"[, "zero_point"]}} exactly as
 /// MegEngine writes it. Equal dtypes get the same object back (cached).
 /// BFloat16 / IntBn: the user dtype `choice` names (user_dtype_choice).
-inline object to_numpy(const dtype& type, user_dtype_choice choice = user_dtype_choice::preferred) {
+inline object to_numpy_dtype(const dtype& type, user_dtype_choice choice = user_dtype_choice::preferred) {
     const std::size_t row = table_index(type.id());
     const dtype_info& entry = dtype_table[row];
     if (entry.form == numpy_form::builtin && !entry.is_quantized) {  // the common case: numpy's own descr
         return object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(detail::numpy_type_nums[row])));
     }
-    return detail::to_numpy_slow(type, row, choice);
+    return detail::to_numpy_dtype_slow(type, row, choice);
+}
+
+// The names before 0.6, when "from_numpy" / "to_numpy" read as array conversions (they convert dtypes). Kept
+// for one release (CHANGELOG.md).
+[[deprecated(
+    "npybridge: from_numpy converts a dtype: call from_numpy_dtype (from_numpy goes in the next "
+    "release)")]] inline numpy_dtype_match
+from_numpy(PyArray_Descr* descr, narrowing mode = narrowing::checked) {
+    return from_numpy_dtype(descr, mode);
+}
+[[deprecated(
+    "npybridge: from_numpy converts a dtype: call from_numpy_dtype (from_numpy goes in the next "
+    "release)")]] inline numpy_dtype_match
+from_numpy(PyObject* dtype_like, narrowing mode = narrowing::checked) {
+    return from_numpy_dtype(dtype_like, mode);
+}
+[[deprecated(
+    "npybridge: to_numpy converts a dtype: call to_numpy_dtype (to_numpy goes in the next release)")]] inline object
+to_numpy(const dtype& type, user_dtype_choice choice = user_dtype_choice::preferred) {
+    return to_numpy_dtype(type, choice);
 }
 
 }  // namespace npybridge

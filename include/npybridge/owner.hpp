@@ -3,6 +3,7 @@
 #pragma once
 
 #ifndef NPYBRIDGE_ALLOW_MOVED_HEADERS
-#pragma message("npybridge: <npybridge/owner.hpp> moved to <npybridge/core/owner.hpp>; include that one (the old path goes in the next release)")
+#pragma message( \
+    "npybridge: <npybridge/owner.hpp> moved to <npybridge/core/owner.hpp>; include that one (the old path goes in the next release)")
 #endif
 #include <npybridge/core/owner.hpp>

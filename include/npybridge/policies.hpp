@@ -36,7 +36,7 @@ enum class share_policy : std::uint8_t {
 enum class lowbit_format : std::uint8_t { int8, ml_dtypes };
 
 struct to_tensor_options {
-    std::optional<dtype> type;            ///< the tensor's dtype; nullopt: the array's
+    std::optional<dtype> type;  ///< the tensor's dtype; nullopt: the array's
     borrow_policy policy = borrow_policy::try_borrow;
     narrowing narrow = narrowing::checked;
     std::optional<lowbit_layout> layout;  ///< packed dtypes; nullopt: MegBrain's default
@@ -47,12 +47,30 @@ struct to_tensor_options {
     bool keep_alive = true;
 
     // Chainable setters: to_tensor_options().as(type).with(borrow_policy::copy)
-    to_tensor_options& as(const dtype& wanted) { type = wanted; return *this; }
-    to_tensor_options& with(borrow_policy wanted) { policy = wanted; return *this; }
-    to_tensor_options& with(narrowing wanted) { narrow = wanted; return *this; }
-    to_tensor_options& with(lowbit_layout wanted) { layout = wanted; return *this; }
-    to_tensor_options& writable() { require_writable = true; return *this; }
-    to_tensor_options& scoped() { keep_alive = false; return *this; }
+    to_tensor_options& as(const dtype& wanted) {
+        type = wanted;
+        return *this;
+    }
+    to_tensor_options& with(borrow_policy wanted) {
+        policy = wanted;
+        return *this;
+    }
+    to_tensor_options& with(narrowing wanted) {
+        narrow = wanted;
+        return *this;
+    }
+    to_tensor_options& with(lowbit_layout wanted) {
+        layout = wanted;
+        return *this;
+    }
+    to_tensor_options& writable() {
+        require_writable = true;
+        return *this;
+    }
+    to_tensor_options& scoped() {
+        keep_alive = false;
+        return *this;
+    }
 };
 
 /// What to_tensor made.

@@ -113,7 +113,8 @@ public:
         PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
         if (m_state) m_state->take(type, value, traceback);
         if (type == nullptr) {
-            PyErr_SetString(PyExc_RuntimeError, ("npybridge: Python error already restored: " + std::string(what())).c_str());
+            PyErr_SetString(PyExc_RuntimeError,
+                            ("npybridge: Python error already restored: " + std::string(what())).c_str());
             return;
         }
         PyErr_Restore(type, value, traceback);
@@ -134,8 +135,8 @@ private:
         PyObject* type = nullptr;
         PyObject* value = nullptr;
         PyObject* traceback = nullptr;
-        std::string type_name;   ///< kept for what() once the objects went back to Python
-        std::string text;        ///< the formatted traceback, once asked for
+        std::string type_name;  ///< kept for what() once the objects went back to Python
+        std::string text;       ///< the formatted traceback, once asked for
         bool formatted = false;
 
         void take(PyObject*& t, PyObject*& v, PyObject*& tb) noexcept {
@@ -178,10 +179,10 @@ private:
         const pending_error_kept kept;  // what() may be asked while another error is pending
         std::string text;
         object module = object::steal(PyImport_ImportModule("traceback"));
-        object lines = module ? object::steal(PyObject_CallMethod(module.get(), "format_exception", "OOO", type,
-                                                                 value ? value : Py_None,
-                                                                 traceback ? traceback : Py_None))
-                              : object{};
+        object lines =
+            module ? object::steal(PyObject_CallMethod(module.get(), "format_exception", "OOO", type,
+                                                       value ? value : Py_None, traceback ? traceback : Py_None))
+                   : object{};
         object empty = object::steal(PyUnicode_FromString(""));
         object joined = (lines && empty) ? object::steal(PyUnicode_Join(empty.get(), lines.get())) : object{};
         const char* utf8 = joined ? PyUnicode_AsUTF8(joined.get()) : nullptr;
@@ -207,12 +208,12 @@ private:
 /// them once, as attributes of your extension module; translate_exception()
 /// raises them.
 struct exception_classes {
-    PyObject* error = nullptr;             ///< npybridge::error: <Module>.Error(RuntimeError)
-    PyObject* conversion_error = nullptr;  ///< ConversionError(TypeError, ValueError)
-    PyObject* dtype_error = nullptr;       ///< DTypeError(ConversionError)
-    PyObject* metadata_error = nullptr;    ///< MetadataError(DTypeError)
-    PyObject* value_range_error = nullptr;       ///< ValueRangeError(ConversionError)
-    PyObject* dlpack_error = nullptr;      ///< DLPackError(ConversionError, BufferError)
+    PyObject* error = nullptr;              ///< npybridge::error: <Module>.Error(RuntimeError)
+    PyObject* conversion_error = nullptr;   ///< ConversionError(TypeError, ValueError)
+    PyObject* dtype_error = nullptr;        ///< DTypeError(ConversionError)
+    PyObject* metadata_error = nullptr;     ///< MetadataError(DTypeError)
+    PyObject* value_range_error = nullptr;  ///< ValueRangeError(ConversionError)
+    PyObject* dlpack_error = nullptr;       ///< DLPackError(ConversionError, BufferError)
 };
 
 /// The classes translate_exception() raises (process-wide; set by
@@ -243,7 +244,8 @@ inline bool make_exception_classes(PyObject* module) {
         return true;
     };
     const bool ok =
-        create(made.error, "Error", Py_BuildValue("(O)", PyExc_RuntimeError), "Base of npybridge errors (npybridge::error).") &&
+        create(made.error, "Error", Py_BuildValue("(O)", PyExc_RuntimeError),
+               "Base of npybridge errors (npybridge::error).") &&
         create(made.conversion_error, "ConversionError", Py_BuildValue("(OO)", PyExc_TypeError, PyExc_ValueError),
                "A conversion between NumPy and a tensor is impossible as asked (npybridge::conversion_error).") &&
         create(made.dtype_error, "DTypeError", Py_BuildValue("(O)", made.conversion_error),
@@ -252,8 +254,9 @@ inline bool make_exception_classes(PyObject* module) {
                "Malformed or out-of-range quantized dtype metadata (npybridge::metadata_error).") &&
         create(made.value_range_error, "ValueRangeError", Py_BuildValue("(O)", made.conversion_error),
                "A value that does not fit its destination (npybridge::value_range_error).") &&
-        create(made.dlpack_error, "DLPackError", Py_BuildValue("(OO)", made.conversion_error, PyExc_BufferError),
-               "Memory that cannot cross DLPack as asked: device, copy=False, a used capsule (npybridge::dlpack_error).");
+        create(
+            made.dlpack_error, "DLPackError", Py_BuildValue("(OO)", made.conversion_error, PyExc_BufferError),
+            "Memory that cannot cross DLPack as asked: device, copy=False, a used capsule (npybridge::dlpack_error).");
     if (!ok) return false;
     registered_exception_classes() = made;
     return true;

@@ -96,7 +96,9 @@ struct python_owner_block : owner_block {
 /// An owner handle that holds a Python reference and drops it under the GIL
 /// from whichever thread releases the last copy; `read_only` says the memory
 /// borrowed from `obj` must not be written (owner_block::read_only).
-inline owner_handle python_owner(PyObject* obj, bool read_only = false) { return python_owner_block::make(obj, read_only); }
+inline owner_handle python_owner(PyObject* obj, bool read_only = false) {
+    return python_owner_block::make(obj, read_only);
+}
 
 /// The Python object that keeps C++ memory shared with numpy alive: it holds
 /// one owner reference, dropped when numpy lets the array go. Cheaper than a
@@ -125,7 +127,7 @@ public:
 private:
     friend class gil_free_list<owner_object>;
     [[maybe_unused]] PyObject_HEAD  // read by Python through the object's address
-    owner_block* m_block;
+        owner_block* m_block;
     owner_object* next_free;
 
     static void dealloc(PyObject* base) noexcept {

@@ -34,13 +34,14 @@ inline std::optional<dtype_enum> own_dtype_of(int type_num) {
 }
 
 /// Registers each user dtype row this interpreter does not have yet (one kind per row).
-using user_dtype_kinds = std::tuple<bf16_kind, intb_kind<1>, intb_kind<2>, intb_kind<4>>;
-static_assert(std::tuple_size_v<user_dtype_kinds> == user_dtype_count, "npybridge: one kind per user dtype row");
+using own_user_dtypes = std::tuple<bf16_user_dtype, intb_user_dtype<1>, intb_user_dtype<2>, intb_user_dtype<4>>;
+static_assert(std::tuple_size_v<own_user_dtypes> == user_dtype_count,
+              "npybridge: one behaviour struct per user dtype row");
 
 template <std::size_t... I>
 bool register_missing(const std::string& module_name, std::index_sequence<I...>) {
-    return ((std::tuple_element_t<I, user_dtype_kinds>::type_num() >= 0 ||
-             register_one<std::tuple_element_t<I, user_dtype_kinds>>(module_name)) &&
+    return ((std::tuple_element_t<I, own_user_dtypes>::type_num() >= 0 ||
+             register_one<std::tuple_element_t<I, own_user_dtypes>>(module_name)) &&
             ...);
 }
 

@@ -17,7 +17,8 @@ struct npybridge::tensor_adapter<my_tensor> {
     static bool writable(const my_tensor& t) { return t.inner.writable(); }
     static lowbit_layout packed_layout(const my_tensor& t) { return t.inner.packing(); }
     static owner_handle owner(const my_tensor& t) { return t.inner.owner(); }
-    static my_tensor borrow(const npybridge::dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner) {
+    static my_tensor borrow(const npybridge::dtype& type, void* data, const tensor_layout& layout, bool writable,
+                            owner_handle owner) {
         return {npybridge::tensor::borrow(type, data, layout, writable, std::move(owner), lowbit_layout::compact)};
     }
 };

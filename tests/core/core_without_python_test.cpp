@@ -38,7 +38,8 @@ TEST_CASE("low-bit packing works without Python") {
     npb::unpack(npb::dtype_enum::IntB4, packed, {3, 3}, back, npb::lowbit_layout::compact);
     CHECK(std::memcmp(back, values, sizeof values) == 0);
     const std::int8_t even[] = {1, 2};
-    CHECK_THROWS_AS(npb::pack(npb::dtype_enum::IntB4, even, {2, 2}, packed, npb::lowbit_layout::compact), npb::value_range_error);
+    CHECK_THROWS_AS(npb::pack(npb::dtype_enum::IntB4, even, {2, 2}, packed, npb::lowbit_layout::compact),
+                    npb::value_range_error);
 }
 
 TEST_CASE("tensors and the strided copier work without Python") {

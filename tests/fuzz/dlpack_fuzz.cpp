@@ -49,15 +49,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FuzzedDataProvider in(data, size);
     auto* made = new producer();
     dl::tensor_view view{};
-    static const std::uint8_t codes[] = {dl::int_code, dl::uint_code, dl::float_code, dl::bfloat_code, dl::complex_code,
-                                         dl::bool_code, dl::opaque_code, 9};
+    static const std::uint8_t codes[] = {dl::int_code,     dl::uint_code, dl::float_code,  dl::bfloat_code,
+                                         dl::complex_code, dl::bool_code, dl::opaque_code, 9};
     view.dtype.code = in.PickValueInArray(codes);
     static const std::uint8_t bits[] = {1, 2, 4, 8, 16, 32, 64, 128, 3, 0};
     view.dtype.bits = in.PickValueInArray(bits);
     view.dtype.lanes = in.ConsumeIntegralInRange<int>(0, 9) == 0 ? in.ConsumeIntegral<std::uint16_t>() : 1;
-    view.device = {in.ConsumeIntegralInRange<int>(0, 9) == 0 ? in.ConsumeIntegralInRange<std::int32_t>(0, 20) : dl::cpu, 0};
+    view.device = {in.ConsumeIntegralInRange<int>(0, 9) == 0 ? in.ConsumeIntegralInRange<std::int32_t>(0, 20) : dl::cpu,
+                   0};
     view.ndim = in.ConsumeIntegralInRange<int>(0, 12) == 0 ? in.ConsumeIntegralInRange<std::int32_t>(-2, 8)
-                                                            : in.ConsumeIntegralInRange<std::int32_t>(0, 4);
+                                                           : in.ConsumeIntegralInRange<std::int32_t>(0, 4);
     const bool with_strides = in.ConsumeBool();
     const bool hostile_shape = in.ConsumeIntegralInRange<int>(0, 15) == 0;
     // 1: a NULL shape, 2: NULL data, 3: strides of any value.
@@ -75,14 +76,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (with_strides) {
             // Hostile: at least 2^62 elements apart, which no memory holds (a lie within memory's range cannot
             // be seen by any consumer).
-            const std::int64_t huge = (std::int64_t{1} << 62) + in.ConsumeIntegralInRange<std::int64_t>(0, std::int64_t{1} << 40);
-            made->strides[i] = hostile_field == 3 ? (in.ConsumeBool() ? huge : -huge) : in.ConsumeIntegralInRange<std::int64_t>(-8, 40);
+            const std::int64_t huge =
+                (std::int64_t{1} << 62) + in.ConsumeIntegralInRange<std::int64_t>(0, std::int64_t{1} << 40);
+            made->strides[i] = hostile_field == 3 ? (in.ConsumeBool() ? huge : -huge)
+                                                  : in.ConsumeIntegralInRange<std::int64_t>(-8, 40);
         } else {
             made->strides[i] = span;
         }
         if (extent < 0 || extent > 6) fits = false;
         if (hostile_field == 3 && with_strides && extent > 1) fits = false;  // past this memory
-        const std::int64_t reach = fits && extent > 0 ? (extent - 1) * (made->strides[i] < 0 ? -made->strides[i] : made->strides[i]) : 0;
+        const std::int64_t reach =
+            fits && extent > 0 ? (extent - 1) * (made->strides[i] < 0 ? -made->strides[i] : made->strides[i]) : 0;
         span += reach;
     }
     // A hostile shape must be refused (negative, or its element count overflows) unless it has no elements:
@@ -91,10 +95,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         bool negative = false, overflows = false;
         std::uint64_t product = 1;
         for (std::int32_t i = 0; i < view.ndim; ++i) {
-            if (made->shape[i] < 0) negative = true;
+            if (made->shape[i] < 0)
+                negative = true;
             else if (!overflows && made->shape[i] != 0 &&
-                     product > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / static_cast<std::uint64_t>(made->shape[i])) overflows = true;
-            else if (!overflows) product *= static_cast<std::uint64_t>(made->shape[i]);
+                     product > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) /
+                                   static_cast<std::uint64_t>(made->shape[i]))
+                overflows = true;
+            else if (!overflows)
+                product *= static_cast<std::uint64_t>(made->shape[i]);
         }
         if (!negative && !overflows) made->shape[view.ndim - 1] = 0;
     }
@@ -108,20 +116,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     view.shape = view.ndim > 0 && hostile_field != 1 ? made->shape : nullptr;
     if (hostile_field == 2) view.data = nullptr;
     view.strides = with_strides && view.ndim > 0 ? made->strides : nullptr;
-    const bool honest = fits && !(hostile_field == 1 && view.ndim > 0) && hostile_field != 2;  // (a 0-d tensor needs no shape)
+    const bool honest =
+        fits && !(hostile_field == 1 && view.ndim > 0) && hostile_field != 2;  // (a 0-d tensor needs no shape)
     // The element count the shape claims, read now: a copying import may free the producer before returning.
     std::size_t claimed_count = 1;
     if (honest) {
         for (std::int32_t i = 0; i < view.ndim; ++i) claimed_count *= static_cast<std::size_t>(made->shape[i]);
     }
-    const std::uint64_t flags = (in.ConsumeBool() ? dl::flag_read_only : 0) | (in.ConsumeIntegralInRange<int>(0, 3) == 0 ? dl::flag_subbyte_padded : 0);
+    const std::uint64_t flags = (in.ConsumeBool() ? dl::flag_read_only : 0) |
+                                (in.ConsumeIntegralInRange<int>(0, 3) == 0 ? dl::flag_subbyte_padded : 0);
     const bool versioned = in.ConsumeBool();
 
     npb::to_tensor_options options;
-    options.policy = in.PickValueInArray({npb::borrow_policy::try_borrow, npb::borrow_policy::must_borrow, npb::borrow_policy::copy});
+    options.policy = in.PickValueInArray(
+        {npb::borrow_policy::try_borrow, npb::borrow_policy::must_borrow, npb::borrow_policy::copy});
     options.narrow = in.PickValueInArray({npb::narrowing::checked, npb::narrowing::wrap, npb::narrowing::reject});
-    static const npb::dtype_enum packed_targets[] = {npb::dtype_enum::IntB1, npb::dtype_enum::IntB2, npb::dtype_enum::IntB4,
-                                                    npb::dtype_enum::UintB4, npb::dtype_enum::Int8, npb::dtype_enum::Float32};
+    static const npb::dtype_enum packed_targets[] = {npb::dtype_enum::IntB1, npb::dtype_enum::IntB2,
+                                                     npb::dtype_enum::IntB4, npb::dtype_enum::UintB4,
+                                                     npb::dtype_enum::Int8,  npb::dtype_enum::Float32};
     switch (in.ConsumeIntegralInRange<int>(0, 3)) {
         case 0: options.type = npb::dtype(in.PickValueInArray(packed_targets)); break;
         case 1:
@@ -135,7 +147,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     npb::object capsule;
     if (versioned) {
         auto* managed = new dl::managed_tensor_versioned{{1, 1}, made, delete_versioned, flags, view};
-        capsule = npb::object::steal(PyCapsule_New(managed, dl::versioned_capsule_name, npb::detail::dlpack_capsule_destructor));
+        capsule = npb::object::steal(
+            PyCapsule_New(managed, dl::versioned_capsule_name, npb::detail::dlpack_capsule_destructor));
         if (!capsule) delete_versioned(managed);
     } else {
         auto* managed = new dl::managed_tensor{view, made, delete_legacy};
@@ -147,8 +160,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::optional<npb::to_tensor_result<npb::tensor>> result;
         try {
             result.emplace(npb::from_dlpack<npb::tensor>(capsule.get(), options));
-        } catch (const npb::error&) {
-        }
+        } catch (const npb::error&) {}
         FUZZ_CHECK(!PyErr_Occurred());
         if (result) {
             FUZZ_CHECK(view.dtype.lanes == 1);
@@ -164,8 +176,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             try {
                 npb::object values = npb::to_array(t, npb::share_policy::copy);  // every element readable
                 FUZZ_CHECK(values);
-            } catch (const npb::error&) {
-            }
+            } catch (const npb::error&) {}
             FUZZ_CHECK(!PyErr_Occurred());
         }
         capsule = npb::object();

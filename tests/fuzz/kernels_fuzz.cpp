@@ -22,12 +22,12 @@ namespace nd = npybridge::detail;
 
 namespace {
 
-#define FUZZ_CHECK(condition)                                                              \
-    do {                                                                                   \
-        if (!(condition)) {                                                                \
+#define FUZZ_CHECK(condition)                                                                   \
+    do {                                                                                        \
+        if (!(condition)) {                                                                     \
             std::fprintf(stderr, "check failed: %s (%s:%d)\n", #condition, __FILE__, __LINE__); \
-            std::abort();                                                                  \
-        }                                                                                  \
+            std::abort();                                                                       \
+        }                                                                                       \
     } while (0)
 
 bool valid_code(const npb::dtype_info& type, std::uint8_t byte) {
@@ -35,7 +35,8 @@ bool valid_code(const npb::dtype_info& type, std::uint8_t byte) {
     const int value = type.is_signed ? static_cast<std::int8_t>(byte) : byte;
     switch (type.coding) {
         case npb::lowbit_coding::odd: return value >= -top && value <= top && (value % 2 != 0);
-        case npb::lowbit_coding::twos_complement: return value >= -(1 << (type.bits - 1)) && value < (1 << (type.bits - 1));
+        case npb::lowbit_coding::twos_complement:
+            return value >= -(1 << (type.bits - 1)) && value < (1 << (type.bits - 1));
         case npb::lowbit_coding::unsigned_value: return value >= 0 && value <= top;
         case npb::lowbit_coding::none: break;
     }
@@ -46,12 +47,13 @@ unsigned code_of(const npb::dtype_info& type, std::uint8_t byte) {
     const int top = (1 << type.bits) - 1;
     const int value = type.is_signed ? static_cast<std::int8_t>(byte) : byte;
     return type.coding == npb::lowbit_coding::odd ? static_cast<unsigned>((value + top) / 2)
-                                                 : static_cast<unsigned>(value) & static_cast<unsigned>(top);
+                                                  : static_cast<unsigned>(value) & static_cast<unsigned>(top);
 }
 
 void fuzz_lowbit(FuzzedDataProvider& in) {
-    static const npb::dtype_enum packed[] = {npb::dtype_enum::IntB1, npb::dtype_enum::IntB2, npb::dtype_enum::IntB4,
-                                            npb::dtype_enum::UintB4, npb::dtype_enum::QuantizedS4, npb::dtype_enum::Quantized4Asymm};
+    static const npb::dtype_enum packed[] = {npb::dtype_enum::IntB1,       npb::dtype_enum::IntB2,
+                                             npb::dtype_enum::IntB4,       npb::dtype_enum::UintB4,
+                                             npb::dtype_enum::QuantizedS4, npb::dtype_enum::Quantized4Asymm};
     const npb::dtype_enum id = in.PickValueInArray(packed);
     const npb::dtype_info& type = npb::info(id);
     const std::size_t rows = in.ConsumeIntegralInRange<std::size_t>(0, 9);
@@ -71,14 +73,16 @@ void fuzz_lowbit(FuzzedDataProvider& in) {
             v = candidate;
         }
     }
-    const bool all_valid = std::all_of(values.begin(), values.end(), [&](std::uint8_t v) { return valid_code(type, v); });
+    const bool all_valid =
+        std::all_of(values.begin(), values.end(), [&](std::uint8_t v) { return valid_code(type, v); });
     const std::size_t bytes = npb::packed_bytes(id, count, row_length, layout);
     std::vector<std::uint8_t> expected(bytes, 0);
     const std::size_t pitch_bits = layout == npb::lowbit_layout::row_aligned && row_length > 0
                                        ? npb::row_pitch(id, row_length) * 8
                                        : row_length * type.bits;
     for (std::size_t i = 0; all_valid && i < count; ++i) {
-        const std::size_t bit = (i / std::max<std::size_t>(row_length, 1)) * pitch_bits + (i % std::max<std::size_t>(row_length, 1)) * type.bits;
+        const std::size_t bit = (i / std::max<std::size_t>(row_length, 1)) * pitch_bits +
+                                (i % std::max<std::size_t>(row_length, 1)) * type.bits;
         expected[bit / 8] |= static_cast<std::uint8_t>(code_of(type, values[i]) << (bit % 8));
     }
     for (const nd::lowbit_kernels* kernels : {&nd::active_lowbit_kernels(), &nd::portable_lowbit_kernels()}) {
@@ -116,9 +120,11 @@ void fuzz_narrowing_of(FuzzedDataProvider& in) {
     std::vector<Source> values(n);
     for (auto& v : values) {
         if constexpr (std::is_integral_v<Source>) {
-            v = in.ConsumeBool() ? static_cast<Source>(in.ConsumeIntegral<std::int32_t>()) : in.ConsumeIntegral<Source>();
+            v = in.ConsumeBool() ? static_cast<Source>(in.ConsumeIntegral<std::int32_t>())
+                                 : in.ConsumeIntegral<Source>();
         } else {
-            v = in.ConsumeBool() ? static_cast<Source>(in.ConsumeFloatingPoint<float>()) : in.ConsumeFloatingPoint<Source>();
+            v = in.ConsumeBool() ? static_cast<Source>(in.ConsumeFloatingPoint<float>())
+                                 : in.ConsumeFloatingPoint<Source>();
         }
         if (in.remaining_bytes() == 0) break;
     }
@@ -153,7 +159,8 @@ void fuzz_strided_copy(FuzzedDataProvider& in) {
     std::size_t swap_unit = 0;
     if (in.ConsumeBool()) {
         switch (itemsize) {
-            case 2: case 4: swap_unit = itemsize; break;
+            case 2:
+            case 4: swap_unit = itemsize; break;
             case 8: swap_unit = in.ConsumeBool() ? 8 : 4; break;
             case 12: swap_unit = 4; break;
             case 16: swap_unit = 8; break;
@@ -172,7 +179,8 @@ void fuzz_strided_copy(FuzzedDataProvider& in) {
     }
     // A source buffer laid out in some permutation, then viewed with steps and signs.
     std::size_t perm[4] = {0, 1, 2, 3};
-    for (std::size_t i = ndim; i > 1; --i) std::swap(perm[i - 1], perm[in.ConsumeIntegralInRange<std::size_t>(0, i - 1)]);
+    for (std::size_t i = ndim; i > 1; --i)
+        std::swap(perm[i - 1], perm[in.ConsumeIntegralInRange<std::size_t>(0, i - 1)]);
     std::ptrdiff_t step[4], base_stride[4];
     std::size_t full[4];
     for (std::size_t i = 0; i < ndim; ++i) {

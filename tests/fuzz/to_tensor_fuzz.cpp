@@ -117,13 +117,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     npb::object module = npb::object::borrow(PyImport_AddModule("fuzz"));
     npb::object sources = npb::object::steal(PyObject_GetAttrString(module.get(), "SOURCES"));
     npb::object targets = npb::object::steal(PyObject_GetAttrString(module.get(), "TARGETS"));
-    PyObject* code = PyList_GetItem(sources.get(), in.ConsumeIntegralInRange<Py_ssize_t>(0, PyList_Size(sources.get()) - 1));
+    PyObject* code =
+        PyList_GetItem(sources.get(), in.ConsumeIntegralInRange<Py_ssize_t>(0, PyList_Size(sources.get()) - 1));
     const int ndim = in.ConsumeIntegralInRange<int>(0, 4);
     npb::object shape = npb::object::steal(PyList_New(0)), perm = npb::object::steal(PyList_New(0)),
-               steps = npb::object::steal(PyList_New(0));
+                steps = npb::object::steal(PyList_New(0));
     std::vector<long> order(static_cast<std::size_t>(ndim));
     for (int i = 0; i < ndim; ++i) order[static_cast<std::size_t>(i)] = i;
-    for (int i = ndim; i > 1; --i) std::swap(order[static_cast<std::size_t>(i - 1)], order[in.ConsumeIntegralInRange<std::size_t>(0, static_cast<std::size_t>(i - 1))]);
+    for (int i = ndim; i > 1; --i)
+        std::swap(order[static_cast<std::size_t>(i - 1)],
+                  order[in.ConsumeIntegralInRange<std::size_t>(0, static_cast<std::size_t>(i - 1))]);
     for (int i = 0; i < ndim; ++i) {
         const long extent = in.ConsumeIntegralInRange<long>(0, in.ConsumeIntegralInRange<int>(0, 7) == 0 ? 40 : 5);
         const long step = in.ConsumeIntegralInRange<long>(1, 3) * (in.ConsumeBool() ? 1 : -1);
@@ -137,17 +140,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const bool broadcast = in.ConsumeIntegralInRange<int>(0, 6) == 0;
     const Py_ssize_t target_index = in.ConsumeIntegralInRange<Py_ssize_t>(0, PyList_Size(targets.get()) - 1);
     npb::to_tensor_options options;
-    options.policy = in.PickValueInArray({npb::borrow_policy::try_borrow, npb::borrow_policy::must_borrow, npb::borrow_policy::copy});
+    options.policy = in.PickValueInArray(
+        {npb::borrow_policy::try_borrow, npb::borrow_policy::must_borrow, npb::borrow_policy::copy});
     options.narrow = in.PickValueInArray({npb::narrowing::checked, npb::narrowing::wrap, npb::narrowing::reject});
-    if (in.ConsumeBool()) options.layout = in.ConsumeBool() ? npb::lowbit_layout::compact : npb::lowbit_layout::row_aligned;
+    if (in.ConsumeBool())
+        options.layout = in.ConsumeBool() ? npb::lowbit_layout::compact : npb::lowbit_layout::row_aligned;
     options.require_writable = in.ConsumeIntegralInRange<int>(0, 5) == 0;
     const bool through_copy_into = in.ConsumeIntegralInRange<int>(0, 3) == 0;
     const std::string raw = in.ConsumeRemainingBytesAsString();
 
-    npb::object raw_bytes = npb::object::steal(PyBytes_FromStringAndSize(raw.data(), static_cast<Py_ssize_t>(raw.size())));
-    npb::object args = npb::object::steal(Py_BuildValue("(OOOOOllOO)", raw_bytes.get(), code, shape.get(), perm.get(), steps.get(),
-                                                       offset, unaligned, readonly ? Py_True : Py_False,
-                                                       broadcast ? Py_True : Py_False));
+    npb::object raw_bytes =
+        npb::object::steal(PyBytes_FromStringAndSize(raw.data(), static_cast<Py_ssize_t>(raw.size())));
+    npb::object args = npb::object::steal(Py_BuildValue("(OOOOOllOO)", raw_bytes.get(), code, shape.get(), perm.get(),
+                                                        steps.get(), offset, unaligned, readonly ? Py_True : Py_False,
+                                                        broadcast ? Py_True : Py_False));
     npb::object array = fuzz::call("make", args.get());
     FUZZ_CHECK(array);
     if (array.get() == Py_None) return 0;
@@ -159,7 +165,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::optional<npb::dtype> type = options.type;
         if (!type) {
             try {
-                type = npb::from_numpy(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array.get()))).type;
+                type = npb::from_numpy_dtype(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array.get()))).type;
             } catch (const npb::error&) {
                 FUZZ_CHECK(!PyErr_Occurred());
                 return 0;
@@ -168,7 +174,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto* a = reinterpret_cast<PyArrayObject*>(array.get());
         std::size_t dims[NPYBRIDGE_MAX_NDIM + 1];
         for (int i = 0; i < PyArray_NDIM(a); ++i) dims[i] = static_cast<std::size_t>(PyArray_DIM(a, i));
-        npb::tensor destination = npb::tensor::empty(*type, dims, static_cast<std::size_t>(PyArray_NDIM(a)), options.layout);
+        npb::tensor destination =
+            npb::tensor::empty(*type, dims, static_cast<std::size_t>(PyArray_NDIM(a)), options.layout);
         std::memset(destination.data(), 0x5C, destination.storage_bytes());
         try {
             npb::copy_into(array.get(), destination, options);
@@ -192,8 +199,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(!PyErr_Occurred());
     const npb::tensor& t = result->tensor;
     if (options.policy == npb::borrow_policy::must_borrow) FUZZ_CHECK(result->borrowed);
-    if (result->borrowed) FUZZ_CHECK(t.data() == PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.get())) ||
-                                     PyArray_SIZE(reinterpret_cast<PyArrayObject*>(array.get())) == 0);
+    if (result->borrowed)
+        FUZZ_CHECK(t.data() == PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.get())) ||
+                   PyArray_SIZE(reinterpret_cast<PyArrayObject*>(array.get())) == 0);
     npb::object actual;
     try {
         actual = values_of(t);
@@ -202,11 +210,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     npb::object descr = npb::object::steal(PyObject_GetAttrString(actual.get(), "dtype"));
-    npb::object reference_args = npb::object::steal(PyTuple_Pack(3, array.get(), descr.get(),
-                                                               options.narrow == npb::narrowing::wrap ? Py_True : Py_False));
+    npb::object reference_args = npb::object::steal(
+        PyTuple_Pack(3, array.get(), descr.get(), options.narrow == npb::narrowing::wrap ? Py_True : Py_False));
     npb::object expected = fuzz::call("reference", reference_args.get());
     FUZZ_CHECK(expected);
-    if (expected.get() == Py_None) return 0;  // numpy itself has no such cast (npybridge went its own way: packed codes)
+    if (expected.get() == Py_None)
+        return 0;  // numpy itself has no such cast (npybridge went its own way: packed codes)
     npb::object equal_args = npb::object::steal(PyTuple_Pack(2, actual.get(), expected.get()));
     npb::object same = fuzz::call("equal", equal_args.get());
     FUZZ_CHECK(same);

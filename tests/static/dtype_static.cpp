@@ -36,10 +36,12 @@ static_assert(row_is(dtype_enum::BFloat16, 11, "BFloat16", 16, dtype_category::f
 static_assert(row_is(dtype_enum::Bool, 12, "Bool", 8, dtype_category::boolean, false, false));
 static_assert(row_is(dtype_enum::Uint16, 13, "Uint16", 16, dtype_category::integer, false, false));
 static_assert(row_is(dtype_enum::Complex64, 14, "Complex64", 64, dtype_category::complex, true, false));
-static_assert(row_is(dtype_enum::Quantized8Asymm, 100000, "Quantized8Asymm", 8, dtype_category::quantized, false, false));
+static_assert(row_is(dtype_enum::Quantized8Asymm, 100000, "Quantized8Asymm", 8, dtype_category::quantized, false,
+                     false));
 static_assert(row_is(dtype_enum::QuantizedS32, 100001, "QuantizedS32", 32, dtype_category::quantized, true, false));
 static_assert(row_is(dtype_enum::QuantizedS8, 100002, "QuantizedS8", 8, dtype_category::quantized, true, false));
-static_assert(row_is(dtype_enum::Quantized4Asymm, 100003, "Quantized4Asymm", 4, dtype_category::quantized, false, true));
+static_assert(row_is(dtype_enum::Quantized4Asymm, 100003, "Quantized4Asymm", 4, dtype_category::quantized, false,
+                     true));
 static_assert(row_is(dtype_enum::QuantizedS4, 100004, "QuantizedS4", 4, dtype_category::quantized, true, true));
 static_assert(row_is(dtype_enum::QuantizedS16, 100005, "QuantizedS16", 16, dtype_category::quantized, true, false));
 static_assert(row_is(dtype_enum::QuantizedS1, 100006, "QuantizedS1", 8, dtype_category::quantized, true, false));
@@ -75,7 +77,8 @@ static_assert(std::is_same_v<npb::param_t<dtype_enum::Int8>, npb::no_param>);
 static_assert(std::is_same_v<npb::params_variant, std::variant<npb::no_param, npb::asymm_param, npb::scale_param>>);
 static_assert(info(dtype_enum::Quantized8Asymm).param_fields == 2 &&
               info(dtype_enum::Quantized8Asymm).param_keys[1] == "zero_point");
-static_assert(info(dtype_enum::QuantizedS4).param_fields == 1 && info(dtype_enum::QuantizedS4).param_keys[0] == "scale");
+static_assert(info(dtype_enum::QuantizedS4).param_fields == 1 &&
+              info(dtype_enum::QuantizedS4).param_keys[0] == "scale");
 
 // ---- sizes: ceil(n*bits/8) for packed dtypes, n*sizeof otherwise.
 static_assert(npb::byte_size(dtype_enum::IntB4, 5) == 3);

@@ -78,13 +78,14 @@ struct npybridge::tensor_adapter<megbrain_like::host_tensor> {
     }
     static T make(const dtype& type, const tensor_layout& layout, lowbit_layout packing, const placement& where) {
         const std::size_t bytes = tensor::storage_bytes_for(type, layout, packing);
-        auto memory = std::shared_ptr<std::uint8_t>(new std::uint8_t[bytes + 1](), std::default_delete<std::uint8_t[]>());
+        auto memory =
+            std::shared_ptr<std::uint8_t>(new std::uint8_t[bytes + 1](), std::default_delete<std::uint8_t[]>());
         const bool padded = type.info().is_packed && packing == lowbit_layout::row_aligned;
-        T t = borrow(type, memory.get(), padded ? tensor_layout::row_aligned(type.id(), layout.shape.data(), layout.ndim) : layout,
-                     true, nullptr, where);
+        T t = borrow(type, memory.get(),
+                     padded ? tensor_layout::row_aligned(type.id(), layout.shape.data(), layout.ndim) : layout, true,
+                     nullptr, where);
         t.storage = memory;
         t.packing = type.info().is_packed ? packing : lowbit_layout::compact;
         return t;
     }
 };
-

@@ -26,7 +26,8 @@ PyObject* round_trip(PyObject*, PyObject* array) {
 }
 
 PyMethodDef methods[] = {{"round_trip", round_trip, METH_O, nullptr}, {nullptr, nullptr, 0, nullptr}};
-PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "probe_module", nullptr, -1, methods, nullptr, nullptr, nullptr, nullptr};
+PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "probe_module", nullptr, -1, methods, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace
 

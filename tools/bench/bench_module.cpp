@@ -113,7 +113,8 @@ void add_copies(std::integer_sequence<int, Copy...>) {
     (add("share_existing", share_existing<Copy>, METH_NOARGS, Copy), ...);
 }
 
-PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "npybridge_bench", nullptr, -1, nullptr, nullptr, nullptr, nullptr, nullptr};
+PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "npybridge_bench", nullptr, -1, nullptr, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace
 

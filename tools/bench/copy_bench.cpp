@@ -25,9 +25,10 @@ fixture& fixture_for(const std::string& what, std::size_t count) {
     if (found != made.end()) return found->second;
     const std::string n = std::to_string(count);
     const bool narrowing = what == "int64";
-    fixture f{npb::object::steal(test::eval(narrowing ? "np.arange(" + n + ", dtype=np.int64)"
-                                                     : "np.random.default_rng(0).standard_normal(" + n + ").astype(np.float32)")
-                                    .release()),
+    fixture f{npb::object::steal(
+                  test::eval(narrowing ? "np.arange(" + n + ", dtype=np.int64)"
+                                       : "np.random.default_rng(0).standard_normal(" + n + ").astype(np.float32)")
+                      .release()),
               npb::tensor::empty(npb::dtype(narrowing ? npb::dtype_enum::Int32 : npb::dtype_enum::Float32), &count, 1)};
     return made.emplace(std::make_pair(what, count), std::move(f)).first->second;
 }
@@ -66,11 +67,11 @@ PyObject* view_of(const std::string& what) {
     auto found = made.find(what);
     if (found != made.end()) return found->second.get();
     const std::string expression =
-        what == "float32_T"       ? "np.random.default_rng(0).standard_normal((4096, 4096)).astype(np.float32).T"
-        : what == "float32"       ? "np.random.default_rng(0).standard_normal((4096, 4096)).astype(np.float32)"
-        : what == "int16_perm"    ? "np.arange(64 * 512 * 512, dtype=np.int16).reshape(64, 512, 512).transpose(2, 0, 1)"
-        : what == "int16"         ? "np.arange(64 * 512 * 512, dtype=np.int16).reshape(64, 512, 512)"
-        : /* float64_T */         "np.random.default_rng(0).standard_normal((4096, 4096)).T";
+        what == "float32_T"    ? "np.random.default_rng(0).standard_normal((4096, 4096)).astype(np.float32).T"
+        : what == "float32"    ? "np.random.default_rng(0).standard_normal((4096, 4096)).astype(np.float32)"
+        : what == "int16_perm" ? "np.arange(64 * 512 * 512, dtype=np.int16).reshape(64, 512, 512).transpose(2, 0, 1)"
+        : what == "int16"      ? "np.arange(64 * 512 * 512, dtype=np.int16).reshape(64, 512, 512)"
+                               : /* float64_T */ "np.random.default_rng(0).standard_normal((4096, 4096)).T";
     return made.emplace(what, npb::object::steal(test::eval(expression).release())).first->second.get();
 }
 
@@ -108,16 +109,42 @@ void npybridge_copy(benchmark::State& state, const std::string& what) {
                             PyArray_NBYTES(reinterpret_cast<PyArrayObject*>(view)));
 }
 
-BENCHMARK_CAPTURE(numpy_ascontiguous, float32_T, std::string("float32_T"))->Name("numpy_ascontiguous_float32_T")->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(npybridge_copy, float32_T, std::string("float32_T"))->Name("npybridge_copy_float32_T")->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(npybridge_copy, float32, std::string("float32"))->Name("contiguous_copy_float32")->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(numpy_ascontiguous, int16_perm, std::string("int16_perm"))->Name("numpy_ascontiguous_int16_perm")->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(npybridge_copy, int16_perm, std::string("int16_perm"))->Name("npybridge_copy_int16_perm")->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(npybridge_copy, int16, std::string("int16"))->Name("contiguous_copy_int16")->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(numpy_ascontiguous_astype, float64_T, std::string("float64_T"))->Name("numpy_ascontiguous_astype_float64_T")->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(npybridge_copy, float64_T, std::string("float64_T"))->Name("npybridge_checked_narrowing_float64_T")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(numpy_ascontiguous, float32_T, std::string("float32_T"))
+    ->Name("numpy_ascontiguous_float32_T")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(npybridge_copy, float32_T, std::string("float32_T"))
+    ->Name("npybridge_copy_float32_T")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(npybridge_copy, float32, std::string("float32"))
+    ->Name("contiguous_copy_float32")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(numpy_ascontiguous, int16_perm, std::string("int16_perm"))
+    ->Name("numpy_ascontiguous_int16_perm")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(npybridge_copy, int16_perm, std::string("int16_perm"))
+    ->Name("npybridge_copy_int16_perm")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(npybridge_copy, int16, std::string("int16"))
+    ->Name("contiguous_copy_int16")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(numpy_ascontiguous_astype, float64_T, std::string("float64_T"))
+    ->Name("numpy_ascontiguous_astype_float64_T")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(npybridge_copy, float64_T, std::string("float64_T"))
+    ->Name("npybridge_checked_narrowing_float64_T")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
-void sizes(benchmark::internal::Benchmark* b) { b->Arg(256 << 10)->Arg(16 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime(); }
+void sizes(benchmark::internal::Benchmark* b) {
+    b->Arg(256 << 10)->Arg(16 << 20)->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
 
 BENCHMARK_CAPTURE(numpy_into, float32, std::string("float32"))->Name("numpy_copy_into_float32")->Apply(sizes);
 BENCHMARK_CAPTURE(numpy_into, int64, std::string("int64"))->Name("numpy_cast_int64_into_int32")->Apply(sizes);

@@ -43,10 +43,9 @@ npb::dtype resolve_like_reference(PyArray_Descr* descr) {
                 throw npb::metadata_error("params");
             const long zp = PyLong_AsLong(zero_point);
             if (zp < 0 || zp > (name == "Quantized8Asymm" ? 255 : 15)) throw npb::metadata_error("zero_point");
-            return npb::dtype::with(name == "Quantized8Asymm" ? npb::dtype_enum::Quantized8Asymm
-                                                              : npb::dtype_enum::Quantized4Asymm,
-                                   npb::asymm_param{static_cast<float>(PyFloat_AS_DOUBLE(scale)),
-                                                   static_cast<std::uint8_t>(zp)});
+            return npb::dtype::with(
+                name == "Quantized8Asymm" ? npb::dtype_enum::Quantized8Asymm : npb::dtype_enum::Quantized4Asymm,
+                npb::asymm_param{static_cast<float>(PyFloat_AS_DOUBLE(scale)), static_cast<std::uint8_t>(zp)});
         }
         PyObject* scale = PyDict_GetItemString(mgb, "scale");
         if (!scale || !PyFloat_Check(scale)) throw npb::metadata_error("scale");
@@ -61,13 +60,13 @@ npb::dtype resolve_like_reference(PyArray_Descr* descr) {
 
 void resolve_plain_float32(benchmark::State& state) {
     PyArray_Descr* descr = float32_descr();
-    for (auto _ : state) benchmark::DoNotOptimize(npb::from_numpy(descr));
+    for (auto _ : state) benchmark::DoNotOptimize(npb::from_numpy_dtype(descr));
 }
 BENCHMARK(resolve_plain_float32);
 
 void resolve_quantized(benchmark::State& state) {
     PyArray_Descr* descr = quantized_descr();
-    for (auto _ : state) benchmark::DoNotOptimize(npb::from_numpy(descr));
+    for (auto _ : state) benchmark::DoNotOptimize(npb::from_numpy_dtype(descr));
 }
 BENCHMARK(resolve_quantized);
 
@@ -87,13 +86,13 @@ BENCHMARK(resolve_quantized_reference_style);
 
 void make_quantized_numpy_dtype(benchmark::State& state) {
     const npb::dtype type = npb::dtype::quantized(npb::dtype_enum::Quantized8Asymm, 0.5, 3);
-    for (auto _ : state) benchmark::DoNotOptimize(npb::to_numpy(type));
+    for (auto _ : state) benchmark::DoNotOptimize(npb::to_numpy_dtype(type));
 }
 BENCHMARK(make_quantized_numpy_dtype);
 
 void make_plain_numpy_dtype(benchmark::State& state) {
     const npb::dtype type(npb::dtype_enum::Float32);
-    for (auto _ : state) benchmark::DoNotOptimize(npb::to_numpy(type));
+    for (auto _ : state) benchmark::DoNotOptimize(npb::to_numpy_dtype(type));
 }
 BENCHMARK(make_plain_numpy_dtype);
 

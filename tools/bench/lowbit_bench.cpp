@@ -43,10 +43,12 @@ void reference_pack(dtype_enum id, const std::uint8_t* in, std::uint8_t* out) {
         const int v = static_cast<std::int8_t>(in[i]);
         int code;
         if (type.coding == npb::lowbit_coding::odd) {
-            if ((v & 1) == 0 || v < -static_cast<int>(top) || v > static_cast<int>(top)) throw npb::value_range_error("bad");
+            if ((v & 1) == 0 || v < -static_cast<int>(top) || v > static_cast<int>(top))
+                throw npb::value_range_error("bad");
             code = (v + static_cast<int>(top)) / 2;
         } else {
-            if (v < static_cast<int>(type.range.lo) || v > static_cast<int>(type.range.hi)) throw npb::value_range_error("bad");
+            if (v < static_cast<int>(type.range.lo) || v > static_cast<int>(type.range.hi))
+                throw npb::value_range_error("bad");
             code = v & static_cast<int>(top);
         }
         out[i * bits / 8] |= static_cast<std::uint8_t>(code << (i * bits % 8));
@@ -59,8 +61,10 @@ void reference_unpack(dtype_enum id, const std::uint8_t* in, std::uint8_t* out) 
     for (std::size_t i = 0; i < count; ++i) {
         const int code = (in[i * bits / 8] >> (i * bits % 8)) & static_cast<int>(top);
         int v;
-        if (type.coding == npb::lowbit_coding::odd) v = 2 * code - static_cast<int>(top);
-        else v = code >= static_cast<int>(top + 1) / 2 ? code - static_cast<int>(top + 1) : code;
+        if (type.coding == npb::lowbit_coding::odd)
+            v = 2 * code - static_cast<int>(top);
+        else
+            v = code >= static_cast<int>(top + 1) / 2 ? code - static_cast<int>(top + 1) : code;
         out[i] = static_cast<std::uint8_t>(v);
     }
 }

@@ -69,8 +69,10 @@ PyObject* keep(PyObject*, PyObject* array) {
 template <class Tensor>
 PyObject* share(PyObject*, PyObject*) {
     return npb::guarded([&] {
-        if constexpr (std::is_same_v<Tensor, npb::tensor>) return npb::to_array(*kept_reference).release();
-        else return npb::to_array(*kept_host).release();
+        if constexpr (std::is_same_v<Tensor, npb::tensor>)
+            return npb::to_array(*kept_reference).release();
+        else
+            return npb::to_array(*kept_host).release();
     });
 }
 
@@ -93,7 +95,8 @@ PyMethodDef methods[] = {
     {nullptr, nullptr, 0, nullptr},
 };
 
-PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "megbrain_bench_module", nullptr, -1, methods, nullptr, nullptr, nullptr, nullptr};
+PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "megbrain_bench_module", nullptr, -1, methods, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace
 

@@ -127,19 +127,24 @@ public:
     template <class T>
     using Cast = nanobind::detail::movable_cast_t<T>;
     template <class T>
-    static constexpr bool can_cast() { return true; }
+    static constexpr bool can_cast() {
+        return true;
+    }
 
     bool from_python(nanobind::handle src, std::uint32_t flags, nanobind::detail::cleanup_list*) noexcept {
         return m_loaded.load(src, flags);
     }
-    static nanobind::handle from_cpp(const Tensor& src, nanobind::rv_policy policy, nanobind::detail::cleanup_list*) noexcept {
+    static nanobind::handle from_cpp(const Tensor& src, nanobind::rv_policy policy,
+                                     nanobind::detail::cleanup_list*) noexcept {
         if (policy == nanobind::rv_policy::move_v) return detail::cast_tensor(Tensor(src), policy);
         return detail::cast_tensor(src, policy);
     }
-    static nanobind::handle from_cpp(Tensor&& src, nanobind::rv_policy policy, nanobind::detail::cleanup_list*) noexcept {
+    static nanobind::handle from_cpp(Tensor&& src, nanobind::rv_policy policy,
+                                     nanobind::detail::cleanup_list*) noexcept {
         return detail::cast_tensor(std::move(src), policy);
     }
-    static nanobind::handle from_cpp(const Tensor* src, nanobind::rv_policy policy, nanobind::detail::cleanup_list* list) noexcept {
+    static nanobind::handle from_cpp(const Tensor* src, nanobind::rv_policy policy,
+                                     nanobind::detail::cleanup_list* list) noexcept {
         if (src == nullptr) return nanobind::none().release();
         if (policy == nanobind::rv_policy::take_ownership_v) {
             std::unique_ptr<Tensor> owned(const_cast<Tensor*>(src));
@@ -160,16 +165,20 @@ class arg_caster {
 
 public:
     using Value = Arg;
-    static constexpr auto Name = detail::signature_text<Arg::python_name>(std::make_index_sequence<Arg::python_name.size>());
+    static constexpr auto Name =
+        detail::signature_text<Arg::python_name>(std::make_index_sequence<Arg::python_name.size>());
     template <class T>
     using Cast = nanobind::detail::movable_cast_t<T>;
     template <class T>
-    static constexpr bool can_cast() { return true; }
+    static constexpr bool can_cast() {
+        return true;
+    }
 
     bool from_python(nanobind::handle src, std::uint32_t flags, nanobind::detail::cleanup_list*) noexcept {
         return m_loaded.load(src, flags);
     }
-    static nanobind::handle from_cpp(const Arg& src, nanobind::rv_policy policy, nanobind::detail::cleanup_list*) noexcept {
+    static nanobind::handle from_cpp(const Arg& src, nanobind::rv_policy policy,
+                                     nanobind::detail::cleanup_list*) noexcept {
         return detail::cast_tensor(*src, policy);
     }
 
@@ -182,12 +191,12 @@ public:
 }  // namespace npybridge
 
 /// Makes nanobind convert Tensor (a type with a tensor_adapter) to and from numpy arrays. At global scope.
-#define NPYBRIDGE_NANOBIND_TENSOR_CASTER(...)                                                          \
-    namespace nanobind {                                                                               \
-    namespace detail {                                                                                 \
-    template <>                                                                                        \
+#define NPYBRIDGE_NANOBIND_TENSOR_CASTER(...)                                                             \
+    namespace nanobind {                                                                                  \
+    namespace detail {                                                                                    \
+    template <>                                                                                           \
     class type_caster<__VA_ARGS__> : public ::npybridge::nanobind_support::tensor_caster<__VA_ARGS__> {}; \
-    }                                                                                                  \
+    }                                                                                                     \
     }
 
 NPYBRIDGE_NANOBIND_TENSOR_CASTER(npybridge::tensor)
@@ -213,7 +222,9 @@ public:
     template <class T>
     using Cast = movable_cast_t<T>;
     template <class T>
-    static constexpr bool can_cast() { return true; }
+    static constexpr bool can_cast() {
+        return true;
+    }
 
     bool from_python(handle src, std::uint32_t flags, cleanup_list*) noexcept {
         m_value.reset();
@@ -230,7 +241,7 @@ public:
 
     static handle from_cpp(const ::npybridge::dtype& src, rv_policy, cleanup_list*) noexcept {
         try {
-            return ::npybridge::to_numpy(src).release();
+            return ::npybridge::to_numpy_dtype(src).release();
         } catch (...) {
             ::npybridge::translate_exception();
             return handle();

@@ -138,7 +138,8 @@ class arg_caster {
     std::optional<Arg> m_value;
 
 public:
-    static constexpr auto name = detail::signature_text<Arg::python_name>(std::make_index_sequence<Arg::python_name.size>());
+    static constexpr auto name =
+        detail::signature_text<Arg::python_name>(std::make_index_sequence<Arg::python_name.size>());
 
     bool load(pybind11::handle src, bool convert) { return detail::load_arg<Arg>(src, convert, m_value); }
 
@@ -160,12 +161,12 @@ public:
 }  // namespace npybridge
 
 /// Makes pybind11 convert Tensor (a type with a tensor_adapter) to and from numpy arrays. At global scope.
-#define NPYBRIDGE_PYBIND11_TENSOR_CASTER(...)                                                        \
-    namespace pybind11 {                                                                             \
-    namespace detail {                                                                               \
-    template <>                                                                                      \
+#define NPYBRIDGE_PYBIND11_TENSOR_CASTER(...)                                                             \
+    namespace pybind11 {                                                                                  \
+    namespace detail {                                                                                    \
+    template <>                                                                                           \
     class type_caster<__VA_ARGS__> : public ::npybridge::pybind11_support::tensor_caster<__VA_ARGS__> {}; \
-    }                                                                                                \
+    }                                                                                                     \
     }
 
 NPYBRIDGE_PYBIND11_TENSOR_CASTER(npybridge::tensor)
@@ -191,7 +192,7 @@ public:
     }
 
     static handle cast(const ::npybridge::dtype& src, return_value_policy, handle) {
-        return ::npybridge::to_numpy(src).release();
+        return ::npybridge::to_numpy_dtype(src).release();
     }
     static handle cast(const ::npybridge::dtype* src, return_value_policy policy, handle parent) {
         if (src == nullptr) return none().release();

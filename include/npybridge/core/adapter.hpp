@@ -61,11 +61,11 @@ inline constexpr bool always_false = false;
 
 // One detector per member of the adapter contract: true when the member exists
 // with a usable type (the checks of check_adapter name each one that is not).
-#define NPYBRIDGE_ADAPTER_MEMBER(name, wanted, ...)                                                 \
-    template <class A, class T, class = void>                                                       \
-    struct adapter_##name : std::false_type {};                                                     \
-    template <class A, class T>                                                                     \
-    struct adapter_##name<A, T, std::void_t<decltype(__VA_ARGS__)>>                                 \
+#define NPYBRIDGE_ADAPTER_MEMBER(name, wanted, ...)                 \
+    template <class A, class T, class = void>                       \
+    struct adapter_##name : std::false_type {};                     \
+    template <class A, class T>                                     \
+    struct adapter_##name<A, T, std::void_t<decltype(__VA_ARGS__)>> \
         : std::is_convertible<decltype(__VA_ARGS__), wanted> {};
 NPYBRIDGE_ADAPTER_MEMBER(max_ndim, std::size_t, std::integral_constant<std::size_t, A::max_ndim>::value)
 NPYBRIDGE_ADAPTER_MEMBER(has_scalar, bool, std::bool_constant<A::has_scalar>::value)
@@ -77,12 +77,14 @@ NPYBRIDGE_ADAPTER_MEMBER(writable, bool, A::writable(std::declval<const T&>()))
 NPYBRIDGE_ADAPTER_MEMBER(packed_layout, lowbit_layout, A::packed_layout(std::declval<const T&>()))
 NPYBRIDGE_ADAPTER_MEMBER(owner, owner_handle, A::owner(std::declval<const T&>()))
 NPYBRIDGE_ADAPTER_MEMBER(borrow, T,
-                         A::borrow(std::declval<const dtype&>(), std::declval<void*>(), std::declval<const tensor_layout&>(),
-                                   true, std::declval<owner_handle>()))
-NPYBRIDGE_ADAPTER_MEMBER(make, T, A::make(std::declval<const dtype&>(), std::declval<const tensor_layout&>(), lowbit_layout{}))
+                         A::borrow(std::declval<const dtype&>(), std::declval<void*>(),
+                                   std::declval<const tensor_layout&>(), true, std::declval<owner_handle>()))
+NPYBRIDGE_ADAPTER_MEMBER(make, T,
+                         A::make(std::declval<const dtype&>(), std::declval<const tensor_layout&>(), lowbit_layout{}))
 NPYBRIDGE_ADAPTER_MEMBER(placed_borrow, T,
-                         A::borrow(std::declval<const dtype&>(), std::declval<void*>(), std::declval<const tensor_layout&>(),
-                                   true, std::declval<owner_handle>(), std::declval<const typename A::placement&>()))
+                         A::borrow(std::declval<const dtype&>(), std::declval<void*>(),
+                                   std::declval<const tensor_layout&>(), true, std::declval<owner_handle>(),
+                                   std::declval<const typename A::placement&>()))
 NPYBRIDGE_ADAPTER_MEMBER(placed_make, T,
                          A::make(std::declval<const dtype&>(), std::declval<const tensor_layout&>(), lowbit_layout{},
                                  std::declval<const typename A::placement&>()))
@@ -160,7 +162,8 @@ Tensor adapter_borrow_at(const dtype& type, void* data, const tensor_layout& lay
 
 /// adapter::make with the placement when the adapter takes one.
 template <class Tensor>
-Tensor adapter_make_at(const dtype& type, const tensor_layout& layout, lowbit_layout packing, const placement_t<Tensor>& where) {
+Tensor adapter_make_at(const dtype& type, const tensor_layout& layout, lowbit_layout packing,
+                       const placement_t<Tensor>& where) {
     using A = tensor_adapter<Tensor>;
     if constexpr (has_placement<Tensor>) {
         return A::make(type, layout, packing, where);
@@ -186,8 +189,9 @@ constexpr bool check_adapter() {
         return false;
     } else {
         using namespace detail;
-        static_assert(adapter_max_ndim<A, Tensor>::value,
-                      "npybridge: tensor_adapter<T> needs `static constexpr std::size_t max_ndim` (most dimensions T holds)");
+        static_assert(
+            adapter_max_ndim<A, Tensor>::value,
+            "npybridge: tensor_adapter<T> needs `static constexpr std::size_t max_ndim` (most dimensions T holds)");
         static_assert(adapter_has_scalar<A, Tensor>::value,
                       "npybridge: tensor_adapter<T> needs `static constexpr bool has_scalar` (can T be 0-d?)");
         static_assert(adapter_accepts_strides<A, Tensor>::value,
@@ -195,26 +199,33 @@ constexpr bool check_adapter() {
         static_assert(adapter_dtype_of<A, Tensor>::value,
                       "npybridge: tensor_adapter<T> needs `static npybridge::dtype dtype_of(const T&)`");
         static_assert(adapter_layout_of<A, Tensor>::value,
-                      "npybridge: tensor_adapter<T> needs `static tensor_layout layout_of(const T&)` (shape and element strides)");
-        static_assert(adapter_data<A, Tensor>::value, "npybridge: tensor_adapter<T> needs `static void* data(const T&)`");
-        static_assert(adapter_writable<A, Tensor>::value, "npybridge: tensor_adapter<T> needs `static bool writable(const T&)`");
+                      "npybridge: tensor_adapter<T> needs `static tensor_layout layout_of(const T&)` (shape and "
+                      "element strides)");
+        static_assert(adapter_data<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static void* data(const T&)`");
+        static_assert(adapter_writable<A, Tensor>::value,
+                      "npybridge: tensor_adapter<T> needs `static bool writable(const T&)`");
         static_assert(adapter_packed_layout<A, Tensor>::value,
                       "npybridge: tensor_adapter<T> needs `static lowbit_layout packed_layout(const T&)`");
-        static_assert(adapter_owner<A, Tensor>::value,
-                      "npybridge: tensor_adapter<T> needs `static owner_handle owner(const T&)` (keeps T's memory alive)");
+        static_assert(
+            adapter_owner<A, Tensor>::value,
+            "npybridge: tensor_adapter<T> needs `static owner_handle owner(const T&)` (keeps T's memory alive)");
         if constexpr (has_placement<Tensor>) {
-            static_assert(adapter_placed_borrow<A, Tensor>::value,
-                          "npybridge: tensor_adapter<T> declares a placement, so it needs `static T borrow(const dtype&, "
-                          "void* data, const tensor_layout&, bool writable, owner_handle, const placement&)`");
+            static_assert(
+                adapter_placed_borrow<A, Tensor>::value,
+                "npybridge: tensor_adapter<T> declares a placement, so it needs `static T borrow(const dtype&, "
+                "void* data, const tensor_layout&, bool writable, owner_handle, const placement&)`");
             static_assert(adapter_placed_make<A, Tensor>::value,
                           "npybridge: tensor_adapter<T> declares a placement, so it needs `static T make(const dtype&, "
                           "const tensor_layout&, lowbit_layout, const placement&)`");
         } else {
-            static_assert(adapter_borrow<A, Tensor>::value,
-                          "npybridge: tensor_adapter<T> needs `static T borrow(const dtype&, void* data, const tensor_layout&, "
-                          "bool writable, owner_handle)`");
+            static_assert(
+                adapter_borrow<A, Tensor>::value,
+                "npybridge: tensor_adapter<T> needs `static T borrow(const dtype&, void* data, const tensor_layout&, "
+                "bool writable, owner_handle)`");
             static_assert(adapter_make<A, Tensor>::value,
-                          "npybridge: tensor_adapter<T> needs `static T make(const dtype&, const tensor_layout&, lowbit_layout)`");
+                          "npybridge: tensor_adapter<T> needs `static T make(const dtype&, const tensor_layout&, "
+                          "lowbit_layout)`");
         }
         return true;
     }

@@ -86,9 +86,9 @@ inline constexpr const char* used_versioned_capsule_name = "used_dltensor_versio
 
 /// "CUDA:1" for error messages.
 inline std::string device_text(std::int32_t type, std::int32_t id) {
-    static const char* const names[] = {nullptr, "CPU", "CUDA", "CUDAHost", "OpenCL", nullptr, nullptr, "Vulkan", "Metal",
-                                        "VPI", "ROCM", "ROCMHost", "ExtDev", "CUDAManaged", "OneAPI", "WebGPU", "Hexagon",
-                                        "MAIA"};
+    static const char* const names[] = {nullptr,  "CPU",         "CUDA",   "CUDAHost", "OpenCL",  nullptr,
+                                        nullptr,  "Vulkan",      "Metal",  "VPI",      "ROCM",    "ROCMHost",
+                                        "ExtDev", "CUDAManaged", "OneAPI", "WebGPU",   "Hexagon", "MAIA"};
     const bool named = type > 0 && type < static_cast<std::int32_t>(sizeof(names) / sizeof(names[0])) && names[type];
     return (named ? std::string(names[type]) : "device type " + std::to_string(type)) + ":" + std::to_string(id);
 }

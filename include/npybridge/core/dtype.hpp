@@ -76,9 +76,7 @@ enum class lowbit_coding : std::uint8_t {
 struct value_range {
     double lo;
     double hi;
-    friend constexpr bool operator==(value_range a, value_range b) noexcept {
-        return a.lo == b.lo && a.hi == b.hi;
-    }
+    friend constexpr bool operator==(value_range a, value_range b) noexcept { return a.lo == b.lo && a.hi == b.hi; }
 };
 
 // ---- Param structs: plain aggregates, walked field by field with Boost.PFR
@@ -134,7 +132,8 @@ constexpr value_range lowbit_range(lowbit_coding coding, unsigned bits) noexcept
     const double top = static_cast<double>((1u << bits) - 1u);
     switch (coding) {
         case lowbit_coding::odd: return {-top, top};
-        case lowbit_coding::twos_complement: return {-static_cast<double>(1u << (bits - 1)), static_cast<double>((1u << (bits - 1)) - 1u)};
+        case lowbit_coding::twos_complement:
+            return {-static_cast<double>(1u << (bits - 1)), static_cast<double>((1u << (bits - 1)) - 1u)};
         case lowbit_coding::unsigned_value: return {0, top};
         case lowbit_coding::none: break;
     }
@@ -185,9 +184,12 @@ inline constexpr auto dtype_rows = std::make_tuple(
     plain_row<std::int8_t>(NPYBRIDGE_DTYPE(Int8), dtype_category::integer),
     plain_row<std::int16_t>(NPYBRIDGE_DTYPE(Int16), dtype_category::integer),
     plain_row<std::int32_t>(NPYBRIDGE_DTYPE(Int32), dtype_category::integer),
-    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB1), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd, 1),
-    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB2), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd, 2),
-    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB4), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd, 4),
+    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB1), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd,
+                            1),
+    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB2), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd,
+                            2),
+    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB4), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd,
+                            4),
     plain_row<std::byte>(NPYBRIDGE_DTYPE(Byte), dtype_category::other, numpy_form::none),
     plain_row<half>(NPYBRIDGE_DTYPE(Float16), dtype_category::floating),
     packed_row<std::int8_t>(NPYBRIDGE_DTYPE(UintB4), dtype_category::lowbit, numpy_form::none, lowbit_coding::odd, 4),
@@ -198,8 +200,10 @@ inline constexpr auto dtype_rows = std::make_tuple(
     plain_row<std::uint8_t, asymm_param>(NPYBRIDGE_DTYPE(Quantized8Asymm), dtype_category::quantized),
     plain_row<std::int32_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS32), dtype_category::quantized),
     plain_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS8), dtype_category::quantized),
-    packed_row<std::uint8_t, asymm_param>(NPYBRIDGE_DTYPE(Quantized4Asymm), dtype_category::quantized, numpy_form::builtin, lowbit_coding::unsigned_value, 4),
-    packed_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS4), dtype_category::quantized, numpy_form::builtin, lowbit_coding::twos_complement, 4),
+    packed_row<std::uint8_t, asymm_param>(NPYBRIDGE_DTYPE(Quantized4Asymm), dtype_category::quantized,
+                                          numpy_form::builtin, lowbit_coding::unsigned_value, 4),
+    packed_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS4), dtype_category::quantized, numpy_form::builtin,
+                                         lowbit_coding::twos_complement, 4),
     plain_row<std::int16_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS16), dtype_category::quantized),
     with_range(plain_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS1), dtype_category::quantized), {0, 1}));
 #undef NPYBRIDGE_DTYPE
@@ -221,13 +225,13 @@ struct dtype_info {
     bool is_signed;
     bool is_packed;
     bool is_quantized;
-    unsigned bits;               ///< bits per element (packed: 1, 2 or 4)
-    std::size_t element_size;    ///< bytes per element; 0 for packed dtypes (not defined)
+    unsigned bits;             ///< bits per element (packed: 1, 2 or 4)
+    std::size_t element_size;  ///< bytes per element; 0 for packed dtypes (not defined)
     value_range range;
-    std::string_view storage;    ///< C++ element type (unpacked)
-    std::size_t param_fields;    ///< 0 for dtypes without params
+    std::string_view storage;            ///< C++ element type (unpacked)
+    std::size_t param_fields;            ///< 0 for dtypes without params
     const std::string_view* param_keys;  ///< metadata keys of the param struct, param_fields of them
-    detail::short_name numpy;    ///< numpy dtype name; empty when form is none
+    detail::short_name numpy;            ///< numpy dtype name; empty when form is none
 
     constexpr std::string_view numpy_name() const noexcept { return numpy.view(); }
     constexpr std::uint32_t value() const noexcept { return static_cast<std::uint32_t>(id); }
@@ -295,7 +299,8 @@ constexpr std::size_t enum_slot(std::uint32_t value) noexcept {
 constexpr std::array<std::uint8_t, no_slot + 1> make_enum_slots() {
     std::array<std::uint8_t, no_slot + 1> slots{};
     for (auto& slot : slots) slot = static_cast<std::uint8_t>(dtype_count);
-    for (std::size_t i = 0; i < dtype_count; ++i) slots[enum_slot(dtype_table[i].value())] = static_cast<std::uint8_t>(i);
+    for (std::size_t i = 0; i < dtype_count; ++i)
+        slots[enum_slot(dtype_table[i].value())] = static_cast<std::uint8_t>(i);
     slots[no_slot] = static_cast<std::uint8_t>(dtype_count);
     return slots;
 }
@@ -304,7 +309,8 @@ inline constexpr std::array<std::uint8_t, no_slot + 1> enum_slots = make_enum_sl
 
 constexpr bool every_row_has_a_slot() noexcept {
     for (std::size_t i = 0; i < dtype_count; ++i) {
-        if (enum_slot(dtype_table[i].value()) == no_slot || enum_slots[enum_slot(dtype_table[i].value())] != i) return false;
+        if (enum_slot(dtype_table[i].value()) == no_slot || enum_slots[enum_slot(dtype_table[i].value())] != i)
+            return false;
     }
     return true;
 }
@@ -345,7 +351,8 @@ constexpr std::string_view name_of(dtype_enum id) noexcept { return info(id).nam
 constexpr std::size_t byte_size(dtype_enum id, std::size_t count) {
     const dtype_info& entry = info(id);
     const std::size_t unit = entry.is_packed ? entry.bits : entry.element_size;
-    if (unit != 0 && count > (SIZE_MAX - 7) / unit) throw conversion_error("byte_size: " + std::to_string(count) + " elements overflow");
+    if (unit != 0 && count > (SIZE_MAX - 7) / unit)
+        throw conversion_error("byte_size: " + std::to_string(count) + " elements overflow");
     return entry.is_packed ? (count * entry.bits + 7) / 8 : count * entry.element_size;
 }
 
@@ -373,7 +380,8 @@ struct with_alternative<std::variant<Ts...>, T> {
 
 template <class Variant, std::size_t I, std::size_t N>
 struct row_params {
-    using type = typename row_params<typename with_alternative<Variant, typename row_t<I>::param_type>::type, I + 1, N>::type;
+    using type =
+        typename row_params<typename with_alternative<Variant, typename row_t<I>::param_type>::type, I + 1, N>::type;
 };
 template <class Variant, std::size_t N>
 struct row_params<Variant, N, N> {
@@ -423,9 +431,10 @@ constexpr std::size_t find_row_for_type(std::index_sequence<I...>) noexcept {
 /// (docs/dtypes.md); unsigned 32/64-bit integers have no dtype.
 template <class T>
 struct type_mapping {
-    static constexpr std::size_t exact = scalar_kind_of<T>() == scalar_kind::none || scalar_kind_of<T>() == scalar_kind::byte
-                                             ? dtype_count
-                                             : find_row_for_type<T>(std::make_index_sequence<dtype_count>{});
+    static constexpr std::size_t exact =
+        scalar_kind_of<T>() == scalar_kind::none || scalar_kind_of<T>() == scalar_kind::byte
+            ? dtype_count
+            : find_row_for_type<T>(std::make_index_sequence<dtype_count>{});
     static constexpr bool narrows =
         exact == dtype_count && sizeof(T) == 8 &&
         (scalar_kind_of<T>() == scalar_kind::signed_int || scalar_kind_of<T>() == scalar_kind::floating);
@@ -469,7 +478,9 @@ public:
     /// A dtype without params. Throws dtype_error for a quantized dtype or an
     /// enum value that is not a dtype.
     dtype(dtype_enum id) : m_id(id) {  // NOLINT: implicit on purpose, `dtype t = dtype_enum::Int8`
-        if (!is_valid(id)) throw dtype_error("npybridge: enum value " + std::to_string(static_cast<std::uint32_t>(id)) + " is not a MegDNN dtype");
+        if (!is_valid(id))
+            throw dtype_error("npybridge: enum value " + std::to_string(static_cast<std::uint32_t>(id)) +
+                              " is not a MegDNN dtype");
         if (npybridge::info(id).is_quantized) {
             throw dtype_error(std::string(npybridge::info(id).name) + " needs params: use dtype::quantized(id, scale" +
                               (npybridge::info(id).param_fields > 1 ? ", zero_point)" : ")"));
@@ -489,7 +500,8 @@ public:
     /// for the Asymm dtypes. Throws dtype_error / metadata_error naming the culprit.
     static dtype quantized(dtype_enum id, double scale, std::optional<long long> zero_point = std::nullopt) {
         if (!is_valid(id) || !npybridge::info(id).is_quantized) {
-            throw dtype_error(std::string(is_valid(id) ? npybridge::info(id).name : "this enum value") + " is not a quantized dtype");
+            throw dtype_error(std::string(is_valid(id) ? npybridge::info(id).name : "this enum value") +
+                              " is not a quantized dtype");
         }
         dtype result(id, no_check{});
         with_params(id, [&](auto param) {
@@ -582,7 +594,8 @@ private:
 
     template <class F, std::size_t... I>
     static void visit_row(dtype_enum id, F&& f, std::index_sequence<I...>) {
-        static_cast<void>(((dtype_table[I].id == id ? (f(typename detail::row_t<I>::param_type{}), true) : false) || ...));
+        static_cast<void>(
+            ((dtype_table[I].id == id ? (f(typename detail::row_t<I>::param_type{}), true) : false) || ...));
     }
 
     dtype_enum m_id;
@@ -590,7 +603,8 @@ private:
 };
 
 // Constant-initialized (the initializer is a constant expression): no start-up code.
-inline const std::array<dtype, dtype_count> dtype::plain_rows = dtype::make_plain_rows(std::make_index_sequence<dtype_count>{});
+inline const std::array<dtype, dtype_count> dtype::plain_rows =
+    dtype::make_plain_rows(std::make_index_sequence<dtype_count>{});
 
 }  // namespace npybridge
 

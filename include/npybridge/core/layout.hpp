@@ -79,7 +79,8 @@ struct tensor_layout {
             const std::size_t extent = shape[i] == 0 ? 1 : shape[i];
             if (span > max_count / extent) {
                 throw conversion_error("tensor_layout: shape " + tuple_text(shape, ndim) +
-                                       " spans more elements than memory can hold (at most " + std::to_string(max_count) + ")");
+                                       " spans more elements than memory can hold (at most " +
+                                       std::to_string(max_count) + ")");
             }
             span *= extent;
             count *= shape[i];

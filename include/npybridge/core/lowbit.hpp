@@ -57,7 +57,8 @@ constexpr lowbit_codec make_codec(const dtype_info& type) noexcept {
             c.bias = static_cast<std::uint8_t>(top);
             c.invalid = static_cast<std::uint8_t>(~(2u * top) & 0xFFu);
             c.shift = 1;
-            for (unsigned code = 0; code < 16; ++code) c.decode[code] = static_cast<std::int8_t>(2 * static_cast<int>(code & top) - static_cast<int>(top));
+            for (unsigned code = 0; code < 16; ++code)
+                c.decode[code] = static_cast<std::int8_t>(2 * static_cast<int>(code & top) - static_cast<int>(top));
             break;
         case lowbit_coding::twos_complement: {  // v = sign-extended c
             const unsigned half = 1u << (type.bits - 1);
@@ -66,7 +67,8 @@ constexpr lowbit_codec make_codec(const dtype_info& type) noexcept {
             c.flip = static_cast<std::uint8_t>(half);
             for (unsigned code = 0; code < 16; ++code) {
                 const int value = static_cast<int>(code & top);
-                c.decode[code] = static_cast<std::int8_t>(value >= static_cast<int>(half) ? value - static_cast<int>(top + 1) : value);
+                c.decode[code] = static_cast<std::int8_t>(
+                    value >= static_cast<int>(half) ? value - static_cast<int>(top + 1) : value);
             }
             break;
         }
@@ -94,7 +96,8 @@ std::string dtype_names(Keep keep) {
 
 inline const dtype_info& packed_info(dtype_enum id, const char* what) {
     if (!is_valid(id) || !info(id).is_packed) {
-        throw dtype_error(std::string(what) + ": " + (is_valid(id) ? std::string(info(id).name) : std::string("this enum value")) +
+        throw dtype_error(std::string(what) + ": " +
+                          (is_valid(id) ? std::string(info(id).name) : std::string("this enum value")) +
                           " is not a packed low-bit dtype (" +
                           dtype_names([](const dtype_info& row) { return row.is_packed; }) + ")");
     }
@@ -110,7 +113,7 @@ inline std::string valid_set_text(const dtype_info& type) {
 inline std::string flat_index_text(std::size_t i) { return std::to_string(i); }
 
 /// The first invalid element (error path only: one more scan, then throw), its
-/// index written by index_text (flat here; an array's coordinates in convert.hpp).
+/// index written by index_text (flat here; an array's coordinates in detail/array_copy.hpp).
 template <class IndexText = std::string (*)(std::size_t)>
 [[noreturn]] void throw_first_invalid(const dtype_info& type, const lowbit_codec& codec, const std::uint8_t* src,
                                       std::size_t count, IndexText index_text = flat_index_text) {
@@ -118,10 +121,11 @@ template <class IndexText = std::string (*)(std::size_t)>
         std::uint8_t bad = 0;
         encode(codec, src[i], bad);
         if (bad != 0) {
-            const long value = type.is_signed ? static_cast<long>(static_cast<std::int8_t>(src[i])) : static_cast<long>(src[i]);
+            const long value =
+                type.is_signed ? static_cast<long>(static_cast<std::int8_t>(src[i])) : static_cast<long>(src[i]);
             throw value_range_error(std::string(type.name) + ": value " + std::to_string(value) + " at index " +
-                              index_text(i) + " is not valid (" + std::string(type.name) + " holds " +
-                              valid_set_text(type) + ")");
+                                    index_text(i) + " is not valid (" + std::string(type.name) + " holds " +
+                                    valid_set_text(type) + ")");
         }
     }
     throw value_range_error(std::string(type.name) + ": invalid value (not found on rescan)");
@@ -205,8 +209,8 @@ inline void check_extent(const dtype_info& type, lowbit_extent extent, lowbit_la
 /// into dst, which must hold packed_bytes(...) bytes. Throws value_range_error
 /// naming the first invalid index and value; dst is then left exactly as it
 /// was (the kernel writes a temporary, copied over only when all is valid).
-inline void pack(dtype_enum id, const void* src, lowbit_extent extent, void* dst,
-                 lowbit_layout layout, const detail::lowbit_kernels& kernels = detail::active_lowbit_kernels()) {
+inline void pack(dtype_enum id, const void* src, lowbit_extent extent, void* dst, lowbit_layout layout,
+                 const detail::lowbit_kernels& kernels = detail::active_lowbit_kernels()) {
     const dtype_info& type = detail::packed_info(id, "pack");
     detail::check_extent(type, extent, layout);
     const detail::lowbit_codec codec = detail::make_codec(type);
@@ -222,21 +226,22 @@ inline void pack(dtype_enum id, const void* src, lowbit_extent extent, void* dst
 /// Same as pack(), into memory nobody else sees yet (a tensor being built):
 /// no temporary, so on a bad value dst holds a partial result that the caller
 /// must discard. This is what conversions into new tensors use.
-inline void pack_fresh(dtype_enum id, const void* src, lowbit_extent extent, void* dst,
-                       lowbit_layout layout, const detail::lowbit_kernels& kernels = detail::active_lowbit_kernels()) {
+inline void pack_fresh(dtype_enum id, const void* src, lowbit_extent extent, void* dst, lowbit_layout layout,
+                       const detail::lowbit_kernels& kernels = detail::active_lowbit_kernels()) {
     const dtype_info& type = detail::packed_info(id, "pack");
     detail::check_extent(type, extent, layout);
     const detail::lowbit_codec codec = detail::make_codec(type);
     const auto* in = static_cast<const std::uint8_t*>(src);
-    if (!detail::pack_rows(kernels, codec, id, in, extent.count, extent.row_length, layout, static_cast<std::uint8_t*>(dst))) {
+    if (!detail::pack_rows(kernels, codec, id, in, extent.count, extent.row_length, layout,
+                           static_cast<std::uint8_t*>(dst))) {
         detail::throw_first_invalid(type, codec, in, extent.count);
     }
 }
 
 /// Unpacks into one byte per element (every code is valid: this cannot fail
 /// on data, only on a dtype that is not packed).
-inline void unpack(dtype_enum id, const void* src, lowbit_extent extent, void* dst,
-                   lowbit_layout layout, const detail::lowbit_kernels& kernels = detail::active_lowbit_kernels()) {
+inline void unpack(dtype_enum id, const void* src, lowbit_extent extent, void* dst, lowbit_layout layout,
+                   const detail::lowbit_kernels& kernels = detail::active_lowbit_kernels()) {
     const dtype_info& type = detail::packed_info(id, "unpack");
     detail::check_extent(type, extent, layout);
     const detail::lowbit_codec codec = detail::make_codec(type);

@@ -11,7 +11,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 /// What an owner handle points at: a reference count and the function that
 /// frees whatever the block keeps alive once the count reaches zero. Derive
-/// from it to make a new kind of owner (convert.hpp's Python reference,
+/// from it to make a new kind of owner (python_owner.hpp's Python references,
 /// tensor::empty's storage); `release` may run on any thread.
 struct owner_block {
     explicit owner_block(void (*on_last_release)(owner_block*) noexcept) noexcept : release(on_last_release) {}
@@ -97,7 +97,8 @@ private:
 
     struct shared_block : owner_block {
         explicit shared_block(std::shared_ptr<const void> held) noexcept
-            : owner_block([](owner_block* self) noexcept { delete static_cast<shared_block*>(self); }), kept(std::move(held)) {}
+            : owner_block([](owner_block* self) noexcept { delete static_cast<shared_block*>(self); }),
+              kept(std::move(held)) {}
         std::shared_ptr<const void> kept;
     };
 

@@ -46,7 +46,7 @@ struct half {
         const std::uint32_t magnitude = u & 0x7FFFFFFFu;
         if (magnitude > 0x7F800000u) return half{static_cast<std::uint16_t>(sign | 0x7E00u)};
         if (magnitude >= 0x477FF000u) return half{static_cast<std::uint16_t>(sign | 0x7C00u)};  // >= 65520: inf
-        if (magnitude < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+        if (magnitude < 0x38800000u) {                       // below the smallest normal half: subnormal or zero
             if (magnitude < 0x33000000u) return half{sign};  // rounds to zero
             const std::uint32_t exponent = magnitude >> 23;
             const std::uint32_t mantissa = (magnitude & 0x7FFFFFu) | 0x800000u;

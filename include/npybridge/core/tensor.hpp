@@ -118,7 +118,11 @@ private:
 
     tensor(const dtype& type, const tensor_layout& layout, void* data, bool writable, owner_handle owner,
            lowbit_layout packing)
-        : m_dtype(type), m_layout(layout), m_data(data), m_writable(writable), m_owner(std::move(owner)),
+        : m_dtype(type),
+          m_layout(layout),
+          m_data(data),
+          m_writable(writable),
+          m_owner(std::move(owner)),
           m_packing(packing) {}
 
     dtype m_dtype;
@@ -144,7 +148,8 @@ struct tensor_adapter<tensor> {
     static lowbit_layout packed_layout(const tensor& t) noexcept { return t.packing(); }
     static owner_handle owner(const tensor& t) { return t.owner(); }
     static owner_handle take_owner(tensor& t) noexcept { return t.take_owner(); }
-    static tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner) {
+    static tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable,
+                         owner_handle owner) {
         // to_tensor never borrows packed memory (numpy holds a byte per element).
         return tensor::borrow(type, data, layout, writable, std::move(owner), lowbit_layout::compact);
     }

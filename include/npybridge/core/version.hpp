@@ -25,6 +25,7 @@ constexpr bool version_text_is(const char* text, int major, int minor, int patch
 }  // namespace detail
 }  // namespace npybridge
 
-static_assert(npybridge::detail::version_text_is(NPYBRIDGE_VERSION, NPYBRIDGE_VERSION_MAJOR, NPYBRIDGE_VERSION_MINOR,
-                                                 NPYBRIDGE_VERSION_PATCH),
-              "npybridge: NPYBRIDGE_VERSION and NPYBRIDGE_VERSION_MAJOR / MINOR / PATCH disagree: change them together");
+static_assert(
+    npybridge::detail::version_text_is(NPYBRIDGE_VERSION, NPYBRIDGE_VERSION_MAJOR, NPYBRIDGE_VERSION_MINOR,
+                                       NPYBRIDGE_VERSION_PATCH),
+    "npybridge: NPYBRIDGE_VERSION and NPYBRIDGE_VERSION_MAJOR / MINOR / PATCH disagree: change them together");

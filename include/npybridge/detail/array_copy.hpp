@@ -42,7 +42,8 @@ inline std::string index_text(std::size_t flat, const tensor_layout& layout) {
 inline std::string array_text(PyArrayObject* array) {
     tensor_layout shape;
     shape.ndim = std::min<std::size_t>(static_cast<std::size_t>(PyArray_NDIM(array)), NPYBRIDGE_MAX_NDIM);
-    for (std::size_t i = 0; i < shape.ndim; ++i) shape.shape[i] = static_cast<std::size_t>(PyArray_DIM(array, static_cast<int>(i)));
+    for (std::size_t i = 0; i < shape.ndim; ++i)
+        shape.shape[i] = static_cast<std::size_t>(PyArray_DIM(array, static_cast<int>(i)));
     std::string dims = static_cast<std::size_t>(PyArray_NDIM(array)) > NPYBRIDGE_MAX_NDIM
                            ? std::to_string(PyArray_NDIM(array)) + "-d"
                            : shape.shape_text();
@@ -67,8 +68,9 @@ inline std::string strides_text(PyArrayObject* array) {
 /// BFloat16 / IntBn as the user dtype `choice` names (a result: the preferred
 /// one; memory npybridge casts into: its own, so casts do not depend on what
 /// else is imported).
-inline object array_over(const dtype& type, void* data, const tensor_layout& layout, bool writable, user_dtype_choice choice) {
-    object descr = to_numpy(type, choice);
+inline object array_over(const dtype& type, void* data, const tensor_layout& layout, bool writable,
+                         user_dtype_choice choice) {
+    object descr = to_numpy_dtype(type, choice);
     const npy_intp itemsize = descr_elsize(reinterpret_cast<PyArray_Descr*>(descr.get()));
     npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
     npy_intp strides[NPYBRIDGE_MAX_NDIM + 1];
@@ -133,7 +135,8 @@ inline std::size_t swap_unit_of(PyArrayObject* array) noexcept {
 /// A copy plan from the array (its byte strides) into memory of `into`'s
 /// element strides with `out_size`-byte elements; a 0-d array is one element.
 /// False when the copier cannot take it (more dimensions than it holds).
-inline bool copy_plan_of(PyArrayObject* array, const tensor_layout& into, std::size_t out_size, copy_plan& plan) noexcept {
+inline bool copy_plan_of(PyArrayObject* array, const tensor_layout& into, std::size_t out_size,
+                         copy_plan& plan) noexcept {
     const auto ndim = static_cast<std::size_t>(PyArray_NDIM(array));
     if (ndim > copy_max_ndim || (ndim != 0 && ndim != into.ndim)) return false;
     plan.ndim = ndim;
@@ -180,8 +183,8 @@ inline object contiguous_copy(PyArrayObject* array, const std::string& purpose) 
         if (native == nullptr) throw_numpy_failure(purpose);
         descr = native;
     }
-    PyObject* made = PyArray_NewFromDescr(&PyArray_Type, descr, PyArray_NDIM(array), PyArray_DIMS(array), nullptr, nullptr, 0,
-                                          nullptr);
+    PyObject* made = PyArray_NewFromDescr(&PyArray_Type, descr, PyArray_NDIM(array), PyArray_DIMS(array), nullptr,
+                                          nullptr, 0, nullptr);
     if (made == nullptr) throw_numpy_failure(purpose);
     object result = object::steal(made);
     auto* out = reinterpret_cast<PyArrayObject*>(made);
@@ -250,7 +253,8 @@ inline bool layout_of_array(PyArrayObject* array, bool has_scalar, tensor_layout
     layout.ndim = static_cast<std::size_t>(ndim);
     const npy_intp itemsize = PyArray_ITEMSIZE(array);
     if (itemsize > 0 && (itemsize & (itemsize - 1)) == 0) {
-        return layout_detail::element_strides<true>(PyArray_DIMS(array), PyArray_STRIDES(array), ndim, itemsize, layout);
+        return layout_detail::element_strides<true>(PyArray_DIMS(array), PyArray_STRIDES(array), ndim, itemsize,
+                                                    layout);
     }
     return layout_detail::element_strides_any(PyArray_DIMS(array), PyArray_STRIDES(array), ndim, itemsize, layout);
 }
@@ -262,8 +266,9 @@ inline object contiguous_as(PyArrayObject* array, int type_num, NPY_CASTING cast
     if (!PyArray_CanCastArrayTo(array, descr, casting)) {
         const std::string from = descr_text(PyArray_DESCR(array)), to = descr_text(descr);
         Py_DECREF(descr);
-        throw dtype_error(purpose + ": cannot cast numpy " + from + " to " + to +
-                          (casting == NPY_UNSAFE_CASTING ? "" : " without losing values (pass narrowing='wrap' to cast anyway)"));
+        throw dtype_error(
+            purpose + ": cannot cast numpy " + from + " to " + to +
+            (casting == NPY_UNSAFE_CASTING ? "" : " without losing values (pass narrowing='wrap' to cast anyway)"));
     }
     PyObject* result = PyArray_FromArray(array, descr, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST);
     if (result == nullptr) throw_numpy_failure(purpose);
@@ -293,10 +298,14 @@ inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
         value_bounds bounds{true, 0, 0, overflow_threshold(type.range.hi)};
         if (type.storage == "bfloat16") {
             bounds.digits = 8;
-            bounds.rounded = [](double v) { return static_cast<double>(bfloat16::from_float(static_cast<float>(v)).to_float()); };
+            bounds.rounded = [](double v) {
+                return static_cast<double>(bfloat16::from_float(static_cast<float>(v)).to_float());
+            };
         } else if (type.storage == "half") {
             bounds.digits = 11;
-            bounds.rounded = [](double v) { return static_cast<double>(half::from_float(static_cast<float>(v)).to_float()); };
+            bounds.rounded = [](double v) {
+                return static_cast<double>(half::from_float(static_cast<float>(v)).to_float());
+            };
         } else {  // float, complex<float>
             bounds.digits = 24;
             bounds.rounded = [](double v) { return static_cast<double>(static_cast<float>(v)); };
@@ -306,8 +315,9 @@ inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
     if (type.category != dtype_category::integer && type.category != dtype_category::quantized) return std::nullopt;
     const unsigned bits = static_cast<unsigned>(type.element_size * 8);
     if (bits >= 64) return std::nullopt;
-    value_bounds bounds = type.is_signed ? value_bounds{false, -(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1, 0}
-                                         : value_bounds{false, 0, (std::int64_t{1} << bits) - 1, 0};
+    value_bounds bounds =
+        type.is_signed ? value_bounds{false, -(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1, 0}
+                       : value_bounds{false, 0, (std::int64_t{1} << bits) - 1, 0};
     // A dtype whose codes are fewer than its storage holds (QuantizedS1: 0 and 1 in an int8).
     bounds.lo = std::max(bounds.lo, static_cast<std::int64_t>(type.range.lo));
     bounds.hi = std::min(bounds.hi, static_cast<std::int64_t>(type.range.hi));
@@ -331,12 +341,14 @@ constexpr bool codes_narrower_than_storage(const dtype_info& type) noexcept {
 /// "16777217 (not held exactly: it would become 16777216)": an integer a float dtype does not hold.
 template <class Integer>
 std::string inexact_text(Integer value, const value_bounds& bounds) {
-    const std::string rounded = bounds.rounded ? number_text(bounds.rounded(static_cast<double>(value))) : std::string("another value");
+    const std::string rounded =
+        bounds.rounded ? number_text(bounds.rounded(static_cast<double>(value))) : std::string("another value");
     return std::to_string(value) + " (not held exactly: it would become " + rounded + ")";
 }
 
 /// The value_range_error for a value that is not one of a packed or narrow-coded dtype's codes.
-[[noreturn]] inline void throw_invalid_code(const dtype_info& type, const std::string& value, const std::string& index) {
+[[noreturn]] inline void throw_invalid_code(const dtype_info& type, const std::string& value,
+                                            const std::string& index) {
     throw value_range_error(std::string(type.name) + ": value " + value + " at index " + index + " is not valid (" +
                             std::string(type.name) + " holds " + valid_set_text(type) + ")");
 }
@@ -344,9 +356,10 @@ std::string inexact_text(Integer value, const value_bounds& bounds) {
 /// first_unfit_value for an aligned, native, C-contiguous integer array into a float dtype, read in the
 /// array's own width: the range (for narrow floats) and exactness in one pass. nullopt when the array is
 /// not such an array (the general path then widens it); an optional holding nullopt when every value fits.
-inline std::optional<std::optional<std::pair<std::size_t, std::string>>> first_unfit_integer_for_float(PyArrayObject* array,
-                                                                                                      const value_bounds& bounds) {
-    if (!PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) return std::nullopt;
+inline std::optional<std::optional<std::pair<std::size_t, std::string>>> first_unfit_integer_for_float(
+    PyArrayObject* array, const value_bounds& bounds) {
+    if (!PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array))
+        return std::nullopt;
     const char kind = descr_kind(PyArray_DESCR(array));
     const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
     const double integer_limit = std::ceil(bounds.overflow) - 1;
@@ -382,10 +395,11 @@ inline std::optional<std::optional<std::pair<std::size_t, std::string>>> first_u
 /// `bounds`: its index and its text. Integers are read as int64 / uint64 and
 /// floats as double (long double when wider), complex numbers part by part;
 /// other kinds are numpy's to judge.
-inline std::optional<std::pair<std::size_t, std::string>> first_unfit_value(PyArrayObject* array, const value_bounds& bounds) {
+inline std::optional<std::pair<std::size_t, std::string>> first_unfit_value(PyArrayObject* array,
+                                                                            const value_bounds& bounds) {
     const char kind = descr_kind(PyArray_DESCR(array));
     const bool wide_float = PyArray_ITEMSIZE(array) > (kind == 'c' ? 16 : 8);
-    const int wide_type = kind == 'i' ? NPY_INT64
+    const int wide_type = kind == 'i'   ? NPY_INT64
                           : kind == 'u' ? NPY_UINT64
                           : kind == 'f' ? (wide_float ? NPY_LONGDOUBLE : NPY_DOUBLE)
                           : kind == 'c' ? (wide_float ? NPY_CLONGDOUBLE : NPY_CDOUBLE)
@@ -410,36 +424,41 @@ inline std::optional<std::pair<std::size_t, std::string>> first_unfit_value(PyAr
             bad = first_outside<std::int64_t>(in, n, -limit, limit);
         }
         if (bad != n) return std::pair{bad, std::to_string(in[bad])};
-        if (bounds.floating && (bad = first_inexact(in, n, bounds.digits)) != n) return std::pair{bad, inexact_text(in[bad], bounds)};
+        if (bounds.floating && (bad = first_inexact(in, n, bounds.digits)) != n)
+            return std::pair{bad, inexact_text(in[bad], bounds)};
     } else if (kind == 'u') {
         const auto* in = static_cast<const std::uint64_t*>(data);
-        const auto hi = bounds.floating ? (integer_limit < 1.8e19 ? static_cast<std::uint64_t>(integer_limit) : ~std::uint64_t{0})
-                                        : static_cast<std::uint64_t>(std::max<std::int64_t>(bounds.hi, 0));
+        const auto hi = bounds.floating
+                            ? (integer_limit < 1.8e19 ? static_cast<std::uint64_t>(integer_limit) : ~std::uint64_t{0})
+                            : static_cast<std::uint64_t>(std::max<std::int64_t>(bounds.hi, 0));
         bad = first_outside<std::uint64_t>(in, n, 0, hi);  // every integer bound's lo is <= 0
         if (bad != n) return std::pair{bad, std::to_string(in[bad])};
-        if (bounds.floating && (bad = first_inexact(in, n, bounds.digits)) != n) return std::pair{bad, inexact_text(in[bad], bounds)};
+        if (bounds.floating && (bad = first_inexact(in, n, bounds.digits)) != n)
+            return std::pair{bad, inexact_text(in[bad], bounds)};
     } else {
         auto check = [&](const auto* in) {
             using real = std::remove_cv_t<std::remove_pointer_t<decltype(in)>>;
-            return bounds.floating ? first_overflow<real>(in, n, static_cast<real>(bounds.overflow))
-                                   : first_outside<real>(in, n, static_cast<real>(bounds.lo), static_cast<real>(bounds.hi));
+            return bounds.floating
+                       ? first_overflow<real>(in, n, static_cast<real>(bounds.overflow))
+                       : first_outside<real>(in, n, static_cast<real>(bounds.lo), static_cast<real>(bounds.hi));
         };
         if (wide_float) {
             const auto* in = static_cast<const long double*>(data);
             bad = check(in);
             if (bad == n) return std::nullopt;
             if (kind == 'c') bad -= bad % 2;
-            return std::pair{kind == 'c' ? bad / 2 : bad,
-                             kind == 'c' ? "(" + number_text(static_cast<double>(in[bad])) + "+" +
-                                               number_text(static_cast<double>(in[bad + 1])) + "j)"
-                                         : number_text(static_cast<double>(in[bad]))};
+            return std::pair{kind == 'c' ? bad / 2 : bad, kind == 'c'
+                                                              ? "(" + number_text(static_cast<double>(in[bad])) + "+" +
+                                                                    number_text(static_cast<double>(in[bad + 1])) + "j)"
+                                                              : number_text(static_cast<double>(in[bad]))};
         }
         const auto* in = static_cast<const double*>(data);
         bad = check(in);
         if (bad == n) return std::nullopt;
         if (kind == 'c') bad -= bad % 2;
-        return std::pair{kind == 'c' ? bad / 2 : bad,
-                         kind == 'c' ? "(" + number_text(in[bad]) + "+" + number_text(in[bad + 1]) + "j)" : number_text(in[bad])};
+        return std::pair{
+            kind == 'c' ? bad / 2 : bad,
+            kind == 'c' ? "(" + number_text(in[bad]) + "+" + number_text(in[bad + 1]) + "j)" : number_text(in[bad])};
     }
     return std::nullopt;
 }
@@ -448,8 +467,8 @@ inline std::optional<std::pair<std::size_t, std::string>> first_unfit_value(PyAr
 /// first value that does not fit is an error naming index and value.
 /// check_first: every value is checked before the first is written, so a bad
 /// value leaves `out` untouched (for copy_into; costs a second read).
-inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing mode, const tensor_layout& layout,
-                        bool check_first = false) {
+inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing mode,
+                        const tensor_layout& layout, bool check_first = false) {
     const bool to_int = target.id() == dtype_enum::Int32;
     const int type_num = descr_type_num(PyArray_DESCR(array));
     const bool wide_source = PyArray_ITEMSIZE(array) == 8 &&
@@ -493,13 +512,13 @@ inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, na
             rest /= plan.shape[k];
         }
         const auto* at = static_cast<const unsigned char*>(data) + offset;
-        const std::string value =
-            to_int ? std::to_string(swap ? narrow_op<std::int64_t, std::int32_t, true>::load(at)
-                                         : narrow_op<std::int64_t, std::int32_t, false>::load(at))
-                   : number_text(swap ? narrow_op<double, float, true>::load(at) : narrow_op<double, float, false>::load(at));
+        const std::string value = to_int ? std::to_string(swap ? narrow_op<std::int64_t, std::int32_t, true>::load(at)
+                                                               : narrow_op<std::int64_t, std::int32_t, false>::load(at))
+                                         : number_text(swap ? narrow_op<double, float, true>::load(at)
+                                                            : narrow_op<double, float, false>::load(at));
         throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
-                          ": value " + value + " at index " + index_text(bad, layout) + " does not fit " +
-                          std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
+                                ": value " + value + " at index " + index_text(bad, layout) + " does not fit " +
+                                std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
     }
 }
 
@@ -520,7 +539,8 @@ inline object low_bits_as_bytes(PyArrayObject* bytes, unsigned bits, bool is_sig
     const unsigned shift = 8 - bits;
     for (std::size_t i = 0; i < n; ++i) {
         const auto low = static_cast<std::uint8_t>(data[i] << shift);
-        data[i] = is_signed ? static_cast<std::uint8_t>(static_cast<std::int8_t>(low) >> shift) : static_cast<std::uint8_t>(low >> shift);
+        data[i] = is_signed ? static_cast<std::uint8_t>(static_cast<std::int8_t>(low) >> shift)
+                            : static_cast<std::uint8_t>(low >> shift);
     }
     PyArray_Descr* descr = PyArray_DescrFromType(is_signed ? NPY_INT8 : NPY_UINT8);
     PyObject* typed = PyArray_View(array, descr, nullptr);
@@ -547,7 +567,8 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
     }
     const char kind = descr_kind(PyArray_DESCR(array));
     if (kind != 'i' && kind != 'u' && kind != 'b') {
-        throw dtype_error(std::string(type.name) + " takes integer values, got numpy " + descr_text(PyArray_DESCR(array)));
+        throw dtype_error(std::string(type.name) + " takes integer values, got numpy " +
+                          descr_text(PyArray_DESCR(array)));
     }
     if (descr_type_num(PyArray_DESCR(array)) == byte_type) return contiguous_copy(array, std::string(type.name));
     if (PyArray_ITEMSIZE(array) == 1 && (kind == 'i') == type.is_signed && kind != 'b') {
@@ -557,7 +578,8 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
     // too, so nothing wraps into a valid code); the packer's own codec judges
     // the value set (and names the index) in pack_values.
     const value_bounds byte_bounds{false, type.is_signed ? -128 : 0, type.is_signed ? 127 : 255, 0};
-    if (const auto unfit = first_unfit_value(array, byte_bounds)) throw_invalid_code(type, unfit->second, index_text(unfit->first, layout));
+    if (const auto unfit = first_unfit_value(array, byte_bounds))
+        throw_invalid_code(type, unfit->second, index_text(unfit->first, layout));
     return contiguous_as(array, byte_type, NPY_UNSAFE_CASTING, std::string(type.name));
 }
 

@@ -23,8 +23,8 @@ namespace detail {
 inline void refuse_requantizing(const std::optional<numpy_dtype_match>& source, const dtype& target) {
     if (!source || !source->type.is_quantized() || source->type == target) return;
     const std::string from = source->type.to_string();
-    throw dtype_error((target.is_quantized() ? "requantizing is not supported: the array is " + from + ", the tensor wants " +
-                                                   target.to_string()
+    throw dtype_error((target.is_quantized() ? "requantizing is not supported: the array is " + from +
+                                                   ", the tensor wants " + target.to_string()
                                              : "the array holds " + from + " codes; converting them to " +
                                                    target.to_string() + " would drop the quantization parameters") +
                       " (take the raw codes with a view of the plain numpy dtype, e.g. a.view(np." +
@@ -74,8 +74,8 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
         // so it converts as a float32 array would, by the same rules on NumPy 1 and 2 whatever casts the
         // user dtype registered (float16, complex64, integers, ...).
         const object as_float = contiguous_as(array, NPY_FLOAT32, NPY_UNSAFE_CASTING, "bfloat16 values");
-        fill_copy(reinterpret_cast<PyArrayObject*>(as_float.get()), numpy_dtype_match{dtype(dtype_enum::Float32), false}, target,
-                  out, layout, packing, options);
+        fill_copy(reinterpret_cast<PyArrayObject*>(as_float.get()),
+                  numpy_dtype_match{dtype(dtype_enum::Float32), false}, target, out, layout, packing, options);
         return;
     }
     const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
@@ -85,9 +85,8 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
         copy_plan plan;
         const std::size_t itemsize = target.info().element_size;
         if (copy_plan_of(array, contiguous, itemsize, plan)) {
-            without_gil_if_large(plan.count() * itemsize, [&] {
-                copy_strided(plan, PyArray_DATA(array), out, itemsize, swap_unit_of(array));
-            });
+            without_gil_if_large(plan.count() * itemsize,
+                                 [&] { copy_strided(plan, PyArray_DATA(array), out, itemsize, swap_unit_of(array)); });
             return;
         }
     }
@@ -101,8 +100,9 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
     const char kind = descr_kind(PyArray_DESCR(array));
     const std::optional<value_bounds> bounds = storage_bounds(target.info());
     const bool into_complex = target.info().category == dtype_category::complex;
-    const bool value_checked = options.narrow == narrowing::checked && !same && bounds &&
-                               (kind == 'i' || kind == 'u' || (kind == 'f' && bounds->floating) || (kind == 'c' && into_complex));
+    const bool value_checked =
+        options.narrow == narrowing::checked && !same && bounds &&
+        (kind == 'i' || kind == 'u' || (kind == 'f' && bounds->floating) || (kind == 'c' && into_complex));
     if (value_checked && target.id() == dtype_enum::Float32 && (kind == 'i' || kind == 'u') &&
         PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array) &&
         static_cast<std::size_t>(PyArray_NDIM(array)) == layout.ndim) {
@@ -124,8 +124,9 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
             default: bad = n + 1; break;  // narrower integers: always exact, numpy's cast below
         }
         if (bad < n) {
-            throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to Float32: value " + value + " at index " +
-                                    index_text(bad, layout) + " does not fit Float32 (narrowing='checked'; 'wrap' casts anyway)");
+            throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to Float32: value " + value +
+                                    " at index " + index_text(bad, layout) +
+                                    " does not fit Float32 (narrowing='checked'; 'wrap' casts anyway)");
         }
         if (bad == n) return;
     }
@@ -136,9 +137,12 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
     object view = array_over(target, out, contiguous, true, user_dtype_choice::own);
     auto* destination = reinterpret_cast<PyArrayObject*>(view.get());
     if (!PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), casting)) {
-        const char* word = casting == NPY_SAFE_CASTING ? "safe" : casting == NPY_SAME_KIND_CASTING ? "same_kind" : "unsafe";
-        const char* advice = options.narrow == narrowing::reject    ? " (narrowing='reject' allows no cast that can lose values; "
-                                                                      "'checked' checks every value, 'wrap' casts anyway)"
+        const char* word = casting == NPY_SAFE_CASTING        ? "safe"
+                           : casting == NPY_SAME_KIND_CASTING ? "same_kind"
+                                                              : "unsafe";
+        const char* advice = options.narrow == narrowing::reject
+                                 ? " (narrowing='reject' allows no cast that can lose values; "
+                                   "'checked' checks every value, 'wrap' casts anyway)"
                              : options.narrow == narrowing::checked ? " (narrowing='wrap' allows any cast numpy has)"
                                                                     : " (numpy has no cast between them)";
         throw dtype_error("cannot cast numpy " + descr_text(PyArray_DESCR(array)) + " to " + target.to_string() +
@@ -146,9 +150,10 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
     }
     if (value_checked && !PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), NPY_SAFE_CASTING)) {
         if (const auto unfit = first_unfit_value(array, *bounds)) {
-            throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
-                              ": value " + unfit->second + " at index " + index_text(unfit->first, layout) +
-                              " does not fit " + std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
+            throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " +
+                                    std::string(target.name()) + ": value " + unfit->second + " at index " +
+                                    index_text(unfit->first, layout) + " does not fit " + std::string(target.name()) +
+                                    " (narrowing='checked'; 'wrap' casts anyway)");
         }
     }
     // numpy's copy loops release the GIL themselves for large copies.
@@ -175,7 +180,8 @@ inline object as_array(PyObject* obj) {
     object made = given ? object::borrow(obj) : object::steal(array);
     const char kind = descr_kind(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array)));
     if (kind == 'O' || kind == 'U' || kind == 'S') {
-        throw dtype_error(given ? "expected an array of numbers, got a numpy " + descr_text(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array))) + " array"
+        throw dtype_error(given ? "expected an array of numbers, got a numpy " +
+                                      descr_text(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array))) + " array"
                                 : "expected an array-like of numbers, got " + std::string(Py_TYPE(obj)->tp_name));
     }
     return made;

@@ -4,7 +4,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
-#include <npybridge/detail/user_dtype_kinds.hpp>
+#include <npybridge/detail/user_dtype_scalars.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/core/scalar_types.hpp>
@@ -82,18 +82,18 @@ inline bfloat16 next_after(bfloat16 from, bfloat16 to) noexcept {
             return expression;                 \
         }                                      \
     }
-#define NPYBRIDGE_BF16_BINARY(name, expression)        \
-    struct name {                                      \
+#define NPYBRIDGE_BF16_BINARY(name, expression)         \
+    struct name {                                       \
         static bfloat16 apply(bfloat16 x, bfloat16 y) { \
-            const float a = f(x), b = f(y);            \
-            (void)a;                                   \
-            (void)b;                                   \
-            return expression;                         \
-        }                                              \
+            const float a = f(x), b = f(y);             \
+            (void)a;                                    \
+            (void)b;                                    \
+            return expression;                          \
+        }                                               \
     }
 NPYBRIDGE_BF16_BINARY(add, bf(a + b));
 NPYBRIDGE_BF16_BINARY(subtract, bf(a - b));
-NPYBRIDGE_BF16_BINARY(multiply, bf(a * b));
+NPYBRIDGE_BF16_BINARY(multiply, bf(a* b));
 NPYBRIDGE_BF16_BINARY(divide, bf(a / b));
 NPYBRIDGE_BF16_BINARY(floor_divide, bf(floored_divmod(a, b).first));
 NPYBRIDGE_BF16_BINARY(remainder, bf(floored_divmod(a, b).second));
@@ -111,14 +111,14 @@ NPYBRIDGE_BF16_BINARY(minimum, pick(is_nan(x), std::isless(a, b), x, y));
 NPYBRIDGE_BF16_BINARY(fmax, pick(is_nan(y), std::isgreater(a, b), x, y));
 NPYBRIDGE_BF16_BINARY(fmin, pick(is_nan(y), std::isless(a, b), x, y));
 NPYBRIDGE_BF16_BINARY(heaviside, is_nan(x) ? x : magnitude(x) == 0 ? y : bf((x.bits & sign_bit) ? 0.0f : 1.0f));
-NPYBRIDGE_BF16_BINARY(logaddexp, a == b ? bf(a + std::log(2.0f))  // equal infinities stay infinite
+NPYBRIDGE_BF16_BINARY(logaddexp, a == b                 ? bf(a + std::log(2.0f))  // equal infinities stay infinite
                                  : std::isgreater(a, b) ? bf(a + std::log1p(std::exp(b - a)))
-                                 : std::isless(a, b) ? bf(b + std::log1p(std::exp(a - b)))
-                                         : bf(std::numeric_limits<float>::quiet_NaN()));
-NPYBRIDGE_BF16_BINARY(logaddexp2, a == b ? bf(a + 1.0f)
+                                 : std::isless(a, b)    ? bf(b + std::log1p(std::exp(a - b)))
+                                                        : bf(std::numeric_limits<float>::quiet_NaN()));
+NPYBRIDGE_BF16_BINARY(logaddexp2, a == b                 ? bf(a + 1.0f)
                                   : std::isgreater(a, b) ? bf(a + std::log1p(std::exp2(b - a)) / std::log(2.0f))
-                                  : std::isless(a, b) ? bf(b + std::log1p(std::exp2(a - b)) / std::log(2.0f))
-                                          : bf(std::numeric_limits<float>::quiet_NaN()));
+                                  : std::isless(a, b)    ? bf(b + std::log1p(std::exp2(a - b)) / std::log(2.0f))
+                                                         : bf(std::numeric_limits<float>::quiet_NaN()));
 
 NPYBRIDGE_BF16_UNARY(negative, with_bits(x.bits ^ sign_bit));
 NPYBRIDGE_BF16_UNARY(positive, x);
@@ -137,7 +137,7 @@ NPYBRIDGE_BF16_UNARY(log2, bf(std::log2(v)));
 NPYBRIDGE_BF16_UNARY(log10, bf(std::log10(v)));
 NPYBRIDGE_BF16_UNARY(log1p, bf(std::log1p(v)));
 NPYBRIDGE_BF16_UNARY(sqrt, bf(std::sqrt(v)));
-NPYBRIDGE_BF16_UNARY(square, bf(v * v));
+NPYBRIDGE_BF16_UNARY(square, bf(v* v));
 NPYBRIDGE_BF16_UNARY(cbrt, bf(std::cbrt(v)));
 NPYBRIDGE_BF16_UNARY(reciprocal, bf(1.0f / v));
 NPYBRIDGE_BF16_UNARY(sin, bf(std::sin(v)));
@@ -152,22 +152,40 @@ NPYBRIDGE_BF16_UNARY(tanh, bf(std::tanh(v)));
 NPYBRIDGE_BF16_UNARY(arcsinh, bf(std::asinh(v)));
 NPYBRIDGE_BF16_UNARY(arccosh, bf(std::acosh(v)));
 NPYBRIDGE_BF16_UNARY(arctanh, bf(std::atanh(v)));
-NPYBRIDGE_BF16_UNARY(deg2rad, bf(v * static_cast<float>(3.14159265358979323846 / 180.0)));
-NPYBRIDGE_BF16_UNARY(rad2deg, bf(v * static_cast<float>(180.0 / 3.14159265358979323846)));
+NPYBRIDGE_BF16_UNARY(deg2rad, bf(v* static_cast<float>(3.14159265358979323846 / 180.0)));
+NPYBRIDGE_BF16_UNARY(rad2deg, bf(v* static_cast<float>(180.0 / 3.14159265358979323846)));
 #undef NPYBRIDGE_BF16_UNARY
 #undef NPYBRIDGE_BF16_BINARY
 
 // The ufuncs whose results are not bfloat16.
-struct is_finite { static npy_bool apply(bfloat16 x) { return std::isfinite(f(x)); } };
-struct is_inf { static npy_bool apply(bfloat16 x) { return std::isinf(f(x)); } };
-struct is_nan_op { static npy_bool apply(bfloat16 x) { return is_nan(x); } };
-struct signbit { static npy_bool apply(bfloat16 x) { return (x.bits & sign_bit) != 0; } };
+struct is_finite {
+    static npy_bool apply(bfloat16 x) { return std::isfinite(f(x)); }
+};
+struct is_inf {
+    static npy_bool apply(bfloat16 x) { return std::isinf(f(x)); }
+};
+struct is_nan_op {
+    static npy_bool apply(bfloat16 x) { return is_nan(x); }
+};
+struct signbit {
+    static npy_bool apply(bfloat16 x) { return (x.bits & sign_bit) != 0; }
+};
 // Truth is "not zero" (NaN is true), as for float.
-struct logical_not { static npy_bool apply(bfloat16 x) { return magnitude(x) == 0; } };
-struct logical_and { static npy_bool apply(bfloat16 x, bfloat16 y) { return magnitude(x) != 0 && magnitude(y) != 0; } };
-struct logical_or { static npy_bool apply(bfloat16 x, bfloat16 y) { return magnitude(x) != 0 || magnitude(y) != 0; } };
-struct logical_xor { static npy_bool apply(bfloat16 x, bfloat16 y) { return (magnitude(x) != 0) != (magnitude(y) != 0); } };
-struct ldexp { static bfloat16 apply(bfloat16 x, int e) { return bf(std::ldexp(f(x), e)); } };
+struct logical_not {
+    static npy_bool apply(bfloat16 x) { return magnitude(x) == 0; }
+};
+struct logical_and {
+    static npy_bool apply(bfloat16 x, bfloat16 y) { return magnitude(x) != 0 && magnitude(y) != 0; }
+};
+struct logical_or {
+    static npy_bool apply(bfloat16 x, bfloat16 y) { return magnitude(x) != 0 || magnitude(y) != 0; }
+};
+struct logical_xor {
+    static npy_bool apply(bfloat16 x, bfloat16 y) { return (magnitude(x) != 0) != (magnitude(y) != 0); }
+};
+struct ldexp {
+    static bfloat16 apply(bfloat16 x, int e) { return bf(std::ldexp(f(x), e)); }
+};
 struct frexp {
     static std::pair<bfloat16, int> apply(bfloat16 x) {
         int e = 0;
@@ -196,8 +214,10 @@ struct divmod {
 /// NumPy's type number of a ufunc loop's element type: bfloat16 (this interpreter's), bool or C int.
 template <class Element>
 int element_type_num() {
-    if constexpr (std::is_same_v<Element, bfloat16>) return bf16_kind::type_num();
-    else if constexpr (std::is_same_v<Element, npy_bool>) return NPY_BOOL;
+    if constexpr (std::is_same_v<Element, bfloat16>)
+        return bf16_user_dtype::type_num();
+    else if constexpr (std::is_same_v<Element, npy_bool>)
+        return NPY_BOOL;
     else {
         static_assert(std::is_same_v<Element, int>, "npybridge: a bfloat16 ufunc loop reads bfloat16, bool or int");
         return NPY_INT;
@@ -263,8 +283,10 @@ struct bf16_loop {
         bool contiguous = true;
         for (int k = 0; k < inputs + outputs; ++k) contiguous = contiguous && steps[k] == dense[k];
         // Contiguous arrays (the common case) run with constant steps, which the compiler can vectorize.
-        if (contiguous) run(args, dimensions[0], dense, std::index_sequence_for<In...>{});
-        else run(args, dimensions[0], steps, std::index_sequence_for<In...>{});
+        if (contiguous)
+            run(args, dimensions[0], dense, std::index_sequence_for<In...>{});
+        else
+            run(args, dimensions[0], steps, std::index_sequence_for<In...>{});
     }
     static bool register_for(PyObject* numpy, const char* name) {
         int types[4] = {};
@@ -283,7 +305,7 @@ struct bf16_loop {
             PyErr_Format(PyExc_RuntimeError, "npybridge: numpy.%s is not a ufunc of %d arguments", name, k);
             return false;
         }
-        return PyUFunc_RegisterLoopForType(u, bf16_kind::type_num(), call, types, nullptr) == 0;
+        return PyUFunc_RegisterLoopForType(u, bf16_user_dtype::type_num(), call, types, nullptr) == 0;
     }
 };
 
@@ -309,33 +331,22 @@ inline bool register_bfloat16_ufuncs() {
            bf16_loop<m::fmod, b, b>::register_for(np, "fmod") &&
            bf16_loop<m::divmod, b, b>::register_for(np, "divmod") &&
            bf16_loop<m::absolute, b>::register_for(np, "absolute") &&
-           bf16_loop<m::absolute, b>::register_for(np, "fabs") &&
-           bf16_loop<m::rint, b>::register_for(np, "rint") &&
+           bf16_loop<m::absolute, b>::register_for(np, "fabs") && bf16_loop<m::rint, b>::register_for(np, "rint") &&
            bf16_loop<m::sign, b>::register_for(np, "sign") &&
            bf16_loop<m::heaviside, b, b>::register_for(np, "heaviside") &&
-           bf16_loop<m::positive, b>::register_for(np, "conjugate") &&
-           bf16_loop<m::exp, b>::register_for(np, "exp") &&
-           bf16_loop<m::exp2, b>::register_for(np, "exp2") &&
-           bf16_loop<m::expm1, b>::register_for(np, "expm1") &&
-           bf16_loop<m::log, b>::register_for(np, "log") &&
-           bf16_loop<m::log2, b>::register_for(np, "log2") &&
-           bf16_loop<m::log10, b>::register_for(np, "log10") &&
-           bf16_loop<m::log1p, b>::register_for(np, "log1p") &&
-           bf16_loop<m::sqrt, b>::register_for(np, "sqrt") &&
-           bf16_loop<m::square, b>::register_for(np, "square") &&
+           bf16_loop<m::positive, b>::register_for(np, "conjugate") && bf16_loop<m::exp, b>::register_for(np, "exp") &&
+           bf16_loop<m::exp2, b>::register_for(np, "exp2") && bf16_loop<m::expm1, b>::register_for(np, "expm1") &&
+           bf16_loop<m::log, b>::register_for(np, "log") && bf16_loop<m::log2, b>::register_for(np, "log2") &&
+           bf16_loop<m::log10, b>::register_for(np, "log10") && bf16_loop<m::log1p, b>::register_for(np, "log1p") &&
+           bf16_loop<m::sqrt, b>::register_for(np, "sqrt") && bf16_loop<m::square, b>::register_for(np, "square") &&
            bf16_loop<m::cbrt, b>::register_for(np, "cbrt") &&
            bf16_loop<m::reciprocal, b>::register_for(np, "reciprocal") &&
-           bf16_loop<m::sin, b>::register_for(np, "sin") &&
-           bf16_loop<m::cos, b>::register_for(np, "cos") &&
-           bf16_loop<m::tan, b>::register_for(np, "tan") &&
-           bf16_loop<m::arcsin, b>::register_for(np, "arcsin") &&
-           bf16_loop<m::arccos, b>::register_for(np, "arccos") &&
-           bf16_loop<m::arctan, b>::register_for(np, "arctan") &&
+           bf16_loop<m::sin, b>::register_for(np, "sin") && bf16_loop<m::cos, b>::register_for(np, "cos") &&
+           bf16_loop<m::tan, b>::register_for(np, "tan") && bf16_loop<m::arcsin, b>::register_for(np, "arcsin") &&
+           bf16_loop<m::arccos, b>::register_for(np, "arccos") && bf16_loop<m::arctan, b>::register_for(np, "arctan") &&
            bf16_loop<m::arctan2, b, b>::register_for(np, "arctan2") &&
-           bf16_loop<m::hypot, b, b>::register_for(np, "hypot") &&
-           bf16_loop<m::sinh, b>::register_for(np, "sinh") &&
-           bf16_loop<m::cosh, b>::register_for(np, "cosh") &&
-           bf16_loop<m::tanh, b>::register_for(np, "tanh") &&
+           bf16_loop<m::hypot, b, b>::register_for(np, "hypot") && bf16_loop<m::sinh, b>::register_for(np, "sinh") &&
+           bf16_loop<m::cosh, b>::register_for(np, "cosh") && bf16_loop<m::tanh, b>::register_for(np, "tanh") &&
            bf16_loop<m::arcsinh, b>::register_for(np, "arcsinh") &&
            bf16_loop<m::arccosh, b>::register_for(np, "arccosh") &&
            bf16_loop<m::arctanh, b>::register_for(np, "arctanh") &&
@@ -343,8 +354,7 @@ inline bool register_bfloat16_ufuncs() {
            bf16_loop<m::rad2deg, b>::register_for(np, "rad2deg") &&
            bf16_loop<m::maximum, b, b>::register_for(np, "maximum") &&
            bf16_loop<m::minimum, b, b>::register_for(np, "minimum") &&
-           bf16_loop<m::fmax, b, b>::register_for(np, "fmax") &&
-           bf16_loop<m::fmin, b, b>::register_for(np, "fmin") &&
+           bf16_loop<m::fmax, b, b>::register_for(np, "fmax") && bf16_loop<m::fmin, b, b>::register_for(np, "fmin") &&
            bf16_loop<m::logical_and, b, b>::register_for(np, "logical_and") &&
            bf16_loop<m::logical_or, b, b>::register_for(np, "logical_or") &&
            bf16_loop<m::logical_xor, b, b>::register_for(np, "logical_xor") &&
@@ -354,12 +364,9 @@ inline bool register_bfloat16_ufuncs() {
            bf16_loop<m::is_nan_op, b>::register_for(np, "isnan") &&
            bf16_loop<m::signbit, b>::register_for(np, "signbit") &&
            bf16_loop<m::copysign, b, b>::register_for(np, "copysign") &&
-           bf16_loop<m::modf, b>::register_for(np, "modf") &&
-           bf16_loop<m::ldexp, b, int>::register_for(np, "ldexp") &&
-           bf16_loop<m::frexp, b>::register_for(np, "frexp") &&
-           bf16_loop<m::floor, b>::register_for(np, "floor") &&
-           bf16_loop<m::ceil, b>::register_for(np, "ceil") &&
-           bf16_loop<m::trunc, b>::register_for(np, "trunc") &&
+           bf16_loop<m::modf, b>::register_for(np, "modf") && bf16_loop<m::ldexp, b, int>::register_for(np, "ldexp") &&
+           bf16_loop<m::frexp, b>::register_for(np, "frexp") && bf16_loop<m::floor, b>::register_for(np, "floor") &&
+           bf16_loop<m::ceil, b>::register_for(np, "ceil") && bf16_loop<m::trunc, b>::register_for(np, "trunc") &&
            bf16_loop<m::nextafter, b, b>::register_for(np, "nextafter") &&
            bf16_loop<m::spacing, b>::register_for(np, "spacing");
 }
@@ -391,34 +398,37 @@ inline void bf16_dot(void* a, npy_intp a_stride, void* b, npy_intp b_stride, voi
 /// the ufunc loops above, or promotes as NumPy promotes: bf16 + 2.0 is float32 there, as with ml_dtypes).
 template <class Op, binaryfunc PyNumberMethods::*Slot>
 PyObject* bf16_scalar_binary(PyObject* a, PyObject* b) {
-    if (is_scalar<bf16_kind>(a) && is_scalar<bf16_kind>(b)) {
-        return scalar_new_value<bf16_kind>(Op::apply(scalar_value<bf16_kind>(a), scalar_value<bf16_kind>(b)));
+    if (is_scalar<bf16_user_dtype>(a) && is_scalar<bf16_user_dtype>(b)) {
+        return scalar_new_value<bf16_user_dtype>(
+            Op::apply(scalar_value<bf16_user_dtype>(a), scalar_value<bf16_user_dtype>(b)));
     }
     return (PyArray_Type.tp_as_number->*Slot)(a, b);
 }
 
 inline PyObject* bf16_scalar_negative(PyObject* self) {
-    return scalar_new_value<bf16_kind>(bf16_math::negative::apply(scalar_value<bf16_kind>(self)));
+    return scalar_new_value<bf16_user_dtype>(bf16_math::negative::apply(scalar_value<bf16_user_dtype>(self)));
 }
 
 /// Comparisons give numpy.bool_; against sequences and arrays they broadcast as NumPy's scalars do; == and
 /// != with strings or objects that are no numbers give NotImplemented (so Python answers False / True).
 inline PyObject* bf16_scalar_richcompare(PyObject* a, PyObject* b, int op) {
-    if (!is_scalar<bf16_kind>(a) || !is_scalar<bf16_kind>(b)) {
-        if ((op == Py_EQ || op == Py_NE) &&
-            (PyUnicode_Check(b) || PyBytes_Check(b) || (!PyNumber_Check(b) && !PyArray_Check(b) && !PySequence_Check(b)))) {
+    if (!is_scalar<bf16_user_dtype>(a) || !is_scalar<bf16_user_dtype>(b)) {
+        if ((op == Py_EQ || op == Py_NE) && (PyUnicode_Check(b) || PyBytes_Check(b) ||
+                                             (!PyNumber_Check(b) && !PyArray_Check(b) && !PySequence_Check(b)))) {
             Py_RETURN_NOTIMPLEMENTED;
         }
         return PyGenericArrType_Type.tp_richcompare(a, b, op);
     }
-    if (op != Py_EQ && op != Py_NE && op != Py_LT && op != Py_LE && op != Py_GT && op != Py_GE) Py_RETURN_NOTIMPLEMENTED;
-    const bool r = compare_quietly(op, scalar_value<bf16_kind>(a).to_float(), scalar_value<bf16_kind>(b).to_float());
+    if (op != Py_EQ && op != Py_NE && op != Py_LT && op != Py_LE && op != Py_GT && op != Py_GE)
+        Py_RETURN_NOTIMPLEMENTED;
+    const bool r =
+        compare_quietly(op, scalar_value<bf16_user_dtype>(a).to_float(), scalar_value<bf16_user_dtype>(b).to_float());
     PyArrayScalar_RETURN_BOOL_FROM_LONG(r);
 }
 
 /// As float's hash: equal values hash equal to the float, NaNs by identity (Python 3.10's rule for float).
 inline Py_hash_t bf16_scalar_hash(PyObject* self) {
-    const bfloat16 v = scalar_value<bf16_kind>(self);
+    const bfloat16 v = scalar_value<bf16_user_dtype>(self);
     if (bf16_math::is_nan(v)) return PyBaseObject_Type.tp_hash(self);
     object number = object::steal(PyFloat_FromDouble(v.to_float()));
     return number ? PyObject_Hash(number.get()) : -1;
@@ -430,7 +440,7 @@ inline PyObject* bf16_scalar_format(PyObject* self, PyObject* spec) {
         PyErr_Format(PyExc_TypeError, "__format__() argument 1 must be str, not %s", Py_TYPE(spec)->tp_name);
         return nullptr;
     }
-    object number = object::steal(PyFloat_FromDouble(scalar_value<bf16_kind>(self).to_float()));
+    object number = object::steal(PyFloat_FromDouble(scalar_value<bf16_user_dtype>(self).to_float()));
     return number ? PyObject_Format(number.get(), spec) : nullptr;
 }
 
@@ -441,14 +451,14 @@ inline PyObject* bf16_scalar_new(PyTypeObject* type, PyObject* args, PyObject* k
         PyObject* value = PyTuple_GET_ITEM(args, 0);
         if (PyArray_Check(value) && PyArray_NDIM(reinterpret_cast<PyArrayObject*>(value)) > 0) {
             auto* array = reinterpret_cast<PyArrayObject*>(value);
-            if (PyArray_TYPE(array) == bf16_kind::type_num()) {
+            if (PyArray_TYPE(array) == bf16_user_dtype::type_num()) {
                 Py_INCREF(value);
                 return value;
             }
-            return PyArray_Cast(array, bf16_kind::type_num());
+            return PyArray_Cast(array, bf16_user_dtype::type_num());
         }
     }
-    return scalar_tp_new<bf16_kind>(type, args, kwargs);
+    return scalar_tp_new<bf16_user_dtype>(type, args, kwargs);
 }
 
 }  // namespace detail

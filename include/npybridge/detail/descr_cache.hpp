@@ -1,4 +1,4 @@
-// npybridge/detail/descr_cache.hpp — the caches behind from_numpy / to_numpy: numpy dtype objects already
+// npybridge/detail/descr_cache.hpp — the caches behind from_numpy_dtype / to_numpy_dtype: numpy dtype objects already
 // read (valid while their mgb_dtype dict is unchanged) and made, dropped at interpreter exit.
 #pragma once
 
@@ -50,7 +50,8 @@ public:
     /// The stamp of `descr`'s mgb_dtype dict as it is now (empty without one).
     explicit metadata_stamp(PyArray_Descr* descr) noexcept {
         PyObject* metadata = descr_metadata(descr);
-        PyObject* fields = metadata && PyDict_Check(metadata) ? PyDict_GetItemWithError(metadata, key_object("mgb_dtype")) : nullptr;
+        PyObject* fields =
+            metadata && PyDict_Check(metadata) ? PyDict_GetItemWithError(metadata, key_object("mgb_dtype")) : nullptr;
         if (fields == nullptr || !PyDict_Check(fields)) {
             PyErr_Clear();
             return;
@@ -197,8 +198,9 @@ inline void ensure_cleanup_registered() {
     static PyMethodDef def = {"_npybridge_clear_dtype_caches", clear_caches, METH_NOARGS, nullptr};
     object function = object::steal(PyCFunction_New(&def, nullptr));
     object atexit = object::steal(PyImport_ImportModule("atexit"));
-    object done = (function && atexit) ? object::steal(PyObject_CallMethod(atexit.get(), "register", "O", function.get()))
-                                       : object{};
+    object done = (function && atexit)
+                      ? object::steal(PyObject_CallMethod(atexit.get(), "register", "O", function.get()))
+                      : object{};
     if (!done) {
         PyErr_Clear();  // without the hook the caches only keep a few dtypes alive until exit
         return;

@@ -73,7 +73,8 @@ inline object dlpack_capsule_of(PyObject* obj) {
     if (capsule == nullptr) {
         if (PyErr_ExceptionMatches(PyExc_AttributeError) && !PyObject_HasAttr(obj, method)) {
             PyErr_Clear();
-            throw conversion_error("from_dlpack: " + safe_repr(obj) + " has no __dlpack__ method (not a DLPack producer)");
+            throw conversion_error("from_dlpack: " + safe_repr(obj) +
+                                   " has no __dlpack__ method (not a DLPack producer)");
         }
         throw python_error();
     }
@@ -131,7 +132,8 @@ inline void check_dlpack_view(const dlpack::tensor_view& view, std::uint64_t fla
     const dlpack::data_type type = view.dtype;
     if (type.bits == 0) throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(type) + " has 0 bits");
     if (type.bits < 8 && !is_packed_dlpack_type(type)) {
-        throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(type) + (flags & dlpack::flag_subbyte_padded ? " (padded)" : "") +
+        throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(type) +
+                          (flags & dlpack::flag_subbyte_padded ? " (padded)" : "") +
                           " has no MegDNN dtype (sub-byte types npybridge reads: int4, uint4, uint2, uint1)");
     }
     std::size_t count = 1;
@@ -143,7 +145,8 @@ inline void check_dlpack_view(const dlpack::tensor_view& view, std::uint64_t fla
     if (count == 0) return;
     const bool packed = type.bits < 8 && (flags & dlpack::flag_subbyte_padded) == 0;
     // In bits for packed data (element i at bit i * bits), in bytes otherwise.
-    const std::int64_t unit = packed ? type.bits : std::max<std::int64_t>(1, (static_cast<std::int64_t>(type.bits) * type.lanes + 7) / 8);
+    const std::int64_t unit =
+        packed ? type.bits : std::max<std::int64_t>(1, (static_cast<std::int64_t>(type.bits) * type.lanes + 7) / 8);
     std::int64_t reach = 0, contiguous = 1;
     for (std::int32_t i = view.ndim; i-- > 0;) {
         const std::int64_t stride = view.strides != nullptr ? view.strides[i] : contiguous;
@@ -151,14 +154,15 @@ inline void check_dlpack_view(const dlpack::tensor_view& view, std::uint64_t fla
         if (__builtin_mul_overflow(stride < 0 ? -stride : stride, unit, &step) ||
             __builtin_mul_overflow(view.shape[i] - 1, step, &span) || __builtin_add_overflow(reach, span, &reach) ||
             __builtin_mul_overflow(contiguous, view.shape[i], &contiguous) || reach > PTRDIFF_MAX / 2) {
-            throw dlpack_error("from_dlpack: the DLPack tensor's strides[" + std::to_string(i) + "] = " + std::to_string(stride) +
-                               " with shape[" + std::to_string(i) + "] = " + std::to_string(view.shape[i]) +
-                               " reaches past any memory");
+            throw dlpack_error("from_dlpack: the DLPack tensor's strides[" + std::to_string(i) +
+                               "] = " + std::to_string(stride) + " with shape[" + std::to_string(i) +
+                               "] = " + std::to_string(view.shape[i]) + " reaches past any memory");
         }
     }
     std::int64_t end = 0;
     if (view.byte_offset > static_cast<std::uint64_t>(PTRDIFF_MAX) ||
-        __builtin_add_overflow(static_cast<std::int64_t>(view.byte_offset), packed ? reach / 8 + 1 : reach + unit, &end) ||
+        __builtin_add_overflow(static_cast<std::int64_t>(view.byte_offset), packed ? reach / 8 + 1 : reach + unit,
+                               &end) ||
         end > PTRDIFF_MAX / 2) {
         throw dlpack_error("from_dlpack: the DLPack tensor's byte_offset " + std::to_string(view.byte_offset) +
                            " plus its strides' reach " + std::to_string(reach) + " reaches past any memory");
@@ -203,7 +207,8 @@ inline consumed_capsule consume_capsule(PyObject* capsule) {
         result.flags = 0;
         result.owner = owner_handle::adopt(new dlpack_owner_block(managed, false));
     } else {
-        throw dlpack_error("from_dlpack: a capsule named '" + text + "' is not a DLPack tensor ('dltensor' or 'dltensor_versioned')");
+        throw dlpack_error("from_dlpack: a capsule named '" + text +
+                           "' is not a DLPack tensor ('dltensor' or 'dltensor_versioned')");
     }
     result.owner.get()->read_only = (result.flags & dlpack::flag_read_only) != 0;
     return result;
@@ -216,15 +221,27 @@ inline object numpy_descr_for(dlpack::data_type type) {
     using namespace dlpack;
     int type_num = -1;
     switch (type.code) {
-        case int_code: type_num = type.bits == 8 ? NPY_INT8 : type.bits == 16 ? NPY_INT16 : type.bits == 32 ? NPY_INT32
-                                                  : type.bits == 64 ? NPY_INT64 : -1; break;
-        case uint_code: type_num = type.bits == 8 ? NPY_UINT8 : type.bits == 16 ? NPY_UINT16 : type.bits == 32 ? NPY_UINT32
-                                                   : type.bits == 64 ? NPY_UINT64 : -1; break;
-        case float_code: type_num = type.bits == 16 ? NPY_HALF : type.bits == 32 ? NPY_FLOAT : type.bits == 64 ? NPY_DOUBLE : -1; break;
+        case int_code:
+            type_num = type.bits == 8    ? NPY_INT8
+                       : type.bits == 16 ? NPY_INT16
+                       : type.bits == 32 ? NPY_INT32
+                       : type.bits == 64 ? NPY_INT64
+                                         : -1;
+            break;
+        case uint_code:
+            type_num = type.bits == 8    ? NPY_UINT8
+                       : type.bits == 16 ? NPY_UINT16
+                       : type.bits == 32 ? NPY_UINT32
+                       : type.bits == 64 ? NPY_UINT64
+                                         : -1;
+            break;
+        case float_code:
+            type_num = type.bits == 16 ? NPY_HALF : type.bits == 32 ? NPY_FLOAT : type.bits == 64 ? NPY_DOUBLE : -1;
+            break;
         case complex_code: type_num = type.bits == 64 ? NPY_COMPLEX64 : type.bits == 128 ? NPY_COMPLEX128 : -1; break;
         case bool_code: type_num = type.bits == 8 ? NPY_BOOL : -1; break;
         case bfloat_code:
-            if (type.bits == 16) return to_numpy(dtype(dtype_enum::BFloat16), user_dtype_choice::own);
+            if (type.bits == 16) return to_numpy_dtype(dtype(dtype_enum::BFloat16), user_dtype_choice::own);
             break;
         default: break;
     }
@@ -236,8 +253,8 @@ inline object numpy_descr_for(dlpack::data_type type) {
 
 /// A numpy array over imported DLPack memory whose base holds `owner` (so
 /// the deleter runs once numpy and every tensor borrowing from it are done).
-inline object array_over_dlpack(const dlpack::tensor_view& view, PyObject* descr_object, std::size_t itemsize, bool writable,
-                                owner_handle& owner) {
+inline object array_over_dlpack(const dlpack::tensor_view& view, PyObject* descr_object, std::size_t itemsize,
+                                bool writable, owner_handle& owner) {
     npy_intp dims[copy_max_ndim], strides[copy_max_ndim];
     std::int64_t stride = 1;
     bool empty = false;
@@ -250,9 +267,9 @@ inline object array_over_dlpack(const dlpack::tensor_view& view, PyObject* descr
         stride *= view.shape[i] == 0 ? 1 : view.shape[i];
     }
     Py_INCREF(descr_object);
-    PyObject* array = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr_object), view.ndim, dims, strides,
-                                           dlpack_first_byte(view), writable ? NPY_ARRAY_WRITEABLE : 0,
-                                           nullptr);
+    PyObject* array =
+        PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr_object), view.ndim, dims, strides,
+                             dlpack_first_byte(view), writable ? NPY_ARRAY_WRITEABLE : 0, nullptr);
     if (array == nullptr) throw_numpy_failure("from_dlpack: numpy could not describe the DLPack tensor");
     object result = object::steal(array);
     object base = owner_object::wrap(owner);
@@ -270,7 +287,8 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::tensor_view& view, con
                                             const placement_t<Tensor>& where) {
     using adapter = tensor_adapter<Tensor>;
     const std::string what = "from_dlpack: packed DLPack " + dlpack::type_text(view.dtype) + " data";
-    if (!options.type || !options.type->info().is_packed || dlpack_type_of(options.type->info(), true) != std::optional(view.dtype)) {
+    if (!options.type || !options.type->info().is_packed ||
+        dlpack_type_of(options.type->info(), true) != std::optional(view.dtype)) {
         std::string fits;
         for (const dtype_info& entry : dtype_table) {
             if (entry.is_packed && dlpack_type_of(entry, true) == std::optional(view.dtype)) {
@@ -285,8 +303,8 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::tensor_view& view, con
         throw conversion_error("must_borrow: " + what + " is copied (tensor adapters borrow unpacked memory only)");
     }
     if (view.ndim < 0 || static_cast<std::size_t>(view.ndim) > ndim_limit<Tensor>) {
-        throw conversion_error(what + " has " + std::to_string(view.ndim) + " dimensions; the tensor type holds at most " +
-                               std::to_string(ndim_limit<Tensor>));
+        throw conversion_error(what + " has " + std::to_string(view.ndim) +
+                               " dimensions; the tensor type holds at most " + std::to_string(ndim_limit<Tensor>));
     }
     const dtype target = *options.type;
     std::size_t shape[copy_max_ndim] = {};
@@ -303,8 +321,10 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::tensor_view& view, con
         return true;
     };
     std::optional<lowbit_layout> found;
-    if (matches(compact)) found = lowbit_layout::compact;
-    else if (matches(aligned)) found = lowbit_layout::row_aligned;
+    if (matches(compact))
+        found = lowbit_layout::compact;
+    else if (matches(aligned))
+        found = lowbit_layout::row_aligned;
     if (!found) throw conversion_error(what + " has strides that are neither compact nor row-aligned packing");
     Tensor made = make_dense<Tensor>(target, contiguous, options.layout.value_or(default_layout(target.id())), where);
     const lowbit_layout wanted = adapter::packed_layout(made);
@@ -320,7 +340,8 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::tensor_view& view, con
         unpack(target.id(), in, {count, inner}, values.data(), *found);
         pack_fresh(target.id(), values.data(), {count, inner}, out, wanted);
     }
-    return to_tensor_result<Tensor>(std::move(made), false, "packed DLPack data is copied into the tensor's own packing");
+    return to_tensor_result<Tensor>(std::move(made), false,
+                                    "packed DLPack data is copied into the tensor's own packing");
 }
 
 }  // namespace detail

@@ -4,7 +4,7 @@
 
 #include <npybridge/core/config.hpp>
 #include <npybridge/detail/bfloat16_math.hpp>
-#include <npybridge/detail/user_dtype_kinds.hpp>
+#include <npybridge/detail/user_dtype_scalars.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
 
@@ -39,11 +39,15 @@ Integer integer_like_numpy(float value) {
     } else if constexpr (std::is_signed_v<Integer>) {
         return static_cast<Integer>(truncate(v, INT64_MIN));
     } else if constexpr (sizeof(Integer) == 4) {
-        if (v >= 2147483648.0) return static_cast<Integer>(static_cast<std::uint32_t>(truncate(v - 2147483648.0, INT32_MIN)) ^ 0x80000000u);
+        if (v >= 2147483648.0)
+            return static_cast<Integer>(static_cast<std::uint32_t>(truncate(v - 2147483648.0, INT32_MIN)) ^
+                                        0x80000000u);
         return static_cast<Integer>(static_cast<std::uint32_t>(truncate(v, INT32_MIN)));
     } else {
         constexpr double two63 = 9223372036854775808.0;
-        if (v >= two63) return static_cast<Integer>(static_cast<std::uint64_t>(truncate(v - two63, INT64_MIN)) ^ (std::uint64_t{1} << 63));
+        if (v >= two63)
+            return static_cast<Integer>(static_cast<std::uint64_t>(truncate(v - two63, INT64_MIN)) ^
+                                        (std::uint64_t{1} << 63));
         return static_cast<Integer>(static_cast<std::uint64_t>(truncate(v, INT64_MIN)));
     }
 }
@@ -83,13 +87,13 @@ struct is_complex_tag : std::false_type {};
 template <class Real>
 struct is_complex_tag<numpy_complex_tag<Real>> : std::true_type {};
 
-template <class Kind, class Builtin>
+template <class UserDtype, class Builtin>
 void cast_from_user(void* from, void* to, npy_intp n, void*, void*) {
     using out_t = typename cast_storage<Builtin>::type;
-    const auto* in = static_cast<const typename Kind::storage*>(from);
+    const auto* in = static_cast<const typename UserDtype::storage*>(from);
     auto* out = static_cast<out_t*>(to);
     for (npy_intp i = 0; i < n; ++i) {
-        const double value = Kind::to_double(in[i]);
+        const double value = UserDtype::to_double(in[i]);
         if constexpr (std::is_same_v<Builtin, numpy_half_tag>) {
             out[i] = half::from_float(static_cast<float>(value)).bits;
         } else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) {
@@ -99,43 +103,53 @@ void cast_from_user(void* from, void* to, npy_intp n, void*, void*) {
             out[i][0] = static_cast<real>(value);  // exact: bfloat16 and intbN values are floats
             out[i][1] = 0;
         } else if constexpr (std::is_integral_v<Builtin>) {
-            out[i] = integer_like_numpy<Builtin>(static_cast<float>(value));  // exact: bfloat16 and intbN values are floats
+            out[i] =
+                integer_like_numpy<Builtin>(static_cast<float>(value));  // exact: bfloat16 and intbN values are floats
         } else {
             out[i] = static_cast<Builtin>(value);
         }
     }
 }
 
-template <class Kind, class Builtin>
+template <class UserDtype, class Builtin>
 void cast_to_user(void* from, void* to, npy_intp n, void*, void*) {
     const auto* in = static_cast<const typename cast_storage<Builtin>::type*>(from);
-    auto* out = static_cast<typename Kind::storage*>(to);
+    auto* out = static_cast<typename UserDtype::storage*>(to);
     for (npy_intp i = 0; i < n; ++i) {
         // Complex numbers give their real part (NumPy's rule for complex -> real, without its warning, as
         // ml_dtypes does); bfloat16 rounds once from float, as every float type's value is first made float.
-        if constexpr (Kind::is_float) {
+        if constexpr (UserDtype::is_float) {
             float value;
-            if constexpr (std::is_same_v<Builtin, numpy_half_tag>) value = half{in[i]}.to_float();
-            else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) value = in[i] != 0 ? 1.0f : 0.0f;
-            else if constexpr (is_complex_tag<Builtin>::value) value = static_cast<float>(in[i][0]);
-            else value = static_cast<float>(in[i]);
+            if constexpr (std::is_same_v<Builtin, numpy_half_tag>)
+                value = half{in[i]}.to_float();
+            else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>)
+                value = in[i] != 0 ? 1.0f : 0.0f;
+            else if constexpr (is_complex_tag<Builtin>::value)
+                value = static_cast<float>(in[i][0]);
+            else
+                value = static_cast<float>(in[i]);
             out[i] = bfloat16::from_float(value);
         } else {
             double value;
-            if constexpr (std::is_same_v<Builtin, numpy_half_tag>) value = static_cast<double>(half{in[i]}.to_float());
-            else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) value = in[i] != 0;  // any nonzero byte is True
-            else if constexpr (is_complex_tag<Builtin>::value) value = static_cast<double>(in[i][0]);
-            else value = static_cast<double>(in[i]);
-            constexpr unsigned bits = info(Kind::id).bits;
+            if constexpr (std::is_same_v<Builtin, numpy_half_tag>)
+                value = static_cast<double>(half{in[i]}.to_float());
+            else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>)
+                value = in[i] != 0;  // any nonzero byte is True
+            else if constexpr (is_complex_tag<Builtin>::value)
+                value = static_cast<double>(in[i][0]);
+            else
+                value = static_cast<double>(in[i]);
+            constexpr unsigned bits = info(UserDtype::id).bits;
             if (!(value == std::floor(value)) || !intb_traits<bits>::valid(static_cast<long long>(value))) {
                 // Casts run with the GIL (the dtype needs the Python API): numpy reports this error.
                 // numpy hands a cast loop a buffered chunk, not the array: the
                 // position in the array is unknown here, so none is named.
                 if (!PyErr_Occurred()) {
-                    PyErr_Format(PyExc_ValueError,
-                                 "%s: cannot hold %s, which is not an odd integer in [-%d, %d] (numpy's cast does not tell "
-                                 "where it is; npybridge's own conversions name the index)",
-                                 Kind::name, value_text(value).c_str(), intb_traits<bits>::top, intb_traits<bits>::top);
+                    PyErr_Format(
+                        PyExc_ValueError,
+                        "%s: cannot hold %s, which is not an odd integer in [-%d, %d] (numpy's cast does not tell "
+                        "where it is; npybridge's own conversions name the index)",
+                        UserDtype::name, value_text(value).c_str(), intb_traits<bits>::top, intb_traits<bits>::top);
                 }
                 out[i] = 1;
                 continue;
@@ -145,21 +159,21 @@ void cast_to_user(void* from, void* to, npy_intp n, void*, void*) {
     }
 }
 
-template <class Kind>
+template <class UserDtype>
 void user_to_user_identity(void* from, void* to, npy_intp n, void*, void*) {
-    std::memcpy(to, from, static_cast<std::size_t>(n) * sizeof(typename Kind::storage));
+    std::memcpy(to, from, static_cast<std::size_t>(n) * sizeof(typename UserDtype::storage));
 }
 
 // ---- ufunc loops: comparisons ---------------------------------------------------------
 
-template <class Kind, int Op>
+template <class UserDtype, int Op>
 void compare_loop(char** args, npy_intp const* dimensions, npy_intp const* steps, void*) {
     const npy_intp n = dimensions[0];
     for (npy_intp i = 0; i < n; ++i) {
-        typename Kind::storage a, b;
+        typename UserDtype::storage a, b;
         std::memcpy(&a, args[0] + i * steps[0], sizeof a);
         std::memcpy(&b, args[1] + i * steps[1], sizeof b);
-        const bool r = compare_quietly(Op, Kind::to_double(a), Kind::to_double(b));
+        const bool r = compare_quietly(Op, UserDtype::to_double(a), UserDtype::to_double(b));
         *reinterpret_cast<npy_bool*>(args[2] + i * steps[2]) = r;
     }
 }
@@ -169,10 +183,10 @@ void compare_loop(char** args, npy_intp const* dimensions, npy_intp const* steps
 /// Casts both ways with every NumPy number type. Safe ("can_cast") as ml_dtypes registers them for its
 /// bfloat16: bfloat16 -> float32 / float64 / longdouble / complex, and bool / int8 / uint8 -> bfloat16;
 /// intbN -> every signed integer and float type and complex.
-template <class Kind>
+template <class UserDtype>
 bool register_casts(PyArray_Descr* user_descr, int type_num) {
     bool ok = true;
-    constexpr bool is_bf16 = Kind::is_float;
+    constexpr bool is_bf16 = UserDtype::is_float;
     // safe_out: user -> builtin is safe; safe_in: builtin -> user is safe.
     auto both = [&](int builtin, PyArray_VectorUnaryFunc* from_user, PyArray_VectorUnaryFunc* to_user, bool safe_out,
                     bool safe_in = false) {
@@ -183,31 +197,32 @@ bool register_casts(PyArray_Descr* user_descr, int type_num) {
         if (ok && safe_in) ok = PyArray_RegisterCanCast(builtin_descr, type_num, NPY_NOSCALAR) == 0;
         Py_XDECREF(builtin_descr);
     };
-    both(NPY_BOOL, cast_from_user<Kind, numpy_bool_tag>, cast_to_user<Kind, numpy_bool_tag>, false, is_bf16);
+    both(NPY_BOOL, cast_from_user<UserDtype, numpy_bool_tag>, cast_to_user<UserDtype, numpy_bool_tag>, false, is_bf16);
     // By C type: every integer type number NumPy has (np.intc, np.int_, np.longlong, ... where two have one width).
-    both(NPY_BYTE, cast_from_user<Kind, npy_byte>, cast_to_user<Kind, npy_byte>, !is_bf16, is_bf16);
-    both(NPY_UBYTE, cast_from_user<Kind, npy_ubyte>, cast_to_user<Kind, npy_ubyte>, false, is_bf16);
-    both(NPY_SHORT, cast_from_user<Kind, npy_short>, cast_to_user<Kind, npy_short>, !is_bf16);
-    both(NPY_USHORT, cast_from_user<Kind, npy_ushort>, cast_to_user<Kind, npy_ushort>, false);
-    both(NPY_INT, cast_from_user<Kind, npy_int>, cast_to_user<Kind, npy_int>, !is_bf16);
-    both(NPY_UINT, cast_from_user<Kind, npy_uint>, cast_to_user<Kind, npy_uint>, false);
-    both(NPY_LONG, cast_from_user<Kind, npy_long>, cast_to_user<Kind, npy_long>, !is_bf16);
-    both(NPY_ULONG, cast_from_user<Kind, npy_ulong>, cast_to_user<Kind, npy_ulong>, false);
-    both(NPY_LONGLONG, cast_from_user<Kind, npy_longlong>, cast_to_user<Kind, npy_longlong>, !is_bf16);
-    both(NPY_ULONGLONG, cast_from_user<Kind, npy_ulonglong>, cast_to_user<Kind, npy_ulonglong>, false);
-    both(NPY_HALF, cast_from_user<Kind, numpy_half_tag>, cast_to_user<Kind, numpy_half_tag>, !is_bf16);
-    both(NPY_FLOAT, cast_from_user<Kind, npy_float>, cast_to_user<Kind, npy_float>, true);
-    both(NPY_DOUBLE, cast_from_user<Kind, npy_double>, cast_to_user<Kind, npy_double>, true);
-    both(NPY_LONGDOUBLE, cast_from_user<Kind, npy_longdouble>, cast_to_user<Kind, npy_longdouble>, true);
-    both(NPY_CFLOAT, cast_from_user<Kind, numpy_complex_tag<float>>, cast_to_user<Kind, numpy_complex_tag<float>>, true);
-    both(NPY_CDOUBLE, cast_from_user<Kind, numpy_complex_tag<double>>, cast_to_user<Kind, numpy_complex_tag<double>>,
-         true);
-    both(NPY_CLONGDOUBLE, cast_from_user<Kind, numpy_complex_tag<long double>>,
-         cast_to_user<Kind, numpy_complex_tag<long double>>, true);
+    both(NPY_BYTE, cast_from_user<UserDtype, npy_byte>, cast_to_user<UserDtype, npy_byte>, !is_bf16, is_bf16);
+    both(NPY_UBYTE, cast_from_user<UserDtype, npy_ubyte>, cast_to_user<UserDtype, npy_ubyte>, false, is_bf16);
+    both(NPY_SHORT, cast_from_user<UserDtype, npy_short>, cast_to_user<UserDtype, npy_short>, !is_bf16);
+    both(NPY_USHORT, cast_from_user<UserDtype, npy_ushort>, cast_to_user<UserDtype, npy_ushort>, false);
+    both(NPY_INT, cast_from_user<UserDtype, npy_int>, cast_to_user<UserDtype, npy_int>, !is_bf16);
+    both(NPY_UINT, cast_from_user<UserDtype, npy_uint>, cast_to_user<UserDtype, npy_uint>, false);
+    both(NPY_LONG, cast_from_user<UserDtype, npy_long>, cast_to_user<UserDtype, npy_long>, !is_bf16);
+    both(NPY_ULONG, cast_from_user<UserDtype, npy_ulong>, cast_to_user<UserDtype, npy_ulong>, false);
+    both(NPY_LONGLONG, cast_from_user<UserDtype, npy_longlong>, cast_to_user<UserDtype, npy_longlong>, !is_bf16);
+    both(NPY_ULONGLONG, cast_from_user<UserDtype, npy_ulonglong>, cast_to_user<UserDtype, npy_ulonglong>, false);
+    both(NPY_HALF, cast_from_user<UserDtype, numpy_half_tag>, cast_to_user<UserDtype, numpy_half_tag>, !is_bf16);
+    both(NPY_FLOAT, cast_from_user<UserDtype, npy_float>, cast_to_user<UserDtype, npy_float>, true);
+    both(NPY_DOUBLE, cast_from_user<UserDtype, npy_double>, cast_to_user<UserDtype, npy_double>, true);
+    both(NPY_LONGDOUBLE, cast_from_user<UserDtype, npy_longdouble>, cast_to_user<UserDtype, npy_longdouble>, true);
+    both(NPY_CFLOAT, cast_from_user<UserDtype, numpy_complex_tag<float>>,
+         cast_to_user<UserDtype, numpy_complex_tag<float>>, true);
+    both(NPY_CDOUBLE, cast_from_user<UserDtype, numpy_complex_tag<double>>,
+         cast_to_user<UserDtype, numpy_complex_tag<double>>, true);
+    both(NPY_CLONGDOUBLE, cast_from_user<UserDtype, numpy_complex_tag<long double>>,
+         cast_to_user<UserDtype, numpy_complex_tag<long double>>, true);
     return ok;
 }
 
-template <class Kind>
+template <class UserDtype>
 bool register_comparisons(int type_num) {
     object numpy = object::steal(PyImport_ImportModule("numpy"));
     if (!numpy) return false;
@@ -216,15 +231,16 @@ bool register_comparisons(int type_num) {
         PyUFuncGenericFunction loop;
     };
     const entry loops[] = {
-        {"equal", compare_loop<Kind, Py_EQ>}, {"not_equal", compare_loop<Kind, Py_NE>},
-        {"less", compare_loop<Kind, Py_LT>},  {"less_equal", compare_loop<Kind, Py_LE>},
-        {"greater", compare_loop<Kind, Py_GT>}, {"greater_equal", compare_loop<Kind, Py_GE>},
+        {"equal", compare_loop<UserDtype, Py_EQ>},   {"not_equal", compare_loop<UserDtype, Py_NE>},
+        {"less", compare_loop<UserDtype, Py_LT>},    {"less_equal", compare_loop<UserDtype, Py_LE>},
+        {"greater", compare_loop<UserDtype, Py_GT>}, {"greater_equal", compare_loop<UserDtype, Py_GE>},
     };
     const int types[] = {type_num, type_num, NPY_BOOL};
     for (const entry& e : loops) {
         object ufunc = object::steal(PyObject_GetAttrString(numpy.get(), e.ufunc));
         if (!ufunc) return false;
-        if (PyUFunc_RegisterLoopForType(reinterpret_cast<PyUFuncObject*>(ufunc.get()), type_num, e.loop, types, nullptr) < 0) {
+        if (PyUFunc_RegisterLoopForType(reinterpret_cast<PyUFuncObject*>(ufunc.get()), type_num, e.loop, types,
+                                        nullptr) < 0) {
             return false;
         }
     }
@@ -233,30 +249,30 @@ bool register_comparisons(int type_num) {
 
 /// Registers one user dtype: its scalar type (a subclass of np.generic named
 /// `<module>.<name>`), ArrFuncs, casts and comparison loops.
-template <class Kind>
+template <class UserDtype>
 bool register_one(const std::string& module_name) {
     // bfloat16's type character is ml_dtypes' ('E'); 'f' would be float32's.
-    const char type_char = Kind::is_float ? 'E' : 'i';
-    using storage = typename Kind::storage;
-    static const std::string qualified = module_name + "." + Kind::name;
+    const char type_char = UserDtype::is_float ? 'E' : 'i';
+    using storage = typename UserDtype::storage;
+    static const std::string qualified = module_name + "." + UserDtype::name;
     static PyMethodDef methods[] = {
-        {"__reduce__", scalar_reduce<Kind>, METH_NOARGS, nullptr},
+        {"__reduce__", scalar_reduce<UserDtype>, METH_NOARGS, nullptr},
         {nullptr, nullptr, 0, nullptr},
     };
     static PyMethodDef bf16_methods[] = {
-        {"__reduce__", scalar_reduce<Kind>, METH_NOARGS, nullptr},
+        {"__reduce__", scalar_reduce<UserDtype>, METH_NOARGS, nullptr},
         {"__format__", bf16_scalar_format, METH_O, nullptr},
         {nullptr, nullptr, 0, nullptr},
     };
     static PyType_Slot intb_slots[] = {
-        {Py_tp_new, reinterpret_cast<void*>(scalar_tp_new<Kind>)},
-        {Py_tp_repr, reinterpret_cast<void*>(scalar_repr<Kind>)},
-        {Py_tp_str, reinterpret_cast<void*>(scalar_repr<Kind>)},
-        {Py_tp_hash, reinterpret_cast<void*>(scalar_hash<Kind>)},
-        {Py_tp_richcompare, reinterpret_cast<void*>(scalar_richcompare<Kind>)},
-        {Py_nb_float, reinterpret_cast<void*>(scalar_float<Kind>)},
-        {Py_nb_int, reinterpret_cast<void*>(scalar_int<Kind>)},
-        {Py_nb_bool, reinterpret_cast<void*>(scalar_bool<Kind>)},
+        {Py_tp_new, reinterpret_cast<void*>(scalar_tp_new<UserDtype>)},
+        {Py_tp_repr, reinterpret_cast<void*>(scalar_repr<UserDtype>)},
+        {Py_tp_str, reinterpret_cast<void*>(scalar_repr<UserDtype>)},
+        {Py_tp_hash, reinterpret_cast<void*>(scalar_hash<UserDtype>)},
+        {Py_tp_richcompare, reinterpret_cast<void*>(scalar_richcompare<UserDtype>)},
+        {Py_nb_float, reinterpret_cast<void*>(scalar_float<UserDtype>)},
+        {Py_nb_int, reinterpret_cast<void*>(scalar_int<UserDtype>)},
+        {Py_nb_bool, reinterpret_cast<void*>(scalar_bool<UserDtype>)},
         {Py_tp_methods, methods},
         {0, nullptr},
     };
@@ -264,45 +280,47 @@ bool register_one(const std::string& module_name) {
     // numpy.generic's, which run the ufunc loops.
     static PyType_Slot bf16_slots[] = {
         {Py_tp_new, reinterpret_cast<void*>(bf16_scalar_new)},
-        {Py_tp_repr, reinterpret_cast<void*>(scalar_repr<Kind>)},
-        {Py_tp_str, reinterpret_cast<void*>(scalar_repr<Kind>)},
+        {Py_tp_repr, reinterpret_cast<void*>(scalar_repr<UserDtype>)},
+        {Py_tp_str, reinterpret_cast<void*>(scalar_repr<UserDtype>)},
         {Py_tp_hash, reinterpret_cast<void*>(bf16_scalar_hash)},
         {Py_tp_richcompare, reinterpret_cast<void*>(bf16_scalar_richcompare)},
         {Py_nb_add, reinterpret_cast<void*>(bf16_scalar_binary<bf16_math::add, &PyNumberMethods::nb_add>)},
-        {Py_nb_subtract, reinterpret_cast<void*>(bf16_scalar_binary<bf16_math::subtract, &PyNumberMethods::nb_subtract>)},
-        {Py_nb_multiply, reinterpret_cast<void*>(bf16_scalar_binary<bf16_math::multiply, &PyNumberMethods::nb_multiply>)},
+        {Py_nb_subtract,
+         reinterpret_cast<void*>(bf16_scalar_binary<bf16_math::subtract, &PyNumberMethods::nb_subtract>)},
+        {Py_nb_multiply,
+         reinterpret_cast<void*>(bf16_scalar_binary<bf16_math::multiply, &PyNumberMethods::nb_multiply>)},
         {Py_nb_true_divide,
          reinterpret_cast<void*>(bf16_scalar_binary<bf16_math::divide, &PyNumberMethods::nb_true_divide>)},
         {Py_nb_negative, reinterpret_cast<void*>(bf16_scalar_negative)},
-        {Py_nb_float, reinterpret_cast<void*>(scalar_float<Kind>)},
-        {Py_nb_int, reinterpret_cast<void*>(scalar_int<Kind>)},
-        {Py_nb_bool, reinterpret_cast<void*>(scalar_bool<Kind>)},
+        {Py_nb_float, reinterpret_cast<void*>(scalar_float<UserDtype>)},
+        {Py_nb_int, reinterpret_cast<void*>(scalar_int<UserDtype>)},
+        {Py_nb_bool, reinterpret_cast<void*>(scalar_bool<UserDtype>)},
         {Py_tp_methods, bf16_methods},
         {0, nullptr},
     };
-    PyType_Slot* const slots = Kind::is_float ? bf16_slots : intb_slots;
+    PyType_Slot* const slots = UserDtype::is_float ? bf16_slots : intb_slots;
     static PyType_Spec spec = {qualified.c_str(), static_cast<int>(sizeof(scalar_object<storage>)), 0,
                                Py_TPFLAGS_DEFAULT, slots};
     object bases = object::steal(PyTuple_Pack(1, reinterpret_cast<PyObject*>(&PyGenericArrType_Type)));
     if (!bases) return false;
     PyObject* type = PyType_FromSpecWithBases(&spec, bases.get());
     if (type == nullptr) return false;
-    Kind::type_object() = type;
+    UserDtype::type_object() = type;
     // The mark by which any npybridge module finds this registration again (find_registered).
-    object mark = object::steal(PyUnicode_FromString(Kind::name));
+    object mark = object::steal(PyUnicode_FromString(UserDtype::name));
     if (!mark || PyObject_SetAttrString(type, registration_mark, mark.get()) != 0) return false;
 
     static PyArray_ArrFuncs funcs;
     PyArray_InitArrFuncs(&funcs);
-    funcs.getitem = array_getitem<Kind>;
-    funcs.setitem = array_setitem<Kind>;
-    funcs.copyswap = array_copyswap<Kind>;
-    funcs.copyswapn = array_copyswapn<Kind>;
-    funcs.nonzero = array_nonzero<Kind>;
-    funcs.compare = array_compare<Kind>;
-    funcs.argmax = array_argmax<Kind>;
-    funcs.argmin = array_argmin<Kind>;
-    if constexpr (Kind::is_float) {
+    funcs.getitem = array_getitem<UserDtype>;
+    funcs.setitem = array_setitem<UserDtype>;
+    funcs.copyswap = array_copyswap<UserDtype>;
+    funcs.copyswapn = array_copyswapn<UserDtype>;
+    funcs.nonzero = array_nonzero<UserDtype>;
+    funcs.compare = array_compare<UserDtype>;
+    funcs.argmax = array_argmax<UserDtype>;
+    funcs.argmin = array_argmin<UserDtype>;
+    if constexpr (UserDtype::is_float) {
         funcs.fill = bf16_fill;
         funcs.dotfunc = bf16_dot;
     }
@@ -321,7 +339,7 @@ bool register_one(const std::string& module_name) {
     proto.byteorder = sizeof(storage) > 1 ? '=' : '|';
     // bfloat16's loops never need Python, and its scalar is made by NumPy from the element's bytes (the value
     // sits right after the object header, where NumPy puts it); intbN's casts raise Python errors.
-    proto.flags = Kind::is_float ? NPY_USE_SETITEM : NPY_NEEDS_PYAPI | NPY_USE_GETITEM | NPY_USE_SETITEM;
+    proto.flags = UserDtype::is_float ? NPY_USE_SETITEM : NPY_NEEDS_PYAPI | NPY_USE_GETITEM | NPY_USE_SETITEM;
     proto.type_num = 0;
     proto.elsize = static_cast<int>(sizeof(storage));
     proto.alignment = static_cast<int>(alignof(storage));
@@ -329,20 +347,20 @@ bool register_one(const std::string& module_name) {
     proto.hash = -1;
     const int type_num = PyArray_RegisterDataType(&proto);
     if (type_num < 0) return false;
-    Kind::type_num() = type_num;
+    UserDtype::type_num() = type_num;
     PyArray_Descr* descr = PyArray_DescrFromType(type_num);
     if (descr == nullptr) return false;
     // bfloat16.dtype and np.dtype("bfloat16"), as ml_dtypes' type has them.
     bool ok = PyObject_SetAttrString(type, "dtype", reinterpret_cast<PyObject*>(descr)) == 0;
-    if (ok && Kind::is_float) {
+    if (ok && UserDtype::is_float) {
         object numpy = object::steal(PyImport_ImportModule("numpy"));
         object names = numpy ? object::steal(PyObject_GetAttrString(numpy.get(), "sctypeDict")) : object{};
-        ok = names && PyDict_Check(names.get()) && PyDict_GetItemString(names.get(), Kind::name) == nullptr
-                 ? PyDict_SetItemString(names.get(), Kind::name, type) == 0
+        ok = names && PyDict_Check(names.get()) && PyDict_GetItemString(names.get(), UserDtype::name) == nullptr
+                 ? PyDict_SetItemString(names.get(), UserDtype::name, type) == 0
                  : static_cast<bool>(names);
     }
-    ok = ok && register_casts<Kind>(descr, type_num) && register_comparisons<Kind>(type_num);
-    if constexpr (Kind::is_float) ok = ok && register_bfloat16_ufuncs();
+    ok = ok && register_casts<UserDtype>(descr, type_num) && register_comparisons<UserDtype>(type_num);
+    if constexpr (UserDtype::is_float) ok = ok && register_bfloat16_ufuncs();
     Py_DECREF(descr);
     return ok;
 }

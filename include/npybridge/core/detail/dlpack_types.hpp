@@ -56,8 +56,9 @@ inline constexpr auto dlpack_types = make_dlpack_types();
 /// order; MegBrain's row-aligned layout starts each row at a byte, i.e. pads
 /// the innermost dimension to whole bytes, which element strides describe.
 inline void packed_strides(const tensor_layout& layout, unsigned bits, lowbit_layout packing, std::int64_t* strides) {
-    const tensor_layout packed = packing == lowbit_layout::row_aligned ? tensor_layout::row_aligned(bits, layout.shape.data(), layout.ndim)
-                                                                        : tensor_layout::contiguous(layout.shape.data(), layout.ndim);
+    const tensor_layout packed = packing == lowbit_layout::row_aligned
+                                     ? tensor_layout::row_aligned(bits, layout.shape.data(), layout.ndim)
+                                     : tensor_layout::contiguous(layout.shape.data(), layout.ndim);
     for (std::size_t i = 0; i < layout.ndim; ++i) strides[i] = packed.strides[i];
 }
 

@@ -34,7 +34,17 @@ constexpr short_name make_short_name(std::string_view text, bool lowercase = fal
 
 /// What kind of number a C++ element type is; everything about numpy names,
 /// signedness and C++ type matching derives from this plus sizeof.
-enum class scalar_kind : std::uint8_t { none, boolean, signed_int, unsigned_int, floating, complex, half, bfloat16, byte };
+enum class scalar_kind : std::uint8_t {
+    none,
+    boolean,
+    signed_int,
+    unsigned_int,
+    floating,
+    complex,
+    half,
+    bfloat16,
+    byte
+};
 
 template <class T>
 constexpr scalar_kind scalar_kind_of() noexcept {
@@ -49,8 +59,7 @@ constexpr scalar_kind scalar_kind_of() noexcept {
         return scalar_kind::byte;
     } else if constexpr (std::is_same_v<U, std::complex<float>> || std::is_same_v<U, std::complex<double>>) {
         return scalar_kind::complex;
-    } else if constexpr (std::is_same_v<U, wchar_t> || std::is_same_v<U, char16_t> ||
-                         std::is_same_v<U, char32_t>) {
+    } else if constexpr (std::is_same_v<U, wchar_t> || std::is_same_v<U, char16_t> || std::is_same_v<U, char32_t>) {
         return scalar_kind::none;  // characters, not numbers
     } else if constexpr (std::is_floating_point_v<U>) {
         return scalar_kind::floating;
@@ -98,7 +107,9 @@ constexpr const element_facts& facts_of() noexcept {
     constexpr scalar_kind kind = scalar_kind_of<Element>();
     constexpr std::size_t row = [] {
         std::size_t i = 0;
-        while (i < std::size(element_table) && !(element_table[i].kind == kind && element_table[i].size == sizeof(Element))) ++i;
+        while (i < std::size(element_table) &&
+               !(element_table[i].kind == kind && element_table[i].size == sizeof(Element)))
+            ++i;
         return i;
     }();
     static_assert(row < std::size(element_table), "npybridge: this element type has no row in detail::element_table");

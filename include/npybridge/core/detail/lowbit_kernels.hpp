@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 
-
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
@@ -18,7 +17,7 @@ namespace detail {
 /// (t & invalid) == 0; the code is ((t >> shift) ^ flip) & code_mask. Decoding
 /// is the table `decode[code]`.
 struct lowbit_codec {
-    unsigned bits;            ///< 1, 2 or 4
+    unsigned bits;  ///< 1, 2 or 4
     std::uint8_t bias;
     std::uint8_t invalid;
     std::uint8_t shift;
@@ -47,12 +46,14 @@ inline bool pack_scalar(const lowbit_codec& c, const std::uint8_t* src, std::siz
     std::size_t i = 0;
     for (; i + per_byte <= count; i += per_byte) {
         unsigned byte = 0;
-        for (unsigned k = 0; k < per_byte; ++k) byte |= static_cast<unsigned>(encode(c, src[i + k], bad)) << (k * c.bits);
+        for (unsigned k = 0; k < per_byte; ++k)
+            byte |= static_cast<unsigned>(encode(c, src[i + k], bad)) << (k * c.bits);
         *dst++ = static_cast<std::uint8_t>(byte);
     }
     if (i < count) {
         unsigned byte = 0;
-        for (unsigned k = 0; i + k < count; ++k) byte |= static_cast<unsigned>(encode(c, src[i + k], bad)) << (k * c.bits);
+        for (unsigned k = 0; i + k < count; ++k)
+            byte |= static_cast<unsigned>(encode(c, src[i + k], bad)) << (k * c.bits);
         *dst = static_cast<std::uint8_t>(byte);
     }
     return bad == 0;
@@ -64,11 +65,13 @@ inline void unpack_scalar(const lowbit_codec& c, const std::uint8_t* src, std::s
     std::size_t i = 0;
     for (; i + per_byte <= count; i += per_byte) {
         const unsigned byte = *src++;
-        for (unsigned k = 0; k < per_byte; ++k) dst[i + k] = static_cast<std::uint8_t>(c.decode[(byte >> (k * c.bits)) & mask]);
+        for (unsigned k = 0; k < per_byte; ++k)
+            dst[i + k] = static_cast<std::uint8_t>(c.decode[(byte >> (k * c.bits)) & mask]);
     }
     if (i < count) {
         const unsigned byte = *src;
-        for (unsigned k = 0; i + k < count; ++k) dst[i + k] = static_cast<std::uint8_t>(c.decode[(byte >> (k * c.bits)) & mask]);
+        for (unsigned k = 0; i + k < count; ++k)
+            dst[i + k] = static_cast<std::uint8_t>(c.decode[(byte >> (k * c.bits)) & mask]);
     }
 }
 
@@ -97,7 +100,7 @@ __attribute__((target("ssse3"))) inline ssse3_codec make_ssse3_codec(const lowbi
 /// 16 << Level source bytes -> 16 bytes whose fields are bits << Level wide.
 template <unsigned Bits, unsigned Level>
 __attribute__((target("ssse3"), always_inline)) inline __m128i pack_tree(const ssse3_codec& v, const std::uint8_t* src,
-                                                                          __m128i& bad) {
+                                                                         __m128i& bad) {
     if constexpr (Level == 0) {
         const __m128i t = _mm_add_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)), v.bias);
         bad = _mm_or_si128(bad, _mm_and_si128(t, v.invalid));
@@ -150,7 +153,7 @@ bool pack_ssse3(const lowbit_codec& c, const std::uint8_t* src, std::size_t coun
 /// 16 bytes whose fields are bits << Level wide -> 16 << Level decoded bytes.
 template <unsigned Bits, unsigned Level, bool Stream>
 __attribute__((target("ssse3"), always_inline)) inline void unpack_tree(const ssse3_codec& v, __m128i x,
-                                                                         std::uint8_t* dst) {
+                                                                        std::uint8_t* dst) {
     if constexpr (Level == 0) {
         store16<Stream>(dst, _mm_shuffle_epi8(v.decode, x));
     } else {
@@ -190,7 +193,7 @@ void unpack_ssse3(const lowbit_codec& c, const std::uint8_t* src, std::size_t co
 
 /// The kernels this machine runs, chosen once at first use.
 struct lowbit_kernels {
-    pack_fn pack[3];      ///< by bits: [0] 1-bit, [1] 2-bit, [2] 4-bit
+    pack_fn pack[3];  ///< by bits: [0] 1-bit, [1] 2-bit, [2] 4-bit
     unpack_fn unpack[3];
     const char* name;
 
@@ -201,7 +204,9 @@ inline lowbit_kernels choose_lowbit_kernels() noexcept {
 #if defined(NPYBRIDGE_X86)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("ssse3")) {
-        return {{pack_ssse3<1>, pack_ssse3<2>, pack_ssse3<4>}, {unpack_ssse3<1>, unpack_ssse3<2>, unpack_ssse3<4>}, "ssse3"};
+        return {{pack_ssse3<1>, pack_ssse3<2>, pack_ssse3<4>},
+                {unpack_ssse3<1>, unpack_ssse3<2>, unpack_ssse3<4>},
+                "ssse3"};
     }
 #endif
     return {{pack_scalar, pack_scalar, pack_scalar}, {unpack_scalar, unpack_scalar, unpack_scalar}, "portable"};

@@ -11,7 +11,6 @@
 #include <limits>
 #include <type_traits>
 
-
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 

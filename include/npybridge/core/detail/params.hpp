@@ -41,7 +41,8 @@ void check_field(const Info& type, std::string_view key, double value) {
         if (!std::isfinite(narrowed)) fail(" does not fit a float32");
         if (value > 0 && !(narrowed > 0)) {
             fail((" is too small for a float32 (it rounds to 0; the smallest positive one is " +
-                  number_text(static_cast<double>(std::numeric_limits<Field>::denorm_min())) + ")").c_str());
+                  number_text(static_cast<double>(std::numeric_limits<Field>::denorm_min())) + ")")
+                     .c_str());
         }
         if (!(narrowed > 0)) fail(" must be > 0");
     } else {
@@ -69,7 +70,8 @@ void fill_params(const Info& type, P& param, double scale, std::optional<long lo
     reflect::for_each_field(param, [&](std::string_view key, auto& field) {
         using field_t = std::remove_reference_t<decltype(field)>;
         if (key != "scale" && key != "zero_point") return;  // no plain-number argument: keeps its default
-        if (key == "zero_point" && !zero_point) throw metadata_error(std::string(type.name) + ": zero_point is missing");
+        if (key == "zero_point" && !zero_point)
+            throw metadata_error(std::string(type.name) + ": zero_point is missing");
         const double value = key == "scale" ? scale : static_cast<double>(*zero_point);
         check_field<field_t>(type, key, value);
         field = static_cast<field_t>(value);
@@ -112,7 +114,8 @@ std::string params_text(P param) {
 template <class P>
 std::size_t params_hash(std::size_t seed, P param) noexcept {
     reflect::for_each_field(param, [&](std::string_view, auto& field) {
-        seed ^= std::hash<std::remove_reference_t<decltype(field)>>{}(field) + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
+        seed ^= std::hash<std::remove_reference_t<decltype(field)>>{}(field) + 0x9e3779b97f4a7c15ULL + (seed << 6) +
+                (seed >> 2);
     });
     return seed;
 }

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <type_traits>
 
-
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
@@ -87,13 +86,15 @@ inline Word byte_swapped(Word w) noexcept {
 }
 
 template <std::size_t Unit>
-using swap_word = std::conditional_t<Unit == 2, std::uint16_t, std::conditional_t<Unit == 4, std::uint32_t, std::uint64_t>>;
+using swap_word =
+    std::conditional_t<Unit == 2, std::uint16_t, std::conditional_t<Unit == 4, std::uint32_t, std::uint64_t>>;
 
 /// Reverses the bytes of each Unit-byte part of a Size-byte element (complex
 /// numbers swap each half).
 template <std::size_t Size, std::size_t Unit>
 struct swap_op {
-    static_assert(Size % Unit == 0 && (Unit == 2 || Unit == 4 || Unit == 8), "npybridge: swap units are 2, 4 or 8 bytes");
+    static_assert(Size % Unit == 0 && (Unit == 2 || Unit == 4 || Unit == 8),
+                  "npybridge: swap units are 2, 4 or 8 bytes");
     static constexpr std::size_t in = Size, out = Size;
     static constexpr bool checks = false, swapped = true;
     static bool apply(const unsigned char* s, unsigned char* d) noexcept {
@@ -148,7 +149,8 @@ inline bool aligned(const void* p) noexcept {
 template <class Op>
 struct simd_tile {
     static constexpr std::size_t edge = 0;  // none
-    static bool run(const unsigned char*, std::ptrdiff_t, unsigned char*, std::ptrdiff_t, std::size_t, std::size_t) noexcept {
+    static bool run(const unsigned char*, std::ptrdiff_t, unsigned char*, std::ptrdiff_t, std::size_t,
+                    std::size_t) noexcept {
         return true;
     }
 };
@@ -158,8 +160,8 @@ struct simd_tile {
 /// an ni x nj tile; `source` points at element (i, j) of the block's first
 /// column, `row` at the destination of element (i, j).
 template <std::size_t Edge, std::size_t In, std::size_t Out, class Block>
-inline void for_each_block(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
-                           std::size_t nj, Block&& block) noexcept {
+inline void for_each_block(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di,
+                           std::size_t ni, std::size_t nj, Block&& block) noexcept {
     for (std::size_t j = 0; j + Edge <= nj; j += Edge) {
         const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
         unsigned char* d = dst + j * Out;
@@ -208,7 +210,8 @@ struct simd_tile<copy_op<2>> {
             }
             for (int k = 0; k < 4; ++k) {
                 _mm_storeu_si128(reinterpret_cast<__m128i*>(row + (2 * k) * di), _mm_unpacklo_epi64(u[k], u[k + 4]));
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(row + (2 * k + 1) * di), _mm_unpackhi_epi64(u[k], u[k + 4]));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(row + (2 * k + 1) * di),
+                                 _mm_unpackhi_epi64(u[k], u[k + 4]));
             }
         });
         return true;
@@ -323,7 +326,8 @@ bool copy_block(const unsigned char* src, std::ptrdiff_t si, std::ptrdiff_t sj, 
 
 /// A run along one dimension with both strides given.
 template <class Op>
-bool copy_run(const unsigned char* src, std::ptrdiff_t ss, unsigned char* dst, std::ptrdiff_t ds, std::size_t n) noexcept {
+bool copy_run(const unsigned char* src, std::ptrdiff_t ss, unsigned char* dst, std::ptrdiff_t ds,
+              std::size_t n) noexcept {
     if constexpr (std::is_same_v<Op, copy_op<Op::in>>) {
         if (ss == static_cast<std::ptrdiff_t>(Op::in) && ds == static_cast<std::ptrdiff_t>(Op::out)) {
             std::memcpy(dst, src, n * Op::in);
@@ -440,7 +444,8 @@ inline void copy_strided(const copy_plan& plan, const void* src, void* dst, std:
             }
             std::memcpy(d + doff, s + so, itemsize);
             if (swap_unit != 0) {
-                for (std::size_t a = 0; a < itemsize; a += swap_unit) std::reverse(d + doff + a, d + doff + a + swap_unit);
+                for (std::size_t a = 0; a < itemsize; a += swap_unit)
+                    std::reverse(d + doff + a, d + doff + a + swap_unit);
             }
             std::size_t k = plan.ndim;
             for (; k-- > 0;) {
@@ -474,7 +479,8 @@ std::size_t first_unfit_strided(const copy_plan& plan, const void* source, bool 
     const std::size_t n = plan.count();
     if (n == 0) return 0;
     auto fits_at = [&](const unsigned char* p) {
-        return swap ? fits<Target>(narrow_op<Source, Target, true>::load(p)) : fits<Target>(narrow_op<Source, Target, false>::load(p));
+        return swap ? fits<Target>(narrow_op<Source, Target, true>::load(p))
+                    : fits<Target>(narrow_op<Source, Target, false>::load(p));
     };
     // Memory order: the dimensions sorted by |stride|, smallest innermost.
     copy_plan sorted = plan;
@@ -496,7 +502,8 @@ std::size_t first_unfit_strided(const copy_plan& plan, const void* source, bool 
             if (!swap && step == static_cast<std::ptrdiff_t>(sizeof(Source)) && aligned<Source>(base)) {
                 all_fit &= first_unfit<Source, Target>(reinterpret_cast<const Source*>(base), inner) == inner;
             } else {
-                for (std::size_t i = 0; i < inner; ++i) all_fit &= fits_at(base + static_cast<std::ptrdiff_t>(i) * step);
+                for (std::size_t i = 0; i < inner; ++i)
+                    all_fit &= fits_at(base + static_cast<std::ptrdiff_t>(i) * step);
             }
             if (!all_fit || sorted.ndim <= 1) break;
             std::size_t k = sorted.ndim - 1;

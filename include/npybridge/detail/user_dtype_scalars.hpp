@@ -1,4 +1,4 @@
-// npybridge/detail/user_dtype_kinds.hpp — npybridge's user dtypes bfloat16 and intb1 / intb2 / intb4 as NumPy sees
+// npybridge/detail/user_dtype_scalars.hpp — npybridge's user dtypes bfloat16 and intb1 / intb2 / intb4 as NumPy sees
 // their elements: what registration found per row, their scalar types and ArrFuncs. Casts, comparison loops and
 // register_one() are detail/user_dtype_casts.hpp's; registration once per interpreter is user_dtypes.hpp's.
 #pragma once
@@ -91,8 +91,7 @@ struct intb_traits {
 
 template <class Value>
 struct scalar_object {
-    PyObject_HEAD
-    Value value;
+    PyObject_HEAD Value value;
 };
 
 inline std::string value_text(double v) {
@@ -151,8 +150,9 @@ bool intb_of(PyObject* obj, std::int8_t& out) {
     return true;
 }
 
-/// Per-type behaviour shared by the generic scalar, ArrFuncs and cast code.
-struct bf16_kind {
+/// One user dtype's behaviour (bf16_user_dtype, intb_user_dtype<Bits>): what the generic scalar, ArrFuncs,
+/// casts and loops ask of it (a template argument UserDtype there).
+struct bf16_user_dtype {
     using storage = bfloat16;
     static constexpr dtype_enum id = dtype_enum::BFloat16;
     static constexpr bool is_float = true;
@@ -173,10 +173,10 @@ struct bf16_kind {
 };
 
 template <unsigned Bits>
-struct intb_kind {
+struct intb_user_dtype {
     using storage = std::int8_t;
     static constexpr dtype_enum id = Bits == 1 ? dtype_enum::IntB1 : Bits == 2 ? dtype_enum::IntB2 : dtype_enum::IntB4;
-    static_assert(info(id).bits == Bits, "npybridge: intb_kind<Bits> is the IntB dtype of Bits bits");
+    static_assert(info(id).bits == Bits, "npybridge: intb_user_dtype<Bits> is the IntB dtype of Bits bits");
     static constexpr bool is_float = false;
     static constexpr const char* name = info(id).numpy.chars.data();
     static int& type_num() { return user_dtypes_found()[user_dtype_slot(id)].type_num; }
@@ -203,54 +203,55 @@ inline bool compare_quietly(int op, double x, double y) noexcept {
 
 // ---- scalar type slots --------------------------------------------------------------
 
-template <class Kind>
-PyObject* scalar_new_value(typename Kind::storage value) {
-    auto* type = reinterpret_cast<PyTypeObject*>(Kind::type_object());
-    auto* self = reinterpret_cast<scalar_object<typename Kind::storage>*>(type->tp_alloc(type, 0));
+template <class UserDtype>
+PyObject* scalar_new_value(typename UserDtype::storage value) {
+    auto* type = reinterpret_cast<PyTypeObject*>(UserDtype::type_object());
+    auto* self = reinterpret_cast<scalar_object<typename UserDtype::storage>*>(type->tp_alloc(type, 0));
     if (self == nullptr) return nullptr;
     self->value = value;
     return reinterpret_cast<PyObject*>(self);
 }
 
-template <class Kind>
-typename Kind::storage& scalar_value(PyObject* obj) {
-    return reinterpret_cast<scalar_object<typename Kind::storage>*>(obj)->value;
+template <class UserDtype>
+typename UserDtype::storage& scalar_value(PyObject* obj) {
+    return reinterpret_cast<scalar_object<typename UserDtype::storage>*>(obj)->value;
 }
 
-template <class Kind>
+template <class UserDtype>
 bool is_scalar(PyObject* obj) {
-    return Kind::type_object() != nullptr && PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(Kind::type_object()));
+    return UserDtype::type_object() != nullptr &&
+           PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(UserDtype::type_object()));
 }
 
-template <class Kind>
+template <class UserDtype>
 PyObject* scalar_tp_new(PyTypeObject*, PyObject* args, PyObject* kwargs) {
     PyObject* value = nullptr;
     static const char* keywords[] = {"value", nullptr};
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O", const_cast<char**>(keywords), &value)) return nullptr;
-    typename Kind::storage stored{};
+    typename UserDtype::storage stored{};
     if (value == nullptr) {
-        if constexpr (!Kind::is_float) stored = 1;  // 0 is not an intb value
-    } else if (is_scalar<Kind>(value)) {
-        stored = scalar_value<Kind>(value);
-    } else if (!Kind::from_object(value, stored)) {
+        if constexpr (!UserDtype::is_float) stored = 1;  // 0 is not an intb value
+    } else if (is_scalar<UserDtype>(value)) {
+        stored = scalar_value<UserDtype>(value);
+    } else if (!UserDtype::from_object(value, stored)) {
         return nullptr;
     }
-    return scalar_new_value<Kind>(stored);
+    return scalar_new_value<UserDtype>(stored);
 }
 
-template <class Kind>
+template <class UserDtype>
 PyObject* scalar_repr(PyObject* self) {
-    return PyUnicode_FromString(Kind::text(scalar_value<Kind>(self)).c_str());
+    return PyUnicode_FromString(UserDtype::text(scalar_value<UserDtype>(self)).c_str());
 }
 
-template <class Kind>
+template <class UserDtype>
 PyObject* scalar_float(PyObject* self) {
-    return PyFloat_FromDouble(Kind::to_double(scalar_value<Kind>(self)));
+    return PyFloat_FromDouble(UserDtype::to_double(scalar_value<UserDtype>(self)));
 }
 
-template <class Kind>
+template <class UserDtype>
 PyObject* scalar_int(PyObject* self) {
-    const double value = Kind::to_double(scalar_value<Kind>(self));
+    const double value = UserDtype::to_double(scalar_value<UserDtype>(self));
     if (!std::isfinite(value)) {
         PyErr_SetString(PyExc_ValueError, "cannot convert a non-finite value to int");
         return nullptr;
@@ -258,31 +259,33 @@ PyObject* scalar_int(PyObject* self) {
     return PyLong_FromDouble(value);
 }
 
-template <class Kind>
+template <class UserDtype>
 int scalar_bool(PyObject* self) {
-    return Kind::to_double(scalar_value<Kind>(self)) != 0.0;
+    return UserDtype::to_double(scalar_value<UserDtype>(self)) != 0.0;
 }
 
-template <class Kind>
+template <class UserDtype>
 Py_hash_t scalar_hash(PyObject* self) {
-    object number = object::steal(PyFloat_FromDouble(Kind::to_double(scalar_value<Kind>(self))));
+    object number = object::steal(PyFloat_FromDouble(UserDtype::to_double(scalar_value<UserDtype>(self))));
     return number ? PyObject_Hash(number.get()) : -1;
 }
 
-template <class Kind>
+template <class UserDtype>
 PyObject* scalar_richcompare(PyObject* a, PyObject* b, int op) {
     // Compare as Python floats: exact for both bfloat16 and intbN values.
-    object left = object::steal(is_scalar<Kind>(a) ? PyFloat_FromDouble(Kind::to_double(scalar_value<Kind>(a)))
-                                                   : (Py_INCREF(a), a));
-    object right = object::steal(is_scalar<Kind>(b) ? PyFloat_FromDouble(Kind::to_double(scalar_value<Kind>(b)))
-                                                    : (Py_INCREF(b), b));
+    object left =
+        object::steal(is_scalar<UserDtype>(a) ? PyFloat_FromDouble(UserDtype::to_double(scalar_value<UserDtype>(a)))
+                                              : (Py_INCREF(a), a));
+    object right =
+        object::steal(is_scalar<UserDtype>(b) ? PyFloat_FromDouble(UserDtype::to_double(scalar_value<UserDtype>(b)))
+                                              : (Py_INCREF(b), b));
     if (!left || !right) return nullptr;
     return PyObject_RichCompare(left.get(), right.get(), op);
 }
 
-template <class Kind>
+template <class UserDtype>
 PyObject* scalar_reduce(PyObject* self, PyObject*) {
-    object number = object::steal(Kind::to_python_number(scalar_value<Kind>(self)));
+    object number = object::steal(UserDtype::to_python_number(scalar_value<UserDtype>(self)));
     if (!number) return nullptr;
     return Py_BuildValue("(O(O))", reinterpret_cast<PyObject*>(Py_TYPE(self)), number.get());
 }
@@ -291,31 +294,31 @@ PyObject* scalar_reduce(PyObject* self, PyObject*) {
 
 /// An element as Python sees it in .item() and .tolist(): bfloat16 as a Python float (NumPy's own floats do
 /// so; indexing still gives the bfloat16 scalar, which NumPy makes from the bytes), intbN as its scalar.
-template <class Kind>
+template <class UserDtype>
 PyObject* array_getitem(void* data, void* array) {
-    typename Kind::storage value;
+    typename UserDtype::storage value;
     std::memcpy(&value, data, sizeof value);
-    if (array != nullptr && !PyArray_ISNOTSWAPPED(static_cast<PyArrayObject*>(array))) Kind::swap(value);
-    if constexpr (Kind::is_float) return Kind::to_python_number(value);
-    return scalar_new_value<Kind>(value);
+    if (array != nullptr && !PyArray_ISNOTSWAPPED(static_cast<PyArrayObject*>(array))) UserDtype::swap(value);
+    if constexpr (UserDtype::is_float) return UserDtype::to_python_number(value);
+    return scalar_new_value<UserDtype>(value);
 }
 
-template <class Kind>
+template <class UserDtype>
 int array_setitem(PyObject* item, void* data, void* array) {
-    typename Kind::storage value{};
-    if (is_scalar<Kind>(item)) {
-        value = scalar_value<Kind>(item);
-    } else if (!Kind::from_object(item, value)) {
+    typename UserDtype::storage value{};
+    if (is_scalar<UserDtype>(item)) {
+        value = scalar_value<UserDtype>(item);
+    } else if (!UserDtype::from_object(item, value)) {
         return -1;
     }
-    if (array != nullptr && !PyArray_ISNOTSWAPPED(static_cast<PyArrayObject*>(array))) Kind::swap(value);
+    if (array != nullptr && !PyArray_ISNOTSWAPPED(static_cast<PyArrayObject*>(array))) UserDtype::swap(value);
     std::memcpy(data, &value, sizeof value);
     return 0;
 }
 
-template <class Kind>
+template <class UserDtype>
 void array_copyswapn(void* dst, npy_intp dst_stride, void* src, npy_intp src_stride, npy_intp n, int swap, void*) {
-    using storage = typename Kind::storage;
+    using storage = typename UserDtype::storage;
     // No source: swap dst in place (ndarray.byteswap); numpy's contract for copyswapn.
     auto* out = static_cast<char*>(dst);
     const auto* in = src != nullptr ? static_cast<const char*>(src) : out;
@@ -324,42 +327,42 @@ void array_copyswapn(void* dst, npy_intp dst_stride, void* src, npy_intp src_str
     for (npy_intp i = 0; i < n; ++i) {
         storage value;
         std::memcpy(&value, in + i * in_stride, sizeof value);
-        if (swap) Kind::swap(value);
+        if (swap) UserDtype::swap(value);
         std::memcpy(out + i * dst_stride, &value, sizeof value);
     }
 }
 
-template <class Kind>
+template <class UserDtype>
 void array_copyswap(void* dst, void* src, int swap, void* array) {
-    array_copyswapn<Kind>(dst, 0, src, 0, 1, swap, array);
+    array_copyswapn<UserDtype>(dst, 0, src, 0, 1, swap, array);
 }
 
-template <class Kind>
+template <class UserDtype>
 npy_bool array_nonzero(void* data, void* array) {
-    typename Kind::storage value;
+    typename UserDtype::storage value;
     std::memcpy(&value, data, sizeof value);
-    if (array != nullptr && !PyArray_ISNOTSWAPPED(static_cast<PyArrayObject*>(array))) Kind::swap(value);
-    return Kind::to_double(value) != 0.0;
+    if (array != nullptr && !PyArray_ISNOTSWAPPED(static_cast<PyArrayObject*>(array))) UserDtype::swap(value);
+    return UserDtype::to_double(value) != 0.0;
 }
 
-template <class Kind>
+template <class UserDtype>
 int array_compare(const void* a, const void* b, void*) {
-    typename Kind::storage x, y;
+    typename UserDtype::storage x, y;
     std::memcpy(&x, a, sizeof x);
     std::memcpy(&y, b, sizeof y);
-    const double dx = Kind::to_double(x), dy = Kind::to_double(y);
+    const double dx = UserDtype::to_double(x), dy = UserDtype::to_double(y);
     // NumPy's order for floats: NaN after everything, NaNs equal among themselves.
     if (std::isnan(dx) || std::isnan(dy)) return std::isnan(dx) ? (std::isnan(dy) ? 0 : 1) : -1;
     return dx < dy ? -1 : dx > dy ? 1 : 0;
 }
 
-template <class Kind>
+template <class UserDtype>
 int array_argmax(void* data, npy_intp n, npy_intp* index, void*) {
-    const auto* values = static_cast<const typename Kind::storage*>(data);
+    const auto* values = static_cast<const typename UserDtype::storage*>(data);
     double best = -std::numeric_limits<double>::infinity();
     *index = 0;
     for (npy_intp i = 0; i < n; ++i) {
-        const double v = Kind::to_double(values[i]);
+        const double v = UserDtype::to_double(values[i]);
         if (v > best || std::isnan(v)) {
             best = v;
             *index = i;
@@ -370,13 +373,13 @@ int array_argmax(void* data, npy_intp n, npy_intp* index, void*) {
 }
 
 /// As NumPy's float argmin: the first NaN if there is one, else the first smallest.
-template <class Kind>
+template <class UserDtype>
 int array_argmin(void* data, npy_intp n, npy_intp* index, void*) {
-    const auto* values = static_cast<const typename Kind::storage*>(data);
+    const auto* values = static_cast<const typename UserDtype::storage*>(data);
     double best = std::numeric_limits<double>::infinity();
     *index = 0;
     for (npy_intp i = 0; i < n; ++i) {
-        const double v = Kind::to_double(values[i]);
+        const double v = UserDtype::to_double(values[i]);
         if (std::isnan(v)) {
             *index = i;
             break;
