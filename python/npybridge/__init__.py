@@ -13,7 +13,7 @@ _HERE = pathlib.Path(__file__).resolve().parent
 
 
 def _version():
-    text = (_HERE / "include" / "npybridge" / "version.hpp").read_text()
+    text = (_HERE / "include" / "npybridge" / "core" / "version.hpp").read_text()
     return re.search(r'#define NPYBRIDGE_VERSION "([^"]+)"', text).group(1)
 
 

@@ -1,7 +1,7 @@
 """What npybridge's headers cost a user's build: parse time of each public header alone, the umbrella and the
 caster headers, against pybind11's and nanobind's own headers, in one run (interleaved: every translation unit
-once per round, `--rounds` rounds), plus the README's pybind11 module compiled at -O2 beside a pybind11
-`array_t` module doing the same (time and stripped .so size).
+once per round, `--rounds` rounds), plus the README's complete module and its pybind11 module compiled at -O2
+beside a pybind11 `array_t` module doing the same (time and stripped .so size).
 
 Usage (tools/bench/run compile_time does this): compile_time.py [--rounds N] [--compiler g++]
 Run with the numpy2 venv's Python (its NumPy, pybind11 and nanobind headers are used). Prints markdown
@@ -39,9 +39,14 @@ def units():
             ("<boost/pfr.hpp>", "#include <boost/pfr.hpp>\n"),
             ("<Python.h> + NumPy's arrayobject.h",
              "#define PY_SSIZE_T_CLEAN\n#include <Python.h>\n#define NO_IMPORT_ARRAY\n#include <numpy/arrayobject.h>\n")]
-    for header in sorted((INCLUDE / "npybridge").glob("*.hpp")):
-        if header.name not in NEEDS_MEGBRAIN:
-            made.append((f"npybridge/{header.name}", f"#include <npybridge/{header.name}>\n"))
+    # The public headers by their paths: core/*.hpp, then the top level but the forwarders left at the core
+    # headers' old paths and the MegBrain ones.
+    core = sorted((INCLUDE / "npybridge" / "core").glob("*.hpp"))
+    moved = {header.name for header in core}
+    top = [h for h in sorted((INCLUDE / "npybridge").glob("*.hpp")) if h.name not in moved | NEEDS_MEGBRAIN]
+    for header in core + top:
+        name = header.relative_to(INCLUDE).as_posix()
+        made.append((name, f"#include <{name}>\n"))
     made.append(("npybridge/bind/pybind11.hpp", "#include <npybridge/bind/pybind11.hpp>\n"))
     made.append(("npybridge/bind/nanobind.hpp", "#include <npybridge/bind/nanobind.hpp>\n"))
     return made
@@ -54,9 +59,9 @@ def parse_seconds(compiler, source):
     return time.perf_counter() - start
 
 
-def readme_module():
+def readme_block(kind):
     text = (ROOT / "README.md").read_text()
-    start = text.index("```cpp pybind11\n") + len("```cpp pybind11\n")
+    start = text.index(f"```cpp {kind}\n") + len(f"```cpp {kind}\n")
     return text[start:text.index("```", start)]
 
 
@@ -93,7 +98,9 @@ def main():
     args = parser.parse_args()
     measured = units()
     times = {label: [] for label, _ in measured}
-    modules = {"README's pybind11 module (npybridge caster)": readme_module(), "the same with pybind11's array_t": PEER_MODULE}
+    modules = {"README's complete module (CPython API)": readme_block("my_module"),
+               "README's pybind11 module (npybridge caster)": readme_block("pybind11"),
+               "the same with pybind11's array_t": PEER_MODULE}
     module_times = {label: [] for label in modules}
     sizes = {}
     with tempfile.TemporaryDirectory() as folder:
