@@ -13,7 +13,6 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -175,10 +174,40 @@ constexpr dtype_row<Element, Param> with_range(dtype_row<Element, Param> row, va
     return row;
 }
 
+/// The rows, each of its own type: a tuple lighter than std::tuple, whose constructors' constraints cost every
+/// translation unit that includes this header a tenth of a second (the rows are only ever read by index).
+template <std::size_t I, class Row>
+struct row_leaf {
+    Row row;
+};
+
+template <class Indices, class... Rows>
+struct row_list_base;
+template <std::size_t... I, class... Rows>
+struct row_list_base<std::index_sequence<I...>, Rows...> : row_leaf<I, Rows>... {
+    constexpr explicit row_list_base(Rows... rows) : row_leaf<I, Rows>{rows}... {}
+};
+
+template <class... Rows>
+struct row_list : row_list_base<std::index_sequence_for<Rows...>, Rows...> {
+    using row_list_base<std::index_sequence_for<Rows...>, Rows...>::row_list_base;
+    static constexpr std::size_t size = sizeof...(Rows);
+};
+
+template <class... Rows>
+constexpr row_list<Rows...> make_row_list(Rows... rows) {
+    return row_list<Rows...>(rows...);
+}
+
+template <std::size_t I, class Row>
+constexpr const Row& row_at(const row_leaf<I, Row>& leaf) noexcept {
+    return leaf.row;
+}
+
 // One row per dtype (docs/dtypes.md). The stamp macro writes a row's enum value and
 // its name from one token, so the two cannot disagree; it is #undef'd below.
 #define NPYBRIDGE_DTYPE(name) dtype_enum::name, #name
-inline constexpr auto dtype_rows = std::make_tuple(
+inline constexpr auto dtype_rows = make_row_list(
     plain_row<float>(NPYBRIDGE_DTYPE(Float32), dtype_category::floating),
     plain_row<std::uint8_t>(NPYBRIDGE_DTYPE(Uint8), dtype_category::integer),
     plain_row<std::int8_t>(NPYBRIDGE_DTYPE(Int8), dtype_category::integer),
@@ -208,10 +237,8 @@ inline constexpr auto dtype_rows = std::make_tuple(
     with_range(plain_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS1), dtype_category::quantized), {0, 1}));
 #undef NPYBRIDGE_DTYPE
 
-using dtype_rows_t = std::remove_const_t<decltype(dtype_rows)>;
-
 template <std::size_t I>
-using row_t = std::remove_const_t<std::tuple_element_t<I, dtype_rows_t>>;
+using row_t = std::remove_const_t<std::remove_reference_t<decltype(row_at<I>(dtype_rows))>>;
 
 }  // namespace detail
 
@@ -243,7 +270,7 @@ template <std::size_t I>
 constexpr dtype_info make_info() {
     using row = row_t<I>;
     using element = typename row::element_type;
-    constexpr row r = std::get<I>(dtype_rows);
+    constexpr row r = row_at<I>(dtype_rows);
     constexpr scalar_kind kind = scalar_kind_of<element>();
     constexpr bool is_packed = r.packed_bits != 0;
     constexpr bool is_signed = kind == scalar_kind::signed_int || kind == scalar_kind::floating ||
@@ -276,7 +303,7 @@ constexpr std::array<dtype_info, sizeof...(I)> make_table(std::index_sequence<I.
 
 }  // namespace detail
 
-inline constexpr std::size_t dtype_count = std::tuple_size_v<detail::dtype_rows_t>;
+inline constexpr std::size_t dtype_count = decltype(detail::dtype_rows)::size;
 
 /// The table, one entry per dtype in MegDNN's enum order.
 inline constexpr std::array<dtype_info, dtype_count> dtype_table =
@@ -394,6 +421,36 @@ struct row_params<Variant, N, N> {
 /// no_param: what a dtype object can carry (a new param struct in a new row
 /// joins it by itself).
 using params_variant = typename detail::row_params<std::variant<no_param>, 0, dtype_count>::type;
+
+namespace detail {
+
+template <class T, class... Ts>
+constexpr std::size_t alternative_index(std::variant<Ts...>*) noexcept {
+    constexpr bool same[] = {std::is_same_v<T, Ts>...};
+    for (std::size_t i = 0; i < sizeof...(Ts); ++i) {
+        if (same[i]) return i;
+    }
+    return sizeof...(Ts);
+}
+
+template <std::size_t... I>
+constexpr std::array<std::uint8_t, sizeof...(I)> make_param_slots(std::index_sequence<I...>) noexcept {
+    return {static_cast<std::uint8_t>(
+        alternative_index<typename row_t<I>::param_type>(static_cast<params_variant*>(nullptr)))...};
+}
+
+/// Each row's param struct as its index in params_variant: with_params dispatches over the few param structs,
+/// not over every row (a fold over 22 rows cost each translation unit ~50 ms per caller).
+inline constexpr std::array<std::uint8_t, dtype_count> param_slots =
+    make_param_slots(std::make_index_sequence<dtype_count>{});
+
+template <class F, class... Ts>
+void call_with_alternative(std::size_t slot, F& f, std::variant<Ts...>*) {
+    std::size_t i = 0;
+    static_cast<void>(((i++ == slot ? (f(Ts{}), true) : false) || ...));
+}
+
+}  // namespace detail
 
 /// Bytes of one element. Packed dtypes have none: asking is a compile error.
 template <dtype_enum Id>
@@ -564,7 +621,7 @@ public:
     friend bool operator!=(const dtype& a, const dtype& b) noexcept { return !(a == b); }
 
     std::size_t hash() const noexcept {
-        const std::size_t seed = std::hash<std::uint32_t>{}(static_cast<std::uint32_t>(m_id));
+        const std::size_t seed = static_cast<std::size_t>(m_id) * 0x9e3779b97f4a7c15ULL;
         return std::visit([&](const auto& p) { return detail::params_hash(seed, p); }, m_params);
     }
 
@@ -572,7 +629,9 @@ public:
     /// compile time, derived from the table).
     template <class F>
     static void with_params(dtype_enum id, F&& f) {
-        visit_row(id, std::forward<F>(f), std::make_index_sequence<dtype_count>{});
+        const std::size_t row = table_index(id);
+        if (row != dtype_count)
+            detail::call_with_alternative(detail::param_slots[row], f, static_cast<params_variant*>(nullptr));
     }
 
 private:
@@ -591,12 +650,6 @@ private:
         return {dtype(dtype_table[I].is_quantized ? dtype_enum::Float32 : dtype_table[I].id, no_check{})...};
     }
     static const std::array<dtype, dtype_count> plain_rows;
-
-    template <class F, std::size_t... I>
-    static void visit_row(dtype_enum id, F&& f, std::index_sequence<I...>) {
-        static_cast<void>(
-            ((dtype_table[I].id == id ? (f(typename detail::row_t<I>::param_type{}), true) : false) || ...));
-    }
 
     dtype_enum m_id;
     params m_params{};

@@ -8,8 +8,9 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
-#include <functional>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -110,12 +111,24 @@ std::string params_text(P param) {
     return fields;
 }
 
+/// A field's value as 64 bits for hashing: equal values give equal bits (0.0 and -0.0 alike).
+template <class T>
+std::uint64_t field_bits(T value) noexcept {
+    if constexpr (std::is_floating_point_v<T>) {
+        const double wide = value == 0 ? 0.0 : static_cast<double>(value);
+        std::uint64_t bits = 0;
+        std::memcpy(&bits, &wide, sizeof bits);
+        return bits;
+    } else {
+        return static_cast<std::uint64_t>(value);
+    }
+}
+
 /// Mixes every field of `param` into `seed`.
 template <class P>
 std::size_t params_hash(std::size_t seed, P param) noexcept {
     reflect::for_each_field(param, [&](std::string_view, auto& field) {
-        seed ^= std::hash<std::remove_reference_t<decltype(field)>>{}(field) + 0x9e3779b97f4a7c15ULL + (seed << 6) +
-                (seed >> 2);
+        seed ^= static_cast<std::size_t>(field_bits(field)) + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
     });
     return seed;
 }
