@@ -17,6 +17,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -181,9 +182,10 @@ struct consumed_capsule {
 inline consumed_capsule consume_capsule(PyObject* capsule) {
     const char* name = PyCapsule_GetName(capsule);
     if (name == nullptr && PyErr_Occurred()) throw python_error();
-    const std::string text = name ? name : "";
+    // Compared in place: the versioned name is longer than a short string, and a copy was a heap allocation per call.
+    const std::string_view text = name ? name : "";
     if (text == dlpack::used_capsule_name || text == dlpack::used_versioned_capsule_name) {
-        throw dlpack_error("from_dlpack: the DLPack capsule was already consumed ('" + text +
+        throw dlpack_error("from_dlpack: the DLPack capsule was already consumed ('" + std::string(text) +
                            "'): a capsule gives its tensor to one consumer, once");
     }
     consumed_capsule result{};
@@ -207,7 +209,7 @@ inline consumed_capsule consume_capsule(PyObject* capsule) {
         result.flags = 0;
         result.owner = owner_handle::adopt(new dlpack_owner_block(managed, false));
     } else {
-        throw dlpack_error("from_dlpack: a capsule named '" + text +
+        throw dlpack_error("from_dlpack: a capsule named '" + std::string(text) +
                            "' is not a DLPack tensor ('dltensor' or 'dltensor_versioned')");
     }
     result.owner.get()->read_only = (result.flags & dlpack::flag_read_only) != 0;
