@@ -68,6 +68,20 @@ def test_a_well_formed_capsule_is_borrowed():
     np.testing.assert_array_equal(t.numpy(), a)
 
 
+def test_a_capsule_of_another_name_is_refused_naming_it():
+    a = np.arange(4, dtype=np.int8)
+    pointee, name = ctypes.c_int64(0), b"not_a_dltensor_at_all"
+    KEEP.extend([pointee, name])
+    other = _capsule_new(ctypes.addressof(pointee), name, None)
+    with pytest.raises(nbx.DLPackError, match="a capsule named 'not_a_dltensor_at_all' is not a DLPack tensor"):
+        Tensor.from_dlpack(other)
+    # A capsule taken once is renamed and refused the second time, by the name it has now.
+    taken = capsule(a, [4])
+    Tensor.from_dlpack(taken)
+    with pytest.raises(nbx.DLPackError, match=r"already consumed \('used_dltensor_versioned'\)"):
+        Tensor.from_dlpack(taken)
+
+
 def test_a_null_shape_is_refused_naming_the_field():
     with pytest.raises(nbx.DLPackError, match="shape is NULL with ndim = 1"):
         Tensor.from_dlpack(capsule(np.zeros(4, np.int8), None, ndim=1))
