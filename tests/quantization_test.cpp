@@ -6,10 +6,13 @@
 
 #include "tests/support/python.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
+#include <string_view>
 #include <unordered_set>
 
 namespace npb = npybridge;
@@ -33,6 +36,14 @@ TEST_CASE("dtypes compare and hash by name and exact params", "[quantized]") {
     CHECK(npb::dtype(dtype_enum::Float32).to_string() == "Float32");
 }
 
+namespace {
+/// A param struct no row of the table uses.
+struct not_a_param_of_the_table {
+    float scale = 1.0f;
+    static constexpr std::array<std::string_view, 1> field_names{"scale"};
+};
+}  // namespace
+
 TEST_CASE("C++ construction validates like metadata does", "[quantized][errors]") {
     CHECK_THROWS_WITH(npb::dtype(dtype_enum::QuantizedS8), Contains("QuantizedS8 needs params"));
     CHECK_THROWS_WITH(npb::dtype::quantized(dtype_enum::Int8, 1.0), Contains("Int8 is not a quantized dtype"));
@@ -43,7 +54,23 @@ TEST_CASE("C++ construction validates like metadata does", "[quantized][errors]"
     CHECK_THROWS_AS(npb::dtype::quantized(dtype_enum::QuantizedS8, -1.0), npb::metadata_error);
     CHECK_NOTHROW(npb::dtype::quantized(dtype_enum::Quantized4Asymm, 1.0, 15));
     CHECK_THROWS_AS(npb::dtype::with(dtype_enum::QuantizedS8, npb::asymm_param{1.0f, 2}), npb::dtype_error);
+    CHECK_THROWS_WITH(npb::dtype::with(dtype_enum::QuantizedS8, npb::asymm_param{1.0f, 2}),
+                      "QuantizedS8: wrong param struct for this dtype");
+    CHECK_THROWS_WITH(npb::dtype::with(dtype_enum::Int8, npb::scale_param{1.0f}),
+                      "Int8: wrong param struct for this dtype");
+    CHECK_THROWS_WITH(npb::dtype::with(dtype_enum::QuantizedS8, not_a_param_of_the_table{}),
+                      "QuantizedS8: wrong param struct for this dtype");
+    CHECK_THROWS_WITH(npb::dtype::with(dtype_enum::QuantizedS8, npb::scale_param{-1.0f}),
+                      "QuantizedS8: scale -1 must be > 0");
+    CHECK_THROWS_WITH(npb::dtype::with(dtype_enum::Quantized4Asymm, npb::asymm_param{1.0f, 16}),
+                      "Quantized4Asymm: zero_point 16 is outside [0, 15]");
     CHECK(npb::dtype::with(dtype_enum::QuantizedS8, npb::scale_param{0.5f}).scale() == 0.5f);
+    const npb::dtype asymm = npb::dtype::with(dtype_enum::Quantized8Asymm, npb::asymm_param{0.25f, 200});
+    CHECK(asymm == npb::dtype::quantized(dtype_enum::Quantized8Asymm, 0.25, 200));
+    CHECK(asymm.zero_point() == 200);
+    CHECK(asymm.param<npb::asymm_param>().zero_point == 200);
+    CHECK(npb::dtype(dtype_enum::Int8).scale() == std::nullopt);
+    CHECK(npb::dtype::quantized(dtype_enum::QuantizedS8, 0.5).zero_point() == std::nullopt);
 }
 
 TEST_CASE("quantize and dequantize follow MegDNN's rounding and clamps", "[quantized]") {

@@ -152,12 +152,11 @@ inline std::string type_text(PyObject* obj) { return std::string(Py_TYPE(obj)->t
 /// A Python number as the C++ field type wants it. Float fields take Python
 /// and numpy reals and integers; integer fields take Python and numpy
 /// integers. bool is never a number here.
-template <class Field>
-double read_number(const dtype_info& type, std::string_view key, PyObject* obj) {
+inline double read_number(const dtype_info& type, std::string_view key, bool real, PyObject* obj) {
     auto where = [&] { return std::string(type.name) + ": " + std::string(key) + " "; };
     const bool is_bool = PyBool_Check(obj) || PyArray_IsScalar(obj, Bool);
     const bool is_integer = !is_bool && (PyLong_Check(obj) || PyArray_IsScalar(obj, Integer));
-    if constexpr (std::is_floating_point_v<Field>) {
+    if (real) {
         const bool is_real = !is_bool && (PyFloat_Check(obj) || PyArray_IsScalar(obj, Floating) || is_integer);
         if (!is_real) {
             throw metadata_error(where() + "must be a real number, got " + safe_repr(obj) + " (" + type_text(obj) +
@@ -207,40 +206,35 @@ inline std::optional<std::string_view> utf8_text(PyObject* obj) {
 /// number may run Python code (a subclass's __float__) that changes the dict.
 template <class Where>
 dtype params_from_dict(const dtype_info& type, PyObject* fields, const Where& where) {
-    std::optional<dtype> result;
-    dtype::with_params(type.id, [&](auto param) {
-        using param_type = decltype(param);
-        // Keys: 'name' plus the param struct's own; anything else is a mistake
-        // worth naming (zero_point on a symmetric dtype, a misspelt key).
-        PyObject *key, *value;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(fields, &pos, &key, &value)) {
-            const std::optional<std::string_view> key_text = utf8_text(key);
-            bool known = key_text == std::optional<std::string_view>("name");
-            for (std::string_view field_name : param_type::field_names) known = known || key_text == field_name;
-            if (!known) {
-                const object held = object::borrow(key);  // its repr may run Python code
-                std::string takes = "name";
-                for (std::string_view field_name : param_type::field_names) takes += ", " + std::string(field_name);
-                throw metadata_error(std::string(type.name) + ": unexpected key " + safe_repr(key) + " in " + where() +
-                                     " (" + std::string(type.name) + " takes " + takes + ")");
-            }
+    param_values values = default_values(param_slots[table_index(type.id)]);
+    // Keys: 'name' plus the param struct's own; anything else is a mistake
+    // worth naming (zero_point on a symmetric dtype, a misspelt key).
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(fields, &pos, &key, &value)) {
+        const std::optional<std::string_view> key_text = utf8_text(key);
+        bool known = key_text == std::optional<std::string_view>("name");
+        for (std::size_t i = 0; i < values.count; ++i) known = known || key_text == values.keys[i];
+        if (!known) {
+            const object held = object::borrow(key);  // its repr may run Python code
+            std::string takes = "name";
+            for (std::size_t i = 0; i < values.count; ++i) takes += ", " + std::string(values.keys[i]);
+            throw metadata_error(std::string(type.name) + ": unexpected key " + safe_repr(key) + " in " + where() +
+                                 " (" + std::string(type.name) + " takes " + takes + ")");
         }
-        reflect::for_each_field(param, [&](std::string_view key_name, auto& field) {
-            using field_t = std::remove_reference_t<decltype(field)>;
-            object item = object::borrow(PyDict_GetItemWithError(fields, key_object(key_name)));
-            if (!item) {
-                if (PyErr_Occurred()) throw python_error();
-                throw metadata_error(std::string(type.name) + ": " + std::string(key_name) + " is missing from " +
-                                     where());
-            }
-            const double number = read_number<field_t>(type, key_name, item.get());
-            check_field<field_t>(type, key_name, number);
-            field = static_cast<field_t>(number);
-        });
-        result = dtype::with(type.id, param);
-    });
-    return *result;
+    }
+    for (std::size_t i = 0; i < values.count; ++i) {
+        const std::string_view key_name = values.keys[i];
+        object item = object::borrow(PyDict_GetItemWithError(fields, key_object(key_name)));
+        if (!item) {
+            if (PyErr_Occurred()) throw python_error();
+            throw metadata_error(std::string(type.name) + ": " + std::string(key_name) + " is missing from " + where());
+        }
+        const double number = read_number(type, key_name, values.is_real(i), item.get());
+        check_field(type, key_name, values.is_real(i), number);
+        values.value[i] = number;
+    }
+    return dtype_from_values(type.id, values);
 }
 
 /// Builds a dtype from metadata["mgb_dtype"] as MegEngine writes it. Every
@@ -433,19 +427,14 @@ namespace detail {
     if (!fields || !name || PyDict_SetItem(fields.get(), key_object("name"), name.get()) != 0) {
         throw error("to_numpy_dtype: out of memory building metadata for " + type.to_string());
     }
-    std::visit(
-        [&](auto param) {
-            reflect::for_each_field(param, [&](std::string_view key, auto& field) {
-                using field_t = std::remove_reference_t<decltype(field)>;
-                object value = object::steal(std::is_floating_point_v<field_t>
-                                                 ? PyFloat_FromDouble(static_cast<double>(field))
-                                                 : PyLong_FromLongLong(static_cast<long long>(field)));
-                if (!value || PyDict_SetItem(fields.get(), key_object(key), value.get()) != 0) {
-                    throw error("to_numpy_dtype: out of memory building metadata for " + type.to_string());
-                }
-            });
-        },
-        type.all_params());
+    const param_values values = variant_values(type.all_params());
+    for (std::size_t i = 0; i < values.count; ++i) {
+        object value = object::steal(values.is_real(i) ? PyFloat_FromDouble(values.value[i])
+                                                       : PyLong_FromLongLong(static_cast<long long>(values.value[i])));
+        if (!value || PyDict_SetItem(fields.get(), key_object(values.keys[i]), value.get()) != 0) {
+            throw error("to_numpy_dtype: out of memory building metadata for " + type.to_string());
+        }
+    }
     object metadata = object::steal(PyDict_New());
     if (!metadata || PyDict_SetItem(metadata.get(), key_object("mgb_dtype"), fields.get()) != 0) {
         throw error("to_numpy_dtype: out of memory building metadata for " + type.to_string());

@@ -450,6 +450,22 @@ void call_with_alternative(std::size_t slot, F& f, std::variant<Ts...>*) {
     static_cast<void>(((i++ == slot ? (f(Ts{}), true) : false) || ...));
 }
 
+/// The defaults of the param struct at `slot` of params_variant, as numbers.
+inline param_values default_values(std::size_t slot) noexcept {
+    param_values values;
+    auto read = [&](auto param) { values = values_of(param); };
+    call_with_alternative(slot, read, static_cast<params_variant*>(nullptr));
+    return values;
+}
+
+/// The param struct a dtype holds, as numbers.
+inline param_values variant_values(const params_variant& params) noexcept {
+    param_values values;
+    auto read = [&](auto param) { values = values_of(*std::get_if<decltype(param)>(&params)); };
+    call_with_alternative(params.index(), read, static_cast<params_variant*>(nullptr));
+    return values;
+}
+
 }  // namespace detail
 
 /// Bytes of one element. Packed dtypes have none: asking is a compile error.
@@ -526,6 +542,13 @@ inline constexpr bool is_narrowing_v = dtype_of<T>::narrowing;
 
 // ---- The dtype object: a table row with its params, validated.
 
+class dtype;
+
+namespace detail {
+/// The dtype `id` with its param struct made from `values` (dtype::with checks them).
+dtype dtype_from_values(dtype_enum id, const param_values& values);
+}  // namespace detail
+
 /// A dtype together with its params. Plain dtypes have none; quantized ones
 /// carry scale (and zero_point for the two Asymm dtypes), always validated.
 class dtype {
@@ -560,29 +583,25 @@ public:
             throw dtype_error(std::string(is_valid(id) ? npybridge::info(id).name : "this enum value") +
                               " is not a quantized dtype");
         }
-        dtype result(id, no_check{});
-        with_params(id, [&](auto param) {
-            detail::fill_params(npybridge::info(id), param, scale, zero_point);
-            result.m_params = param;
-        });
-        return result;
+        detail::param_values values = detail::default_values(detail::param_slots[table_index(id)]);
+        detail::fill_values(npybridge::info(id), values, scale, zero_point);
+        return detail::dtype_from_values(id, values);
     }
 
     /// A dtype from a param struct of the right type for `id` (validated).
     template <class Param>
     static dtype with(dtype_enum id, const Param& param) {
         if (!is_valid(id)) throw dtype_error("npybridge: not a MegDNN dtype");
-        dtype result(id, no_check{});
-        bool matched = false;
-        with_params(id, [&](auto expected) {
-            if constexpr (std::is_same_v<decltype(expected), Param>) {
-                detail::check_params(npybridge::info(id), param);
+        constexpr std::size_t slot = detail::alternative_index<Param>(static_cast<params_variant*>(nullptr));
+        if constexpr (slot < std::variant_size_v<params_variant>) {
+            if (detail::param_slots[table_index(id)] == slot) {
+                detail::check_values(npybridge::info(id), detail::values_of(param));
+                dtype result(id, no_check{});
                 result.m_params = param;
-                matched = true;
+                return result;
             }
-        });
-        if (!matched) throw dtype_error(std::string(npybridge::info(id).name) + ": wrong param struct for this dtype");
-        return result;
+        }
+        throw dtype_error(std::string(npybridge::info(id).name) + ": wrong param struct for this dtype");
     }
 
     dtype_enum id() const noexcept { return m_id; }
@@ -604,25 +623,20 @@ public:
 
     /// "Int8", "QuantizedS8(scale=0.5)", "Quantized8Asymm(scale=0.25, zero_point=128)".
     std::string to_string() const {
-        const std::string fields = std::visit([](const auto& p) { return detail::params_text(p); }, m_params);
+        const std::string fields = detail::params_text(detail::variant_values(m_params));
         return std::string(name()) + (fields.empty() ? "" : "(" + fields + ")");
     }
 
     /// Equal when the dtype and every param field are equal (floats exactly).
     friend bool operator==(const dtype& a, const dtype& b) noexcept {
         if (a.m_id != b.m_id || a.m_params.index() != b.m_params.index()) return false;
-        return std::visit(
-            [&](const auto& pa) {
-                using P = std::decay_t<decltype(pa)>;
-                return reflect::fields_equal(pa, std::get<P>(b.m_params));
-            },
-            a.m_params);
+        return detail::values_equal(detail::variant_values(a.m_params), detail::variant_values(b.m_params));
     }
     friend bool operator!=(const dtype& a, const dtype& b) noexcept { return !(a == b); }
 
     std::size_t hash() const noexcept {
         const std::size_t seed = static_cast<std::size_t>(m_id) * 0x9e3779b97f4a7c15ULL;
-        return std::visit([&](const auto& p) { return detail::params_hash(seed, p); }, m_params);
+        return detail::params_hash(seed, detail::variant_values(m_params));
     }
 
     /// Calls f(param_t<id>{}) with the param struct type of `id` (runtime to
@@ -637,7 +651,8 @@ public:
 private:
     template <class T>
     std::optional<T> field(std::string_view key) const noexcept {
-        return std::visit([&](const auto& p) { return detail::field_value<T>(p, key); }, m_params);
+        const std::optional<double> value = detail::field_value(detail::variant_values(m_params), key);
+        return value ? std::optional<T>(static_cast<T>(*value)) : std::nullopt;
     }
 
     struct no_check {};
@@ -658,6 +673,15 @@ private:
 // Constant-initialized (the initializer is a constant expression): no start-up code.
 inline const std::array<dtype, dtype_count> dtype::plain_rows =
     dtype::make_plain_rows(std::make_index_sequence<dtype_count>{});
+
+inline dtype detail::dtype_from_values(dtype_enum id, const param_values& values) {
+    std::optional<dtype> result;
+    dtype::with_params(id, [&](auto param) { result = dtype::with(id, param_from_values<decltype(param)>(values)); });
+    if (!result)
+        throw dtype_error("npybridge: enum value " + std::to_string(static_cast<std::uint32_t>(id)) +
+                          " is not a MegDNN dtype");
+    return *std::move(result);
+}
 
 }  // namespace npybridge
 

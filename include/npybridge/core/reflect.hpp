@@ -37,6 +37,27 @@ void for_each_field(Param& param, F&& f) {
     boost::pfr::for_each_field(param, [&f](auto& field, std::size_t index) { f(plain::field_names[index], field); });
 }
 
+/// The one walk over a param struct's fields that class dtype needs (core/detail/params.hpp): each field read into
+/// `values` as a double or, with `write`, set from `values`, in declaration order. Returns the fields that are
+/// floating point as bits (bit i for field i). A field is a float or an integer of at most 32 bits: what a double
+/// carries exactly.
+template <class Param>
+unsigned exchange_fields(Param& param, double* values, bool write) noexcept {
+    unsigned real_mask = 0;
+    boost::pfr::for_each_field(param, [&](auto& field, std::size_t index) {
+        using field_t = std::remove_reference_t<decltype(field)>;
+        static_assert(std::is_same_v<field_t, float> || (std::is_integral_v<field_t> && sizeof(field_t) <= 4),
+                      "npybridge: a param field must be a float or an integer of at most 32 bits");
+        if (std::is_floating_point_v<field_t>) real_mask |= 1u << index;
+        if (write) {
+            field = static_cast<field_t>(values[index]);
+        } else {
+            values[index] = static_cast<double>(field);
+        }
+    });
+    return real_mask;
+}
+
 /// True when both structs have equal fields (floats compared exactly). (structure_tie, not PFR's eq_fields:
 /// ops_fields.hpp brings <functional>, a third of this header's parse time for one comparison.)
 template <class Param>

@@ -1,5 +1,5 @@
-// npybridge/core/detail/params.hpp — a param struct field by field (through reflect.hpp): what each field accepts (its
-// C++ type decides the rule), filling and checking a struct, its text and hash. class dtype (dtype.hpp) uses these.
+// npybridge/core/detail/params.hpp — a param struct's fields as numbers (param_values): what each field accepts (its
+// C++ type decides the rule), filling and checking, text, hash and equality. class dtype (dtype.hpp) uses these.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -27,110 +27,129 @@ inline std::string number_text(double value) {
     return buffer;
 }
 
-/// What one reflected param field accepts, decided by its C++ type: a float
-/// field is a finite real > 0 (scale), an integer field an integer inside the
-/// dtype's value range (zero_point). Throws metadata_error naming dtype and key.
+/// A param struct's fields as numbers, in declaration order, with their metadata keys: what checking, printing,
+/// comparing, hashing and metadata read and write. Each param struct is reflected into and out of this once
+/// (dtype.hpp), not once per operation: every operation below is plain code over the numbers.
+struct param_values {
+    static constexpr std::size_t capacity = 4;
+    std::size_t count = 0;
+    const std::string_view* keys = nullptr;  ///< the struct's field_names
+    unsigned real_mask = 0;                  ///< bit i set when field i is floating point, clear for an integer
+    double value[capacity] = {};
+
+    bool is_real(std::size_t i) const noexcept { return (real_mask >> i & 1u) != 0; }
+};
+
+/// The fields of param struct P as numbers.
+template <class P>
+param_values values_of(P param) noexcept {
+    static_assert(reflect::keys_match_fields<P>());
+    static_assert(reflect::field_count<P> <= param_values::capacity,
+                  "npybridge: a param struct has at most param_values::capacity fields");
+    param_values values;
+    values.count = reflect::field_count<P>;
+    values.keys = P::field_names.data();
+    values.real_mask = reflect::exchange_fields(param, values.value, false);
+    return values;
+}
+
+/// Param struct P from checked numbers.
+template <class P>
+P param_from_values(param_values values) noexcept {
+    P param{};
+    reflect::exchange_fields(param, values.value, true);
+    return param;
+}
+
+/// What one param field accepts, decided by its C++ type: a float field is a finite real > 0 (scale), an integer
+/// field an integer inside the dtype's value range (zero_point). Throws metadata_error naming dtype and key.
 /// (Info is dtype_info, which dtype.hpp defines after including this header.)
-template <class Field, class Info>
-void check_field(const Info& type, std::string_view key, double value) {
-    auto fail = [&](const char* why) {
+template <class Info>
+void check_field(const Info& type, std::string_view key, bool real, double value) {
+    auto fail = [&](const std::string& why) {
         throw metadata_error(std::string(type.name) + ": " + std::string(key) + " " + number_text(value) + why);
     };
-    if constexpr (std::is_floating_point_v<Field>) {
+    if (real) {
         if (!std::isfinite(value)) fail(" is not finite");
-        const auto narrowed = static_cast<Field>(value);
+        const auto narrowed = static_cast<float>(value);
         if (!std::isfinite(narrowed)) fail(" does not fit a float32");
         if (value > 0 && !(narrowed > 0)) {
-            fail((" is too small for a float32 (it rounds to 0; the smallest positive one is " +
-                  number_text(static_cast<double>(std::numeric_limits<Field>::denorm_min())) + ")")
-                     .c_str());
+            fail(" is too small for a float32 (it rounds to 0; the smallest positive one is " +
+                 number_text(static_cast<double>(std::numeric_limits<float>::denorm_min())) + ")");
         }
         if (!(narrowed > 0)) fail(" must be > 0");
     } else {
-        static_assert(std::is_integral_v<Field>, "npybridge: a param field must be a float or an integer");
         if (value != std::floor(value)) fail(" is not an integer");
         if (value < type.range.lo || value > type.range.hi) {
-            fail((" is outside [" + number_text(type.range.lo) + ", " + number_text(type.range.hi) + "]").c_str());
+            fail(" is outside [" + number_text(type.range.lo) + ", " + number_text(type.range.hi) + "]");
         }
     }
 }
 
-/// True when param struct P has a field with metadata key `key`.
-template <class P>
-constexpr bool has_key(std::string_view key) noexcept {
-    for (std::string_view name : P::field_names) {
-        if (name == key) return true;
-    }
-    return false;
-}
-
-/// Fills `param` from plain numbers, each checked: scale always, zero_point
-/// exactly when P has one. Throws metadata_error naming dtype and key.
-template <class Info, class P>
-void fill_params(const Info& type, P& param, double scale, std::optional<long long> zero_point) {
-    reflect::for_each_field(param, [&](std::string_view key, auto& field) {
-        using field_t = std::remove_reference_t<decltype(field)>;
-        if (key != "scale" && key != "zero_point") return;  // no plain-number argument: keeps its default
-        if (key == "zero_point" && !zero_point)
-            throw metadata_error(std::string(type.name) + ": zero_point is missing");
+/// Fills `values` (the defaults of the dtype's param struct) from plain numbers, each checked: scale always,
+/// zero_point exactly when the struct has one. Throws metadata_error naming dtype and key.
+template <class Info>
+void fill_values(const Info& type, param_values& values, double scale, std::optional<long long> zero_point) {
+    bool takes_zero_point = false;
+    for (std::size_t i = 0; i < values.count; ++i) {
+        const std::string_view key = values.keys[i];
+        if (key != "scale" && key != "zero_point") continue;  // no plain-number argument: keeps its default
+        if (key == "zero_point") {
+            takes_zero_point = true;
+            if (!zero_point) throw metadata_error(std::string(type.name) + ": zero_point is missing");
+        }
         const double value = key == "scale" ? scale : static_cast<double>(*zero_point);
-        check_field<field_t>(type, key, value);
-        field = static_cast<field_t>(value);
-    });
-    if (zero_point && !has_key<P>("zero_point")) {
+        check_field(type, key, values.is_real(i), value);
+        values.value[i] = value;
+    }
+    if (zero_point && !takes_zero_point) {
         throw metadata_error(std::string(type.name) + ": zero_point is not a param of a symmetric dtype");
     }
 }
 
 /// Checks every field of a param struct given whole.
-template <class Info, class P>
-void check_params(const Info& type, P param) {
-    reflect::for_each_field(param, [&](std::string_view key, auto& field) {
-        check_field<std::remove_reference_t<decltype(field)>>(type, key, static_cast<double>(field));
-    });
+template <class Info>
+void check_values(const Info& type, const param_values& values) {
+    for (std::size_t i = 0; i < values.count; ++i)
+        check_field(type, values.keys[i], values.is_real(i), values.value[i]);
 }
 
-/// The field of `param` whose metadata key is `key`, as T; nullopt when it has none.
-template <class T, class P>
-std::optional<T> field_value(P param, std::string_view key) noexcept {
-    std::optional<T> found;
-    reflect::for_each_field(param, [&](std::string_view name, auto& field) {
-        if (name == key) found = static_cast<T>(field);
-    });
-    return found;
+/// The field whose metadata key is `key`; nullopt when the struct has none.
+inline std::optional<double> field_value(const param_values& values, std::string_view key) noexcept {
+    for (std::size_t i = 0; i < values.count; ++i) {
+        if (values.keys[i] == key) return values.value[i];
+    }
+    return std::nullopt;
 }
 
 /// "scale=0.5, zero_point=128"; empty for a struct without fields.
-template <class P>
-std::string params_text(P param) {
+inline std::string params_text(const param_values& values) {
     std::string fields;
-    reflect::for_each_field(param, [&](std::string_view key, auto& field) {
-        if (!fields.empty()) fields += ", ";
-        fields += std::string(key) + "=" + number_text(static_cast<double>(field));
-    });
+    for (std::size_t i = 0; i < values.count; ++i) {
+        if (i != 0) fields += ", ";
+        fields += std::string(values.keys[i]) + "=" + number_text(values.value[i]);
+    }
     return fields;
 }
 
-/// A field's value as 64 bits for hashing: equal values give equal bits (0.0 and -0.0 alike).
-template <class T>
-std::uint64_t field_bits(T value) noexcept {
-    if constexpr (std::is_floating_point_v<T>) {
-        const double wide = value == 0 ? 0.0 : static_cast<double>(value);
+/// Mixes every field into `seed`: equal values give equal hashes (0.0 and -0.0 alike).
+inline std::size_t params_hash(std::size_t seed, const param_values& values) noexcept {
+    for (std::size_t i = 0; i < values.count; ++i) {
+        const double value = values.value[i] == 0 ? 0.0 : values.value[i];
         std::uint64_t bits = 0;
-        std::memcpy(&bits, &wide, sizeof bits);
-        return bits;
-    } else {
-        return static_cast<std::uint64_t>(value);
+        std::memcpy(&bits, &value, sizeof bits);
+        seed ^= static_cast<std::size_t>(bits) + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
     }
+    return seed;
 }
 
-/// Mixes every field of `param` into `seed`.
-template <class P>
-std::size_t params_hash(std::size_t seed, P param) noexcept {
-    reflect::for_each_field(param, [&](std::string_view, auto& field) {
-        seed ^= static_cast<std::size_t>(field_bits(field)) + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
-    });
-    return seed;
+/// Equal when every field is equal (floats exactly, as the fields themselves compare).
+inline bool values_equal(const param_values& a, const param_values& b) noexcept {
+    if (a.count != b.count) return false;
+    for (std::size_t i = 0; i < a.count; ++i) {
+        if (!(a.value[i] == b.value[i])) return false;
+    }
+    return true;
 }
 
 }  // namespace detail
