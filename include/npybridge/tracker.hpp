@@ -6,10 +6,9 @@
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
 
-#include <functional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <unordered_map>  // std::unordered_map and std::hash (not <functional>: 20% of the umbrella's parse)
 #include <utility>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {

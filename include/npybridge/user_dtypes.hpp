@@ -221,8 +221,10 @@ inline int find_registered(const char* name, PyObject*& type) {
 /// interpreter: when another npybridge module already did, its dtypes are
 /// reused; when ml_dtypes is importable, its bfloat16 is used. The scalar types
 /// are added to `module` (as bfloat16, intb1, ...). GIL required; returns false
-/// with a Python error set on failure.
-inline bool register_user_dtypes(PyObject* module) {
+/// with a Python error set on failure. (A template only so that the registration, the casts, comparisons and
+/// bfloat16 ufunc loops that are most of this header's parse, is compiled only where it is called.)
+template <class = void>
+bool register_user_dtypes(PyObject* module) {
     if (!import_numpy() || !import_numpy_ufuncs()) return false;
     auto& found = detail::user_dtypes_found();
     auto name_of = [](std::size_t slot) { return info(detail::user_dtype_ids[slot]).numpy.chars.data(); };

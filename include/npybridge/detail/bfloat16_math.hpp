@@ -310,12 +310,15 @@ struct bf16_loop {
 };
 
 /// Every ufunc npybridge's bfloat16 computes in bfloat16 (the same set as ml_dtypes' bfloat16, so that a
-/// program sees the same result dtypes with either). Comparisons are register_comparisons()'s.
-inline bool register_bfloat16_ufuncs() {
+/// program sees the same result dtypes with either). Comparisons are register_comparisons()'s. A template over
+/// the element type, so the sixty-odd loops are compiled only where the user dtypes are registered.
+template <class Bfloat16>
+bool register_bfloat16_ufuncs() {
+    static_assert(std::is_same_v<Bfloat16, bfloat16>, "npybridge: these loops are bfloat16's");
     object numpy = object::steal(PyImport_ImportModule("numpy"));
     if (!numpy) return false;
     namespace m = bf16_math;
-    using b = bfloat16;
+    using b = Bfloat16;
     PyObject* np = numpy.get();
     return bf16_loop<m::add, b, b>::register_for(np, "add") &&
            bf16_loop<m::subtract, b, b>::register_for(np, "subtract") &&

@@ -360,7 +360,7 @@ bool register_one(const std::string& module_name) {
                  : static_cast<bool>(names);
     }
     ok = ok && register_casts<UserDtype>(descr, type_num) && register_comparisons<UserDtype>(type_num);
-    if constexpr (UserDtype::is_float) ok = ok && register_bfloat16_ufuncs();
+    if constexpr (UserDtype::is_float) ok = ok && register_bfloat16_ufuncs<storage>();
     Py_DECREF(descr);
     return ok;
 }
