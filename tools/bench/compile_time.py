@@ -5,8 +5,9 @@ beside a pybind11 `array_t` module doing the same (time and stripped .so size).
 
 Usage (tools/bench/run compile_time does this): compile_time.py [--rounds N] [--compiler g++]
 Run with the numpy2 venv's Python (its NumPy, pybind11 and nanobind headers are used). Prints markdown
-tables: best and worst CPU seconds of the compiler per translation unit, and the ratios the build-cost targets
-are stated in (best against best).
+tables: best and worst CPU seconds of the compiler per translation unit with GCC's parse memory (deterministic,
+where the seconds move by a third between runs on a shared machine), and the ratios the build-cost targets are
+stated in (best against best, worst against worst, memory against memory).
 """
 import argparse
 import os
@@ -66,6 +67,20 @@ def parse_seconds(compiler, source):
     return cpu_seconds([compiler, "-x", "c++", "-fsyntax-only", *flags(), "-"], source)
 
 
+def parse_memory(compiler, source):
+    """GCC's garbage-collected memory allocated by the parse, in MB (the TOTAL line of -ftime-report): the same
+    every run whatever the machine's load, so it shows a change that the noisy CPU seconds hide. None for a
+    compiler that does not report it."""
+    result = subprocess.run([compiler, "-x", "c++", "-fsyntax-only", "-ftime-report", *flags(), "-"], input=source,
+                            text=True, capture_output=True, check=True)
+    for line in result.stderr.splitlines():
+        if line.strip().startswith("TOTAL"):
+            amount = line.split()[-1]
+            scale = {"k": 1 / 1024, "M": 1, "G": 1024}.get(amount[-1])
+            return float(amount[:-1]) * scale if scale else float(amount) / 2**20
+    return None
+
+
 def readme_block(kind):
     text = (ROOT / "README.md").read_text()
     start = text.index(f"```cpp {kind}\n") + len(f"```cpp {kind}\n")
@@ -116,26 +131,31 @@ def main():
                 seconds, size = module_cost(args.compiler, source, work)
                 module_times[label].append(seconds)
                 sizes[label] = size
+    memory = {label: parse_memory(args.compiler, source) for label, source in measured}
     print(f"{args.compiler} -std=c++17 -fsyntax-only, {args.rounds} interleaved rounds; CPU seconds of the compiler "
-          "(best, worst)")
+          "(best, worst); GCC's parse memory (MB, from -ftime-report: the same every run)")
     print()
-    print("| translation unit includes | best s | worst s |")
-    print("|---|---|---|")
+    print("| translation unit includes | best s | worst s | parse MB |")
+    print("|---|---|---|---|")
     for label, _ in measured:
-        print(f"| {label} | {min(times[label]):.2f} | {max(times[label]):.2f} |")
+        megabytes = f"{memory[label]:.0f}" if memory[label] is not None else "-"
+        print(f"| {label} | {min(times[label]):.2f} | {max(times[label]):.2f} | {megabytes} |")
     best = {label: min(values) for label, values in times.items()}
-    pybind_pair = best["<pybind11/pybind11.h> + <pybind11/numpy.h>"]
-    nanobind_pair = best["<nanobind/nanobind.h> + <nanobind/ndarray.h>"]
+    worst = {label: max(values) for label, values in times.items()}
+    pybind_pair = "<pybind11/pybind11.h> + <pybind11/numpy.h>"
+    nanobind_pair = "<nanobind/nanobind.h> + <nanobind/ndarray.h>"
     print()
-    print("| ratio (best of each) | measured | target |")
-    print("|---|---|---|")
-    rows = [("convert.hpp / pybind11's two headers", best["npybridge/convert.hpp"] / pybind_pair, 0.5),
-            ("npybridge.hpp / pybind11's two headers", best["npybridge/npybridge.hpp"] / pybind_pair, 0.7),
-            ("bind/pybind11.hpp / pybind11's two headers", best["npybridge/bind/pybind11.hpp"] / pybind_pair, 1.5),
-            ("bind/nanobind.hpp / nanobind's two headers", best["npybridge/bind/nanobind.hpp"] / nanobind_pair, 3.5),
-            ("dtype.hpp / <boost/pfr.hpp>", best["npybridge/core/dtype.hpp"] / best["<boost/pfr.hpp>"], 1.3)]
-    for label, ratio, target in rows:
-        print(f"| {label} | {ratio:.2f} | <= {target} |")
+    print("| ratio | best / best | worst / worst | parse MB / MB | target |")
+    print("|---|---|---|---|---|")
+    rows = [("convert.hpp / pybind11's two headers", "npybridge/convert.hpp", pybind_pair, 0.5),
+            ("npybridge.hpp / pybind11's two headers", "npybridge/npybridge.hpp", pybind_pair, 0.7),
+            ("bind/pybind11.hpp / pybind11's two headers", "npybridge/bind/pybind11.hpp", pybind_pair, 1.5),
+            ("bind/nanobind.hpp / nanobind's two headers", "npybridge/bind/nanobind.hpp", nanobind_pair, 3.5),
+            ("dtype.hpp / <boost/pfr.hpp>", "npybridge/core/dtype.hpp", "<boost/pfr.hpp>", 1.3)]
+    for label, ours, theirs, target in rows:
+        by_memory = (f"{memory[ours] / memory[theirs]:.2f}" if memory[ours] is not None and memory[theirs] else "-")
+        print(f"| {label} | {best[ours] / best[theirs]:.2f} | {worst[ours] / worst[theirs]:.2f} | {by_memory} | "
+              f"<= {target} |")
     print()
     print("| module, -O2 | best s | worst s | stripped .so bytes |")
     print("|---|---|---|---|")
