@@ -36,13 +36,13 @@ TEST_CASE("dtypes compare and hash by name and exact params", "[quantized]") {
     CHECK(npb::dtype(dtype_enum::Float32).to_string() == "Float32");
 }
 
-namespace {
-/// A param struct no row of the table uses.
+namespace quantization_test {
+/// A param struct no row of the table uses (a named namespace: Clang warns of an unused member in an unnamed one).
 struct not_a_param_of_the_table {
     float scale = 1.0f;
     static constexpr std::array<std::string_view, 1> field_names{"scale"};
 };
-}  // namespace
+}  // namespace quantization_test
 
 TEST_CASE("C++ construction validates like metadata does", "[quantized][errors]") {
     CHECK_THROWS_WITH(npb::dtype(dtype_enum::QuantizedS8), Contains("QuantizedS8 needs params"));
@@ -58,7 +58,7 @@ TEST_CASE("C++ construction validates like metadata does", "[quantized][errors]"
                       "QuantizedS8: wrong param struct for this dtype");
     CHECK_THROWS_WITH(npb::dtype::with(dtype_enum::Int8, npb::scale_param{1.0f}),
                       "Int8: wrong param struct for this dtype");
-    CHECK_THROWS_WITH(npb::dtype::with(dtype_enum::QuantizedS8, not_a_param_of_the_table{}),
+    CHECK_THROWS_WITH(npb::dtype::with(dtype_enum::QuantizedS8, quantization_test::not_a_param_of_the_table{}),
                       "QuantizedS8: wrong param struct for this dtype");
     CHECK_THROWS_WITH(npb::dtype::with(dtype_enum::QuantizedS8, npb::scale_param{-1.0f}),
                       "QuantizedS8: scale -1 must be > 0");
