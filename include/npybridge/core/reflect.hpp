@@ -1,4 +1,4 @@
-// npybridge/core/reflect.hpp — the one place that spells Boost.PFR: walking a param struct's fields with their keys.
+// npybridge/core/reflect.hpp — the one place that spells Boost.PFR: counting a param struct's fields and walking them.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -29,14 +29,6 @@ constexpr bool keys_match_fields() noexcept {
     return true;
 }
 
-/// Calls f(key, field) for each field of `param`, in declaration order.
-template <class Param, class F>
-void for_each_field(Param& param, F&& f) {
-    using plain = std::remove_const_t<Param>;
-    static_assert(keys_match_fields<plain>());
-    boost::pfr::for_each_field(param, [&f](auto& field, std::size_t index) { f(plain::field_names[index], field); });
-}
-
 /// The one walk over a param struct's fields that class dtype needs (core/detail/params.hpp): each field read into
 /// `values` as a double or, with `write`, set from `values`, in declaration order. Returns the fields that are
 /// floating point as bits (bit i for field i). A field is a float or an integer of at most 32 bits: what a double
@@ -56,13 +48,6 @@ unsigned exchange_fields(Param& param, double* values, bool write) noexcept {
         }
     });
     return real_mask;
-}
-
-/// True when both structs have equal fields (floats compared exactly). (structure_tie, not PFR's eq_fields:
-/// ops_fields.hpp brings <functional>, a third of this header's parse time for one comparison.)
-template <class Param>
-bool fields_equal(const Param& a, const Param& b) {
-    return boost::pfr::structure_tie(a) == boost::pfr::structure_tie(b);
 }
 
 }  // namespace reflect
