@@ -34,7 +34,7 @@ def refcounts():
         # (one reference, held until exit); the loop must then add nothing.
         action()
         # Every object alive now is frozen out of the collector, so the collection after the loop looks only at
-        # what the calls made (a full collection of a pytest process takes ~20 ms; ~1 ms for that).
+        # what the calls made (a full collection of a pytest process takes about 20 ms).
         gc.freeze()
         try:
             before = [sys.getrefcount(o) for o in objects]

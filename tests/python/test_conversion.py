@@ -474,6 +474,28 @@ def test_a_borrowed_tensor_shares_back_with_the_original_array_as_base():
     assert shared.base is view.base and shared.strides == view.strides  # numpy collapses to the owner
 
 
+def test_the_refcount_check_sees_a_kept_reference_and_lets_collected_cycles_go(refcounts):
+    # The check freezes what is alive before its loop: a reference a call keeps must still fail it, also when
+    # it is kept by an object that was alive (and so frozen) before; garbage cycles the calls make must not.
+    class Node:
+        pass
+
+    a = np.arange(4)
+    kept = []
+    with pytest.raises(AssertionError):
+        refcounts([a], lambda: kept.append(a), times=10)
+    holder = Node()
+    holder.self, holder.items = holder, []
+    with pytest.raises(AssertionError):
+        refcounts([a], lambda: holder.items.append(a), times=10)
+
+    def cycle():
+        node = Node()
+        node.self, node.array = node, a
+
+    refcounts([a], cycle, times=1000)
+
+
 def test_refcounts_are_stable_across_10000_conversions_each_way(refcounts):
     a = np.arange(64, dtype=np.float32)
     q = np.zeros(8, dtype=mgb_dtype("uint8", "Quantized8Asymm", 0.5, 3))
