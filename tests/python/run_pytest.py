@@ -4,6 +4,8 @@ Bazel's py_test runs this file; it puts examples/ of the runfiles on sys.path
 so the freshly built extensions import. `--module=NAME` picks the example
 module the suite tests (conftest.py: NPYBRIDGE_EXAMPLE_MODULE, which fresh
 interpreters started by a test inherit); the default is npybridge_example.
+`--bindings=pybind11` (or nanobind, or both comma-separated, the default) picks
+the binding modules test_bindings.py tests (NPYBRIDGE_BINDINGS).
 """
 import os
 import pathlib
@@ -17,9 +19,10 @@ def main():
     runfiles = pathlib.Path(os.environ.get("TEST_SRCDIR", here.parent.parent.parent)) / "npybridge"
     sys.path.insert(0, str(runfiles / "examples"))
     args = sys.argv[1:]
-    for arg in [a for a in args if a.startswith("--module=")]:
-        os.environ["NPYBRIDGE_EXAMPLE_MODULE"] = arg[len("--module="):]
-        args.remove(arg)
+    for option, variable in [("--module=", "NPYBRIDGE_EXAMPLE_MODULE"), ("--bindings=", "NPYBRIDGE_BINDINGS")]:
+        for arg in [a for a in args if a.startswith(option)]:
+            os.environ[variable] = arg[len(option):]
+            args.remove(arg)
     import numpy
     module = os.environ.get("NPYBRIDGE_EXAMPLE_MODULE", "npybridge_example")
     print(f"npybridge python tests: Python {sys.version.split()[0]}, NumPy {numpy.__version__}, module {module}")

@@ -1,21 +1,25 @@
 """npybridge's pybind11 and nanobind casters, as a user of such a module sees them (examples/binding_example.cpp,
-built once per binding library: every test runs against both)."""
+built once per binding library: every test runs against both, or against those NPYBRIDGE_BINDINGS names:
+run_pytest.py --bindings=pybind11 for the suite against Debian's pybind11, which builds no nanobind module)."""
 import gc
+import importlib
+import os
 import sys
 
 import numpy as np
 import pytest
 
 import npybridge_example as nbx
-import npybridge_nanobind_example
-import npybridge_pybind11_example
 from conftest import mgb_dtype
 
 QS8 = mgb_dtype("int8", "QuantizedS8", 0.25)
-PYBIND11 = npybridge_pybind11_example
+BINDINGS = os.environ.get("NPYBRIDGE_BINDINGS", "pybind11,nanobind").split(",")
+assert BINDINGS and set(BINDINGS) <= {"pybind11", "nanobind"}, f"NPYBRIDGE_BINDINGS={BINDINGS}: pybind11, nanobind"
+MODULES = [importlib.import_module(f"npybridge_{name}_example") for name in BINDINGS]
+PYBIND11 = sys.modules.get("npybridge_pybind11_example")
 
 
-@pytest.fixture(params=[npybridge_pybind11_example, npybridge_nanobind_example], ids=["pybind11", "nanobind"])
+@pytest.fixture(params=MODULES, ids=BINDINGS)
 def m(request):
     return request.param
 
