@@ -70,12 +70,14 @@ def main(bazel_bin):
     for name, value in per_call.items():
         print(f"| {name} | {value:.0f} | {value - loop:+.0f} |")
     # Each half of a DLPack exchange against NumPy's own np.from_dlpack of an ndarray (the example module's
-    # Tensor; the loop's share is in both, as in dlpack_bench's timings).
-    yardstick = per_call["numpy_from_dlpack"]
-    print("\n| each half / np.from_dlpack(a), instructions | ratio | target |")
-    print("|---|---|---|")
-    print(f"| export: np.from_dlpack(t) | {per_call['dlpack_export'] / yardstick:.2f} | <= 1.3 |")
-    print(f"| import: Tensor.from_dlpack(a) | {per_call['dlpack_import'] / yardstick:.2f} | <= 1.3 |")
+    # Tensor). With the loop's share in both (as a timing of the whole statement has it) and without it: the
+    # do-nothing call also takes out one C call, so the second is the stricter.
+    print("\n| each half / np.from_dlpack(a), instructions | ratio | over the do-nothing call | target |")
+    print("|---|---|---|---|")
+    for label, name in [("export: np.from_dlpack(t)", "dlpack_export"), ("import: Tensor.from_dlpack(a)", "dlpack_import")]:
+        whole = per_call[name] / per_call["numpy_from_dlpack"]
+        own = (per_call[name] - loop) / (per_call["numpy_from_dlpack"] - loop)
+        print(f"| {label} | {whole:.2f} | {own:.2f} | <= 1.3 |")
 
 
 if __name__ == "__main__":
