@@ -418,7 +418,8 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
     tensor staged = to_tensor<tensor>(obj, as_copy).tensor;
     if (target.info().is_packed) {
         if (dest_layout.is_dense_packed(target.id(), as_copy.layout.value())) {
-            std::memcpy(adapter::data(destination), staged.data(), staged.storage_bytes());
+            copy_packed_dense(target.id(), staged.data(), {staged.count(), staged.layout().innermost()},
+                              adapter::data(destination), staged.packing());
         } else {  // a packed sub-tensor: element by element, the bits around it kept
             std::vector<std::uint8_t> values(staged.count());
             unpack(target.id(), staged.data(), {staged.count(), staged.layout().innermost()}, values.data(),

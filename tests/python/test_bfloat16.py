@@ -313,16 +313,19 @@ def test_casts_both_ways_with_every_numpy_number_type(other):
 
 
 @own_type_only
-def test_complex_gives_its_real_part_and_wide_values_round_through_float32_as_megdnn_and_ml_dtypes_do():
+def test_complex_gives_its_real_part_and_wide_values_round_once():
     assert float(np.array([1.5 + 2j], np.complex128).astype(bf)[0]) == 1.5
     assert np.array([1.5], bf).astype(np.clongdouble)[0] == 1.5
-    # 2**24 + 2**16 + 1 becomes float32 2**24 + 2**16 (a tie for bfloat16), then 2**24 (to even): MegDNN's
-    # bfloat16 is made from float, and ml_dtypes casts through float32, so all three give 2**24 (one rounding
-    # would give 2**24 + 2**17).
+    # 2**24 + 2**16 + 1 is just above the midpoint of 2**24 and 2**24 + 2**17: rounded once it is the latter.
+    # Through float32 (MegDNN's bfloat16 is made from float, ml_dtypes casts through float32) it would first
+    # become the midpoint 2**24 + 2**16, then 2**24 (to even): npybridge rounds once (docs/dtypes.md).
     big = np.array([(1 << 24) + (1 << 16) + 1], np.int64)
-    assert float(big.astype(bf)[0]) == float(1 << 24)
+    assert float(big.astype(bf)[0]) == float((1 << 24) + (1 << 17))
+    assert float(np.array([(1 << 24) + (1 << 16) + 1], np.float64).astype(bf)[0]) == float((1 << 24) + (1 << 17))
     assert float(np.array([1.00390625], np.longdouble).astype(bf)[0]) == 1.0  # a tie: to even
     assert float(np.array([1.00390625 + 2 ** -20], np.float64).astype(bf)[0]) == 1.0078125
+    # Just below the overflow bound: float32 would round it to 2**128 (inf), once it is the largest bfloat16.
+    assert np.array([3.3961775e38, -3.3961775e38], np.float64).astype(bf).view(np.uint16).tolist() == [0x7F7F, 0xFF7F]
 
 
 CAN_CAST = [  # from, to, ml_dtypes' answer

@@ -340,6 +340,33 @@ inline void pack_strided(dtype_enum id, const void* src, const std::size_t* shap
     });
 }
 
+/// Copies the bytes of a dense packed tensor (`src`, as pack() lays it out)
+/// over `dst`, a tensor of the same shape and layout, changing no bit outside
+/// dst's elements: where a row (row_aligned) or the stream (compact) ends
+/// inside a byte, the rest of that byte may belong to a neighbour of a view
+/// (the 4th element of a view of the first 3 of 4 IntB4 elements) and stays.
+inline void copy_packed_dense(dtype_enum id, const void* src, lowbit_extent extent, void* dst, lowbit_layout layout) {
+    const dtype_info& type = detail::packed_info(id, "copy");
+    detail::check_extent(type, extent, layout);
+    if (extent.count == 0) return;
+    const bool compact = layout == lowbit_layout::compact || extent.row_length == 0;
+    const std::size_t row_length = compact ? extent.count : extent.row_length;
+    const std::size_t rows = extent.count / row_length;
+    const std::size_t whole = row_length * type.bits / 8, tail_bits = row_length * type.bits % 8;
+    const std::size_t pitch = whole + (tail_bits != 0);
+    const auto* in = static_cast<const std::uint8_t*>(src);
+    auto* out = static_cast<std::uint8_t*>(dst);
+    if (tail_bits == 0) {  // rows fill whole bytes: nothing of anyone else's in reach
+        std::memcpy(out, in, rows * pitch);
+        return;
+    }
+    const auto mask = static_cast<std::uint8_t>((1u << tail_bits) - 1u);  // elements sit from bit 0 up
+    for (std::size_t r = 0; r < rows; ++r, in += pitch, out += pitch) {
+        std::memcpy(out, in, whole);
+        out[whole] = static_cast<std::uint8_t>((out[whole] & ~mask) | (in[whole] & mask));
+    }
+}
+
 /// Name of the kernel set this machine uses ("ssse3" or "portable").
 inline const char* lowbit_kernel_name() noexcept { return detail::active_lowbit_kernels().name; }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/scalar_types.hpp>
 
 #include <boost/pfr/core.hpp>
 #include <boost/pfr/tuple_size.hpp>
@@ -41,7 +42,14 @@ unsigned exchange_fields(Param& param, double* values, bool write) noexcept {
         static_assert(std::is_same_v<field_t, float> || (std::is_integral_v<field_t> && sizeof(field_t) <= 4),
                       "npybridge: a param field must be a float or an integer of at most 32 bits");
         if (std::is_floating_point_v<field_t>) real_mask |= 1u << index;
-        if (write) {
+        // Floats convert on their bits: a subnormal scale stays itself under flush-to-zero.
+        if constexpr (std::is_floating_point_v<field_t>) {
+            if (write) {
+                field = narrow_to_float(values[index]);
+            } else {
+                values[index] = detail::widen_exactly(field);
+            }
+        } else if (write) {
             field = static_cast<field_t>(values[index]);
         } else {
             values[index] = static_cast<double>(field);

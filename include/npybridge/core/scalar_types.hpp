@@ -3,8 +3,10 @@
 
 #include <npybridge/core/config.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
@@ -68,33 +70,186 @@ struct half {
     friend constexpr bool operator!=(half a, half b) noexcept { return a.bits != b.bits; }
 };
 
-/// bfloat16: the upper 16 bits of an IEEE 754 binary32.
+namespace detail {
+
+/// Integer arithmetic on floats' bits, so that no result depends on the FPU's mode: `import megengine`
+/// turns on flush-to-zero and denormals-are-zero for the whole process, and float <-> double conversions
+/// then turn subnormals into zero.
+
+inline std::uint32_t bits_of(float value) noexcept {
+    std::uint32_t u;
+    std::memcpy(&u, &value, sizeof u);
+    return u;
+}
+inline float float_of(std::uint32_t u) noexcept {
+    float value;
+    std::memcpy(&value, &u, sizeof value);
+    return value;
+}
+
+/// `m >> shift` rounded to nearest, ties to even (shift may be 0 or negative: then exact).
+inline std::uint64_t shift_rounded(std::uint64_t m, int shift) noexcept {
+    if (shift <= 0) return m << -shift;
+    if (shift > 64) return 0;  // below a quarter of the last place
+    const std::uint64_t q = shift == 64 ? 0 : m >> shift;
+    const std::uint64_t rest = shift == 64 ? m : m & ((std::uint64_t{1} << shift) - 1);
+    const std::uint64_t half = std::uint64_t{1} << (shift - 1);
+    return q + (rest > half || (rest == half && (q & 1u)));
+}
+
+/// The binary32 bits of sign * m * 2^e (m > 0) rounded ONCE to `digits` significant bits (24: float32,
+/// 8: bfloat16, whose bits are then the upper half) and binary32's exponent range: subnormals kept,
+/// overflow to infinity.
+inline std::uint32_t round_to_binary32(bool negative, std::uint64_t m, int e, int digits) noexcept {
+    int top = 63;
+    while ((m >> top) == 0) --top;
+    const int exponent = top + e;  // of the leading bit
+    const int unused = 24 - digits;
+    const std::uint32_t sign = negative ? 0x80000000u : 0u;
+    if (exponent > 127) return sign | 0x7F800000u;
+    std::uint64_t bits;
+    if (exponent >= -126) {
+        const std::uint64_t q = shift_rounded(m, top - (digits - 1));  // digits bits, or 2^digits on a carry
+        bits = (static_cast<std::uint64_t>(exponent + 127) << 23) + ((q - (std::uint64_t{1} << (digits - 1))) << unused);
+    } else {  // subnormal: in units of the smallest one, 2^(-126 - (digits - 1))
+        bits = shift_rounded(m, -(e + 126 + digits - 1)) << unused;
+    }
+    if (bits >= 0x7F800000u) return sign | 0x7F800000u;
+    return sign | static_cast<std::uint32_t>(bits);
+}
+
+/// The float's value as a double, exactly (subnormals too, whatever the FPU's mode).
+inline double widen_exactly(float value) noexcept {
+    const std::uint32_t u = bits_of(value);
+    const std::uint64_t sign = static_cast<std::uint64_t>(u >> 31) << 63;
+    const std::uint32_t exponent = (u >> 23) & 0xFFu;
+    std::uint64_t mantissa = u & 0x7FFFFFu;
+    std::uint64_t out;
+    if (exponent == 0xFF) {
+        out = sign | 0x7FF0000000000000u | (mantissa << 29);
+    } else if (exponent != 0) {
+        out = sign | (static_cast<std::uint64_t>(exponent + 896) << 52) | (mantissa << 29);
+    } else if (mantissa == 0) {
+        out = sign;
+    } else {  // subnormal: mantissa * 2^-149 with its leading bit at `top`
+        int top = 22;
+        while ((mantissa >> top) == 0) --top;
+        out = sign | (static_cast<std::uint64_t>(874 + top) << 52) | ((mantissa << (52 - top)) & 0xFFFFFFFFFFFFFu);
+    }
+    double result;
+    std::memcpy(&result, &out, sizeof result);
+    return result;
+}
+
+/// The binary32 bits of a double rounded once to `digits` bits (NaN: as the CPU narrows it, quieted with
+/// its payload's top bits).
+inline std::uint32_t narrow_to_binary32(double value, int digits) noexcept {
+    std::uint64_t u;
+    std::memcpy(&u, &value, sizeof u);
+    const bool negative = (u >> 63) != 0;
+    const std::uint32_t sign = negative ? 0x80000000u : 0u;
+    const auto exponent = static_cast<int>((u >> 52) & 0x7FFu);
+    const std::uint64_t mantissa = u & 0xFFFFFFFFFFFFFu;
+    if (exponent == 0x7FF) {
+        return sign | 0x7F800000u | (mantissa == 0 ? 0u : 0x400000u | static_cast<std::uint32_t>(mantissa >> 29));
+    }
+    if (exponent == 0) return mantissa == 0 ? sign : round_to_binary32(negative, mantissa, -1074, digits);
+    return round_to_binary32(negative, mantissa | (std::uint64_t{1} << 52), exponent - 1075, digits);
+}
+
+}  // namespace detail
+
+/// The float nearest to a double (ties to even), computed on its bits: the same result in every FPU mode.
+inline float narrow_to_float(double value) noexcept { return detail::float_of(detail::narrow_to_binary32(value, 24)); }
+
+/// bfloat16: the upper 16 bits of an IEEE 754 binary32. Conversions work on bits, never on the FPU, so
+/// flush-to-zero / denormals-are-zero modes change nothing, and they give MegDNN's bits (NaN payloads too).
 struct bfloat16 {
     std::uint16_t bits = 0;
 
-    /// Rounds to nearest, ties to even; NaN stays a (quiet) NaN.
+    /// Rounds to nearest, ties to even; a NaN keeps its top payload bits and, as MegDNN's float2bfloat16
+    /// does, stays a NaN by setting the last bit when only lower payload bits were set (signalling stays).
     static bfloat16 from_float(float value) noexcept {
-        std::uint32_t u;
-        std::memcpy(&u, &value, sizeof u);
-        if ((u & 0x7fffffffu) > 0x7f800000u) {
-            return bfloat16{static_cast<std::uint16_t>((u >> 16) | 0x0040u)};
+        std::uint32_t u = detail::bits_of(value);
+        if ((u & 0x7f800000u) == 0x7f800000u) {  // inf or NaN: no rounding
+            if ((u & 0xffffu) != 0) u |= 0x10000u;
+            return bfloat16{static_cast<std::uint16_t>(u >> 16)};
         }
         const std::uint32_t lsb = (u >> 16) & 1u;
         u += 0x7fffu + lsb;
         return bfloat16{static_cast<std::uint16_t>(u >> 16)};
     }
 
-    /// Exact: bfloat16 is a prefix of binary32.
-    float to_float() const noexcept {
-        const std::uint32_t u = static_cast<std::uint32_t>(bits) << 16;
-        float value;
-        std::memcpy(&value, &u, sizeof value);
-        return value;
+    /// Rounds a double ONCE to nearest, ties to even (not through float, which would round twice).
+    static bfloat16 from_double(double value) noexcept {
+        if (value != value) return from_float(float_nan(value));
+        return bfloat16{static_cast<std::uint16_t>(detail::narrow_to_binary32(value, 8) >> 16)};
     }
+
+    /// The same for a long double (rounded to odd on the way when it is wider than the 62 bits kept).
+    static bfloat16 from_long_double(long double value) noexcept {
+        if (value != value) return from_double(static_cast<double>(value));
+        const bool negative = std::signbit(value);
+        if (value == 0) return bfloat16{static_cast<std::uint16_t>(negative ? 0x8000u : 0u)};
+        if (std::isinf(value)) return bfloat16{static_cast<std::uint16_t>(negative ? 0xFF80u : 0x7F80u)};
+        int exponent = 0;
+        const long double fraction = std::frexp(std::fabs(value), &exponent);  // [0.5, 1): x87 / soft, no MXCSR
+        const long double scaled = std::ldexp(fraction, 62);
+        auto m = static_cast<std::uint64_t>(scaled);
+        if (static_cast<long double>(m) != scaled) m |= 1u;  // sticky bit, far below the 8 bits kept
+        return bfloat16{static_cast<std::uint16_t>(detail::round_to_binary32(negative, m, exponent - 62, 8) >> 16)};
+    }
+
+    /// Rounds an integer once (an int64 beyond 2^24 would round twice through float).
+    template <class Integer>
+    static bfloat16 from_integer(Integer value) noexcept {
+        if (value == 0) return bfloat16{0};
+        const bool negative = value < 0;
+        const std::uint64_t m = negative ? std::uint64_t{0} - static_cast<std::uint64_t>(value)
+                                         : static_cast<std::uint64_t>(value);
+        return bfloat16{static_cast<std::uint16_t>(detail::round_to_binary32(negative, m, 0, 8) >> 16)};
+    }
+
+    /// Exact: bfloat16 is a prefix of binary32.
+    float to_float() const noexcept { return detail::float_of(static_cast<std::uint32_t>(bits) << 16); }
+    /// Exact, subnormals included in every FPU mode.
+    double to_double() const noexcept { return detail::widen_exactly(to_float()); }
 
     friend constexpr bool operator==(bfloat16 a, bfloat16 b) noexcept { return a.bits == b.bits; }
     friend constexpr bool operator!=(bfloat16 a, bfloat16 b) noexcept { return a.bits != b.bits; }
+
+private:
+    /// A double NaN as the CPU narrows it to float: quieted, the payload's top 22 bits kept.
+    static float float_nan(double value) noexcept { return detail::float_of(detail::narrow_to_binary32(value, 24)); }
 };
+
+namespace detail {
+
+/// A bfloat16 as a builtin real type, by bits (float, double, long double): exact in every FPU mode.
+template <class Real>
+Real widen_bfloat16(bfloat16 value) noexcept {
+    if constexpr (std::is_same_v<Real, float>) {
+        return value.to_float();
+    } else {
+        return static_cast<Real>(value.to_double());  // double -> long double is x87's: no MXCSR mode
+    }
+}
+
+/// A builtin real rounded once to bfloat16.
+template <class Real>
+bfloat16 round_to_bfloat16(Real value) noexcept {
+    if constexpr (std::is_same_v<Real, float>) {
+        return bfloat16::from_float(value);
+    } else if constexpr (std::is_same_v<Real, double>) {
+        return bfloat16::from_double(value);
+    } else if constexpr (std::is_floating_point_v<Real>) {
+        return bfloat16::from_long_double(static_cast<long double>(value));
+    } else {
+        return bfloat16::from_integer(value);
+    }
+}
+
+}  // namespace detail
 
 static_assert(sizeof(half) == 2 && sizeof(bfloat16) == 2,
               "npybridge: half and bfloat16 must be exactly 2 bytes on this compiler");

@@ -299,7 +299,7 @@ inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
         if (type.storage == "bfloat16") {
             bounds.digits = 8;
             bounds.rounded = [](double v) {
-                return static_cast<double>(bfloat16::from_float(static_cast<float>(v)).to_float());
+                return bfloat16::from_double(v).to_double();
             };
         } else if (type.storage == "half") {
             bounds.digits = 11;

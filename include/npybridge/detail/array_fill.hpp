@@ -54,10 +54,78 @@ inline object through_own_user_dtype(PyArrayObject* array, const std::optional<n
     return object::steal(view);
 }
 
+/// A bfloat16 array (any library's: the same bytes) as a fresh float32 array, widened by bits: no cast a
+/// library registered and no FPU arithmetic (denormals-are-zero would flush subnormals), NaN payloads kept.
+inline object bfloat16_as_float32(PyArrayObject* array) {
+    PyArray_Descr* bits = PyArray_DescrFromType(NPY_UINT16);
+    if (!PyArray_ISNOTSWAPPED(array)) {
+        PyArray_Descr* swapped = PyArray_DescrNewByteorder(bits, NPY_SWAP);
+        Py_DECREF(bits);
+        if (swapped == nullptr) throw_numpy_failure("npybridge: reading bfloat16 bits");
+        bits = swapped;
+    }
+    PyObject* view = PyArray_View(array, bits, nullptr);  // steals bits
+    if (view == nullptr) throw_numpy_failure("npybridge: reading bfloat16 bits");
+    const object as_bits = object::steal(view);
+    const object native = contiguous_as(reinterpret_cast<PyArrayObject*>(as_bits.get()), NPY_UINT16,
+                                        NPY_SAFE_CASTING, "bfloat16 values");
+    auto* native_array = reinterpret_cast<PyArrayObject*>(native.get());
+    PyObject* floats = PyArray_SimpleNew(PyArray_NDIM(native_array), PyArray_DIMS(native_array), NPY_FLOAT32);
+    if (floats == nullptr) throw_numpy_failure("npybridge: widening bfloat16 values");
+    object result = object::steal(floats);
+    const auto* in = static_cast<const std::uint16_t*>(PyArray_DATA(native_array));
+    auto* widened = static_cast<float*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(floats)));
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(native_array));
+    for (std::size_t i = 0; i < n; ++i) widened[i] = bfloat16{in[i]}.to_float();
+    return result;
+}
+
+/// Fills contiguous BFloat16 memory from a builtin-typed array, each value rounded ONCE to nearest even by
+/// npybridge's own conversion (docs/dtypes.md): whichever bfloat16 type NumPy knows (ml_dtypes' casts
+/// round float64 twice, through float32) and whatever the FPU's mode. Bools give 1 for any nonzero byte;
+/// complex numbers their real part. Returns false for an array of another kind (numpy's to cast).
+inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
+    const char kind = descr_kind(PyArray_DESCR(array));
+    const npy_intp itemsize = PyArray_ITEMSIZE(array);
+    const bool complex = kind == 'c';
+    const npy_intp real_size = complex ? itemsize / 2 : itemsize;
+    const int wide = kind == 'b'                                    ? NPY_BOOL
+                     : kind == 'i'                                  ? NPY_INT64
+                     : kind == 'u'                                  ? NPY_UINT64
+                     : (kind == 'f' || complex) && real_size <= 4   ? (complex ? NPY_CFLOAT : NPY_FLOAT32)
+                     : (kind == 'f' || complex) && real_size == 8   ? (complex ? NPY_CDOUBLE : NPY_DOUBLE)
+                     : (kind == 'f' || complex)                     ? (complex ? NPY_CLONGDOUBLE : NPY_LONGDOUBLE)
+                                                                    : -1;
+    if (wide < 0 || descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF) return false;
+    const object values = contiguous_as(array, wide, NPY_SAFE_CASTING, "bfloat16 conversion");
+    const void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(values.get()));
+    auto* result = static_cast<bfloat16*>(out);
+    const std::size_t step = complex ? 2 : 1;  // the real part of each complex number
+    const auto convert = [&](const auto* in) {
+        for (std::size_t i = 0; i < count; ++i) result[i] = round_to_bfloat16(in[i * step]);
+    };
+    switch (wide) {
+        case NPY_BOOL: {
+            const auto* in = static_cast<const npy_bool*>(data);
+            for (std::size_t i = 0; i < count; ++i) result[i] = bfloat16{static_cast<std::uint16_t>(in[i] ? 0x3F80u : 0u)};
+            break;
+        }
+        case NPY_INT64: convert(static_cast<const std::int64_t*>(data)); break;
+        case NPY_UINT64: convert(static_cast<const std::uint64_t*>(data)); break;
+        case NPY_FLOAT32: case NPY_CFLOAT: convert(static_cast<const float*>(data)); break;
+        case NPY_DOUBLE: case NPY_CDOUBLE: convert(static_cast<const double*>(data)); break;
+        default: convert(static_cast<const long double*>(data)); break;
+    }
+    return true;
+}
+
 /// Fills fresh, contiguous tensor memory from the array (any strides, byte
-/// order, alignment; casts as the options allow).
+/// order, alignment; casts as the options allow). `named` is the caller's
+/// dtype for messages when `array` is a widened stand-in for it.
 inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_match>& source, const dtype& target,
-                      void* out, const tensor_layout& layout, lowbit_layout packing, const to_tensor_options& options) {
+                      void* out, const tensor_layout& layout, lowbit_layout packing, const to_tensor_options& options,
+                      PyArray_Descr* named = nullptr) {
+    const std::string array_dtype_text = descr_text(named != nullptr ? named : PyArray_DESCR(array));
     if (layout.count() == 0) return;
     if (target.info().is_packed) {
         object values = lowbit_values(array, target, layout);
@@ -73,9 +141,10 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
         // bfloat16 (npybridge's, ml_dtypes' or MegEngine's) into another dtype: its values are float32 values,
         // so it converts as a float32 array would, by the same rules on NumPy 1 and 2 whatever casts the
         // user dtype registered (float16, complex64, integers, ...).
-        const object as_float = contiguous_as(array, NPY_FLOAT32, NPY_UNSAFE_CASTING, "bfloat16 values");
+        const object as_float = bfloat16_as_float32(array);
         fill_copy(reinterpret_cast<PyArrayObject*>(as_float.get()),
-                  numpy_dtype_match{dtype(dtype_enum::Float32), false}, target, out, layout, packing, options);
+                  numpy_dtype_match{dtype(dtype_enum::Float32), false}, target, out, layout, packing, options,
+                  named != nullptr ? named : PyArray_DESCR(array));
         return;
     }
     const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
@@ -124,7 +193,7 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
             default: bad = n + 1; break;  // narrower integers: always exact, numpy's cast below
         }
         if (bad < n) {
-            throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to Float32: value " + value +
+            throw value_range_error("narrowing " + array_dtype_text + " to Float32: value " + value +
                                     " at index " + index_text(bad, layout) +
                                     " does not fit Float32 (narrowing='checked'; 'wrap' casts anyway)");
         }
@@ -145,17 +214,18 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
                                    "'checked' checks every value, 'wrap' casts anyway)"
                              : options.narrow == narrowing::checked ? " (narrowing='wrap' allows any cast numpy has)"
                                                                     : " (numpy has no cast between them)";
-        throw dtype_error("cannot cast numpy " + descr_text(PyArray_DESCR(array)) + " to " + target.to_string() +
+        throw dtype_error("cannot cast numpy " + array_dtype_text + " to " + target.to_string() +
                           " with casting='" + word + "'" + advice);
     }
     if (value_checked && !PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), NPY_SAFE_CASTING)) {
         if (const auto unfit = first_unfit_value(array, *bounds)) {
-            throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " +
+            throw value_range_error("narrowing " + array_dtype_text + " to " +
                                     std::string(target.name()) + ": value " + unfit->second + " at index " +
                                     index_text(unfit->first, layout) + " does not fit " + std::string(target.name()) +
                                     " (narrowing='checked'; 'wrap' casts anyway)");
         }
     }
+    if (target.id() == dtype_enum::BFloat16 && fill_bfloat16(array, out, layout.count())) return;
     // numpy's copy loops release the GIL themselves for large copies.
     object source_view = object::borrow(reinterpret_cast<PyObject*>(array));
     if (PyArray_NDIM(array) != PyArray_NDIM(destination)) {  // 0-d array into a shape-(1,) tensor

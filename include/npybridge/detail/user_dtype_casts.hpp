@@ -93,20 +93,34 @@ void cast_from_user(void* from, void* to, npy_intp n, void*, void*) {
     const auto* in = static_cast<const typename UserDtype::storage*>(from);
     auto* out = static_cast<out_t*>(to);
     for (npy_intp i = 0; i < n; ++i) {
-        const double value = UserDtype::to_double(in[i]);
-        if constexpr (std::is_same_v<Builtin, numpy_half_tag>) {
-            out[i] = half::from_float(static_cast<float>(value)).bits;
-        } else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) {
-            out[i] = value != 0.0;
-        } else if constexpr (is_complex_tag<Builtin>::value) {
-            using real = std::remove_extent_t<out_t>;
-            out[i][0] = static_cast<real>(value);  // exact: bfloat16 and intbN values are floats
-            out[i][1] = 0;
-        } else if constexpr (std::is_integral_v<Builtin>) {
-            out[i] =
-                integer_like_numpy<Builtin>(static_cast<float>(value));  // exact: bfloat16 and intbN values are floats
-        } else {
-            out[i] = static_cast<Builtin>(value);
+        if constexpr (UserDtype::is_float) {  // bfloat16: by its bits, never through FPU arithmetic
+            const bfloat16 value = in[i];
+            if constexpr (std::is_same_v<Builtin, numpy_half_tag>) {
+                out[i] = half::from_float(value.to_float()).bits;
+            } else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) {
+                out[i] = (value.bits & 0x7FFFu) != 0;  // a subnormal is True under denormals-are-zero too
+            } else if constexpr (is_complex_tag<Builtin>::value) {
+                using real = std::remove_extent_t<out_t>;
+                out[i][0] = widen_bfloat16<real>(value);
+                out[i][1] = 0;
+            } else if constexpr (std::is_integral_v<Builtin>) {
+                out[i] = integer_like_numpy<Builtin>(value.to_float());
+            } else {
+                out[i] = widen_bfloat16<Builtin>(value);
+            }
+        } else {  // intbN: small odd integers, exact in every type
+            const auto value = static_cast<std::int8_t>(UserDtype::to_double(in[i]));
+            if constexpr (std::is_same_v<Builtin, numpy_half_tag>) {
+                out[i] = half::from_float(static_cast<float>(value)).bits;
+            } else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) {
+                out[i] = value != 0;
+            } else if constexpr (is_complex_tag<Builtin>::value) {
+                using real = std::remove_extent_t<out_t>;
+                out[i][0] = static_cast<real>(value);
+                out[i][1] = 0;
+            } else {
+                out[i] = static_cast<Builtin>(value);
+            }
         }
     }
 }
@@ -117,18 +131,17 @@ void cast_to_user(void* from, void* to, npy_intp n, void*, void*) {
     auto* out = static_cast<typename UserDtype::storage*>(to);
     for (npy_intp i = 0; i < n; ++i) {
         // Complex numbers give their real part (NumPy's rule for complex -> real, without its warning, as
-        // ml_dtypes does); bfloat16 rounds once from float, as every float type's value is first made float.
+        // ml_dtypes does); bfloat16 rounds ONCE from the source's own value (a double or an int64 is not
+        // made float first: that would round twice), on bits, so the FPU's mode changes nothing.
         if constexpr (UserDtype::is_float) {
-            float value;
             if constexpr (std::is_same_v<Builtin, numpy_half_tag>)
-                value = half{in[i]}.to_float();
+                out[i] = bfloat16::from_float(half{in[i]}.to_float());  // exact widening, one rounding
             else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>)
-                value = in[i] != 0 ? 1.0f : 0.0f;
+                out[i] = bfloat16{static_cast<std::uint16_t>(in[i] != 0 ? 0x3F80u : 0u)};
             else if constexpr (is_complex_tag<Builtin>::value)
-                value = static_cast<float>(in[i][0]);
+                out[i] = round_to_bfloat16(in[i][0]);
             else
-                value = static_cast<float>(in[i]);
-            out[i] = bfloat16::from_float(value);
+                out[i] = round_to_bfloat16(in[i]);
         } else {
             double value;
             if constexpr (std::is_same_v<Builtin, numpy_half_tag>)

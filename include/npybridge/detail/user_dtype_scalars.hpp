@@ -159,11 +159,11 @@ struct bf16_user_dtype {
     static constexpr const char* name = info(id).numpy.chars.data();
     static int& type_num() { return user_dtypes_found()[user_dtype_slot(id)].type_num; }
     static PyObject*& type_object() { return user_dtypes_found()[user_dtype_slot(id)].type; }
-    static double to_double(storage v) { return static_cast<double>(v.to_float()); }
+    static double to_double(storage v) { return v.to_double(); }
     static bool from_object(PyObject* obj, storage& out) {
         double d = 0;
         if (!number_of(obj, d)) return false;
-        out = bfloat16::from_float(static_cast<float>(d));
+        out = bfloat16::from_double(d);
         return true;
     }
     static PyObject* to_python_number(storage v) { return PyFloat_FromDouble(to_double(v)); }

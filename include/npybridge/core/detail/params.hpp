@@ -71,13 +71,14 @@ void check_field(const Info& type, std::string_view key, bool real, double value
     };
     if (real) {
         if (!std::isfinite(value)) fail(" is not finite");
-        const auto narrowed = static_cast<float>(value);
-        if (!std::isfinite(narrowed)) fail(" does not fit a float32");
-        if (value > 0 && !(narrowed > 0)) {
-            fail(" is too small for a float32 (it rounds to 0; the smallest positive one is " +
-                 number_text(static_cast<double>(std::numeric_limits<float>::denorm_min())) + ")");
+        // Compared as doubles with the float32 limits written out: a float32 subnormal compared or converted
+        // on the FPU is 0 under denormals-are-zero (`import megengine` turns it on), a double of that size is not.
+        if (std::fabs(value) >= 0x1.ffffffp127) fail(" does not fit a float32");  // rounds to infinity
+        if (value > 0 && value <= 0x1p-150) {
+            fail(" is too small for a float32 (it rounds to 0; the smallest positive one is " + number_text(0x1p-149) +
+                 ")");
         }
-        if (!(narrowed > 0)) fail(" must be > 0");
+        if (!(value > 0)) fail(" must be > 0");
     } else {
         if (value != std::floor(value)) fail(" is not an integer");
         if (value < type.range.lo || value > type.range.hi) {
