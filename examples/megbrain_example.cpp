@@ -34,11 +34,12 @@ mgb::HostTensorND np2tensor(py::handle array, const std::string& meth, py::handl
     const mgb::CompNode where = mgb::CompNode::load(comp_node);
     if (meth == "borrow") return npy::np2tensor(array.ptr(), npy::Meth::borrow(where), wanted);
     if (meth == "must_borrow") return npy::np2tensor(array.ptr(), npy::Meth::must_borrow(where), wanted);
+    if (meth == "borrow_for_reading") return npy::np2tensor(array.ptr(), npy::Meth::borrow_for_reading(where), wanted);
     if (meth == "copy") {
         mgb::HostTensorND destination(where);
         return npy::np2tensor(array.ptr(), npy::Meth::copy_into(&destination), wanted);
     }
-    throw py::value_error("meth must be 'borrow', 'must_borrow' or 'copy', got '" + meth + "'");
+    throw py::value_error("meth must be 'borrow', 'must_borrow', 'borrow_for_reading' or 'copy', got '" + meth + "'");
 }
 
 py::object ndarray_from_tensor(const mgb::HostTensorND& tensor, const std::string& share) {

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <npybridge/convert.hpp>
+#include <npybridge/megengine_compat.hpp>
 
 #include "tests/support/megbrain_like.hpp"
 #include "tests/support/python.hpp"
@@ -349,7 +350,17 @@ TEST_CASE("packed sub-tensors convert by copy, element by element", "[adapter][l
 TEST_CASE("read-only memory is never handed back writable, even by a tensor type that cannot mark it",
           "[adapter][readonly]") {
     test::owned frozen = test::eval("(lambda a: (a.setflags(write=False), a)[1])(np.arange(4, dtype=np.int32))");
-    auto result = npb::to_tensor<flagless_tensor>(frozen.get());
+    // By default such a type never aliases read-only memory (C++ could write through it): a copy, with the reason.
+    auto by_default = npb::to_tensor<flagless_tensor>(frozen.get());
+    CHECK_FALSE(by_default.borrowed);
+    CHECK_THAT(by_default.copy_reason, Contains("read-only") && Contains("reading_only()"));
+    CHECK_THAT(test::message_of<npb::conversion_error>([&] {
+                   npb::to_tensor<flagless_tensor>(frozen.get(),
+                                                   npb::to_tensor_options().with(npb::borrow_policy::must_borrow));
+               }),
+               Contains("must_borrow") && Contains("read-only"));
+    // A caller that only reads says so, and borrows.
+    auto result = npb::to_tensor<flagless_tensor>(frozen.get(), npb::to_tensor_options().reading_only());
     REQUIRE(result.borrowed);  // borrowed, and its owner remembers
     CHECK_FALSE(npb::is_writable(result.tensor));
     npb::object back = npb::to_array(result.tensor);
@@ -384,4 +395,55 @@ TEST_CASE("a tensor that borrowed an array shares it back with that array as bas
     npb::object shared = npb::to_array(made);
     CHECK(PyArray_BASE(reinterpret_cast<PyArrayObject*>(shared.get())) != nullptr);
     CHECK(made.storage.use_count() == 2);
+}
+
+TEST_CASE("C++ that writes through a default borrow cannot change memory Python holds read-only",
+          "[adapter][readonly][megengine]") {
+    namespace npy = npybridge::megengine;
+    // An immutable bytes object seen by numpy, and a read-only view: MegBrain code writes through ptr<T>().
+    for (const char* read_only : {"np.frombuffer(bytes(range(16)), np.float32)",
+                                  "np.arange(4, dtype=np.float32)[::1].view()",
+                                  "np.asarray(memoryview(bytes(16)).cast('f'))"}) {
+        CAPTURE(read_only);
+        test::owned array = test::eval(std::string("(lambda a: (a.setflags(write=False), a)[1])(") + read_only + ")");
+        const void* memory = PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.get()));
+        for (auto options : {npb::to_tensor_options(), npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::Float32))}) {
+            auto result = npb::to_tensor<flagless_tensor>(array.get(), options);
+            CHECK_FALSE(result.borrowed);
+            CHECK(result.tensor.ptr != memory);
+            static_cast<float*>(result.tensor.ptr)[0] = 42.0f;  // what MegBrain code may do: the copy is its own
+        }
+        flagless_tensor via_meth = npy::np2tensor(array.get(), npy::Meth<flagless_tensor>::borrow());
+        CHECK(via_meth.ptr != memory);
+        CHECK_THAT(test::message_of<npb::conversion_error>(
+                       [&] { npy::np2tensor(array.get(), npy::Meth<flagless_tensor>::must_borrow()); }),
+                   Contains("must_borrow") && Contains("read-only"));
+        flagless_tensor reading = npy::np2tensor(array.get(), npy::Meth<flagless_tensor>::borrow_for_reading());
+        CHECK(reading.ptr == memory);
+        CHECK_FALSE(npb::is_writable(reading));
+        test::owned back{npy::ndarray_from_tensor(reading, npy::ShareType::TRY_SHARE)};
+        CHECK_FALSE(PyArray_ISWRITEABLE(reinterpret_cast<PyArrayObject*>(back.get())));
+    }
+    // npybridge's own tensor marks memory read-only: it borrows, and stays read-only.
+    test::owned frozen = test::eval("np.frombuffer(bytes(16), np.float32)");
+    auto own = npb::to_tensor(frozen.get());
+    CHECK(own.borrowed);
+    CHECK_FALSE(npb::is_writable(own.tensor));
+}
+
+TEST_CASE("MegEngine's ndarray_from_tensor hands back shared memory read-only, as MegEngine does",
+          "[megengine][readonly]") {
+    namespace npy = npybridge::megengine;
+    test::owned array = test::eval("np.arange(6, dtype=np.int32)");
+    host_tensor t = npy::np2tensor(array.get(), npy::Meth<host_tensor>::borrow());
+    for (auto share : {npy::ShareType::TRY_SHARE, npy::ShareType::MUST_SHARE}) {
+        test::owned shared{npy::ndarray_from_tensor(t, share)};
+        CHECK(PyArray_DATA(reinterpret_cast<PyArrayObject*>(shared.get())) == t.ptr);
+        CHECK_FALSE(PyArray_ISWRITEABLE(reinterpret_cast<PyArrayObject*>(shared.get())));
+    }
+    test::owned copy{npy::ndarray_from_tensor(t, npy::ShareType::MUST_UNSHARE)};
+    CHECK(PyArray_ISWRITEABLE(reinterpret_cast<PyArrayObject*>(copy.get())));
+    // npybridge's own to_array keeps its rule: writable memory comes back writable.
+    npb::object own = npb::to_array(t);
+    CHECK(PyArray_ISWRITEABLE(reinterpret_cast<PyArrayObject*>(own.get())));
 }

@@ -4,12 +4,12 @@
 // axis: prefixes, offsets, steps of 1 and 2, reversed where the adapter allows it), copy_into a view and compare
 // the parent bit for bit with what the view's elements alone may change. The expected bits come from element
 // positions computed here, not from npybridge's own packing code.
-#include <npybridge/npybridge.hpp>
-
-#include "support/megbrain_like.hpp"
-#include "support/python.hpp"
-
 #include <catch2/catch.hpp>
+
+#include <npybridge/convert.hpp>
+
+#include "tests/support/megbrain_like.hpp"
+#include "tests/support/python.hpp"
 
 #include <cstdint>
 #include <random>

@@ -169,11 +169,15 @@ template <class Tensor>
                     options.keep_alive ? python_owner(owner.get(), !writable) : owner_handle(), where);
             },
             true};
-        // Read-only memory with no owner to remember it, in a tensor type that cannot mark it: copied.
-        if (writable || options.keep_alive || !adapter::writable(borrowed.tensor)) return borrowed;
-        reason =
-            "read-only: the array is read-only, this tensor type cannot mark memory read-only, and a scoped "
-            "borrow (keep_alive=false) keeps no owner to remember it";
+        // Read-only memory in a tensor type that cannot mark it (C++ could write through it): copied, unless the
+        // caller said it only reads and an owner remembers the memory is read-only.
+        if (writable || !adapter::writable(borrowed.tensor)) return borrowed;
+        if (options.reads_only && options.keep_alive) return borrowed;
+        reason = options.keep_alive
+                     ? "read-only: the array is read-only and this tensor type cannot mark memory read-only, so "
+                       "C++ could write through it (to_tensor_options().reading_only() borrows it for reading)"
+                     : "read-only: the array is read-only, this tensor type cannot mark memory read-only, and a "
+                       "scoped borrow (keep_alive=false) keeps no owner to remember it";
     }
     if (options.policy == borrow_policy::must_borrow) {
         throw conversion_error("must_borrow: cannot share the memory of the " + array_text(array) + ": " + reason);
@@ -200,9 +204,8 @@ to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& optio
         auto* array = reinterpret_cast<PyArrayObject*>(obj);
         tensor_layout layout;
         const bool writable = PyArray_ISWRITEABLE(array);
-        // (A read-only array with no owner takes the general path, which checks the tensor kept it read-only.)
-        if (const dtype* type = detail::quick_borrow<Tensor>(array, options, layout);
-            type && (writable || options.keep_alive)) {
+        // (A read-only array takes the general path, which checks the tensor kept it read-only.)
+        if (const dtype* type = detail::quick_borrow<Tensor>(array, options, layout); type && writable) {
             return {std::in_place,
                     [&] {
                         return detail::adapter_borrow_at<Tensor>(

@@ -32,9 +32,17 @@ public:
     static Meth must_borrow(const placement& where = default_placement<Tensor>()) {
         return Meth(borrow_policy::must_borrow, nullptr, where);
     }
+    /// borrow for C++ that only reads the tensor: a read-only array is borrowed too (borrow copies it when
+    /// the tensor type cannot mark memory read-only; to_tensor_options::reads_only).
+    static Meth borrow_for_reading(const placement& where = default_placement<Tensor>()) {
+        Meth meth(borrow_policy::try_borrow, nullptr, where);
+        meth.m_reads_only = true;
+        return meth;
+    }
     static Meth copy_into(Tensor* dest) { return Meth(borrow_policy::copy, dest, placement_of(*dest)); }
 
     borrow_policy policy() const noexcept { return m_policy; }
+    bool reads_only() const noexcept { return m_reads_only; }
     Tensor* destination() const noexcept { return m_dest; }
     const placement& where() const noexcept { return m_where; }
 
@@ -43,6 +51,7 @@ private:
     borrow_policy m_policy;
     Tensor* m_dest;
     placement m_where;
+    bool m_reads_only = false;
 };
 
 /// numpy -> tensor, as MegEngine's npy::np2tensor: `type` empty means the array's own dtype (int64 / float64
@@ -54,6 +63,7 @@ Tensor np2tensor(PyObject* obj, const Meth<Tensor>& meth, const std::optional<dt
     to_tensor_options options;
     options.type = type;
     options.policy = meth.policy();
+    options.reads_only = meth.reads_only();
     Tensor made = to_tensor<Tensor>(obj, options, meth.where()).tensor;
     if (Tensor* dest = meth.destination()) {
         *dest = std::move(made);
@@ -65,13 +75,19 @@ Tensor np2tensor(PyObject* obj, const Meth<Tensor>& meth, const std::optional<dt
 /// MegEngine's npy::ShareType.
 enum class ShareType { MUST_SHARE, MUST_UNSHARE, TRY_SHARE };
 
-/// tensor -> numpy, as MegEngine's npy::ndarray_from_tensor; a new reference.
+/// tensor -> numpy, as MegEngine's npy::ndarray_from_tensor; a new reference. As MegEngine's, an array that
+/// shares the tensor's memory is read-only (MegEngine makes it with flags 0); a copy is writable.
 template <class Tensor>
 PyObject* ndarray_from_tensor(const Tensor& value, ShareType share) {
     const share_policy policy = share == ShareType::MUST_SHARE     ? share_policy::must_share
                                 : share == ShareType::MUST_UNSHARE ? share_policy::copy
                                                                    : share_policy::try_share;
-    return to_array(value, policy).release();
+    object array = to_array(value, policy);
+    auto* made = reinterpret_cast<PyArrayObject*>(array.get());
+    if (policy != share_policy::copy && PyArray_DATA(made) == tensor_adapter<Tensor>::data(value)) {
+        PyArray_CLEARFLAGS(made, NPY_ARRAY_WRITEABLE);
+    }
+    return array.release();
 }
 
 /// dtype -> numpy, as MegEngine's npy::dtype_mgb2np: a numpy.dtype (with MegEngine's metadata when

@@ -45,6 +45,10 @@ struct to_tensor_options {
     /// valid only while the caller keeps the array alive (the argument of the
     /// call being served, say). Saves making and releasing an owner per borrow.
     bool keep_alive = true;
+    /// true: the caller only reads the tensor. A tensor type that cannot mark memory read-only (MegBrain's
+    /// HostTensorND) then borrows a read-only array too; by default it gets a copy, so C++ that writes
+    /// through the tensor can never change memory Python holds read-only (an immutable bytes object, say).
+    bool reads_only = false;
 
     // Chainable setters: to_tensor_options().as(type).with(borrow_policy::copy)
     to_tensor_options& as(const dtype& wanted) {
@@ -65,6 +69,10 @@ struct to_tensor_options {
     }
     to_tensor_options& writable() {
         require_writable = true;
+        return *this;
+    }
+    to_tensor_options& reading_only() {
+        reads_only = true;
         return *this;
     }
     to_tensor_options& scoped() {

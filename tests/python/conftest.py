@@ -46,3 +46,29 @@ def refcounts():
             gc.unfreeze()
         assert after == before
     return check
+
+
+def _libm():
+    import ctypes
+    import ctypes.util
+    return ctypes, ctypes.CDLL(ctypes.util.find_library("m"))
+
+
+@__import__("contextlib").contextmanager
+def flush_to_zero():
+    """The x86 FPU in flush-to-zero + denormals-are-zero mode, as `import megengine` leaves it (MXCSR |= 0x8040).
+
+    glibc's fenv_t on x86-64 ends with MXCSR (bytes 28..31); fegetenv / fesetenv move it. Restored on exit.
+    """
+    ctypes, libm = _libm()
+    env = ctypes.create_string_buffer(32)
+    assert libm.fegetenv(env) == 0
+    saved = env.raw
+    mxcsr = int.from_bytes(saved[28:32], "little") | 0x8040
+    assert libm.fesetenv(ctypes.create_string_buffer(saved[:28] + mxcsr.to_bytes(4, "little"), 32)) == 0
+    try:
+        # The mode is on: NumPy's own float32 loops now flush a subnormal product.
+        assert np.multiply(np.float32(1e-45), np.float32(1)) == 0
+        yield
+    finally:
+        libm.fesetenv(ctypes.create_string_buffer(saved, 32))

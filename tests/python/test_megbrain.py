@@ -118,9 +118,11 @@ def test_contiguous_arrays_are_borrowed_and_shared_back_with_the_array_as_base()
     assert (t.shape, t.strides, t.format, t.nbytes) == ((2, 3), (3, 1), "default{}", 24)
     back = t.numpy(share="must_share")
     assert back.base is a
-    assert back.flags.writeable
-    back[0, 0] = 42
-    assert a[0, 0] == 42
+    # As MegEngine's ndarray_from_tensor: an array sharing the tensor's memory is read-only (flags 0 there).
+    assert not back.flags.writeable and np.shares_memory(back, a)
+    t2 = mb.np2tensor(a, meth="must_borrow")
+    a[0, 0] = 42
+    assert t2.numpy()[0, 0] == 42
 
 
 def test_strided_and_negative_strides_are_borrowed_with_megbrains_storage_offset():
@@ -223,14 +225,23 @@ def test_packed_sub_tensors_convert_by_copy_correctly():
 
 # ---- read-only memory ----------------------------------------------------------------------------------------
 
-def test_read_only_arrays_are_borrowed_and_never_handed_back_writable():
-    a = owning(np.arange(6, dtype=np.float32))
-    a.setflags(write=False)
-    t = mb.np2tensor(a, meth="must_borrow")
+def test_read_only_memory_is_copied_unless_the_caller_only_reads():
+    # HostTensorND cannot mark memory read-only and MegBrain code writes through ptr<T>(): a default borrow of
+    # read-only memory (an immutable bytes object) copies, with the reason; must_borrow refuses naming it.
+    data = bytes(np.arange(6, dtype=np.float32).tobytes())
+    a = np.frombuffer(data, np.float32)
+    t = mb.np2tensor(a)
+    assert not same_memory(t, a)
+    with pytest.raises(mb.ConversionError, match="must_borrow.*read-only"):
+        mb.np2tensor(a, meth="must_borrow")
+    view = owning(np.arange(6, dtype=np.float32))
+    view.setflags(write=False)
+    assert not same_memory(mb.np2tensor(view), view)
+    # A caller that only reads borrows it; what comes back stays read-only.
+    t = mb.np2tensor(a, meth="borrow_for_reading")
     assert same_memory(t, a)
     back = t.numpy()
     assert not back.flags.writeable
-    assert back.base is a
     with pytest.raises(ValueError):
         back[0] = 1
     assert mb.ndarray_from_tensor(t, share="must_unshare").flags.writeable  # a copy is the caller's

@@ -1,0 +1,215 @@
+"""The promises of the docs as properties over generated inputs (docs/policies.md, docs/dtypes.md):
+
+- checked narrowing changes no value beyond one rounding: a float converts to its value rounded ONCE to
+  nearest even, or is refused (ValueRangeError) exactly when that rounding overflows;
+- bit-exact with MegBrain, NaN payloads included (MegDNN's float2bfloat16 / bfloat162float);
+- FPU-mode independence: every conversion of bfloat16 gives the same bits with flush-to-zero and
+  denormals-are-zero on (as `import megengine` leaves the process) and off;
+- the caller's dtype is what an error names.
+
+The generators at the top are shared by the properties.
+"""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import assume, example, given, settings, strategies as st
+
+from conftest import flush_to_zero, mgb_dtype, nbx
+
+Tensor = nbx.Tensor
+bf = np.dtype(nbx.bfloat16)
+
+# ---- generators -----------------------------------------------------------------------------------------------
+
+BF16_MAX = Fraction(2) ** 127 * Fraction(2 ** 8 - 1, 2 ** 7)
+BF16_OVERFLOW = Fraction(2) ** 127 * (2 - Fraction(1, 2 ** 8))  # max + half an ulp: from here on, infinity
+EDGES = [float(BF16_OVERFLOW), float(BF16_MAX), 3.3961775e38, 2.0 ** -133, 2.0 ** -134, 2.0 ** -126, 1.0 + 2 ** -8,
+         1.0 + 2 ** -8 + 2 ** -30, float(2 ** 24 + 2 ** 16 + 1), 0.0, 1e-40, 5e-324, 2.0 ** -149, 3.4028235e38]
+
+
+def _near(value, dtype, steps):
+    """`value` moved `steps` ulps of `dtype` (the source's own ulps: the window either side of a bound)."""
+    x = dtype.type(value)
+    towards = dtype.type(np.inf if steps > 0 else -np.inf)
+    for _ in range(abs(steps)):
+        x = np.nextafter(x, towards)
+    return x
+
+
+@st.composite
+def finite_floats(draw, dtype):
+    """Finite values of a float dtype, weighted to the edges: bounds, ±1..3 ulps of them, the double-rounding
+    window, zeros, subnormals of the source and of bfloat16."""
+    dtype = np.dtype(dtype)
+    if draw(st.booleans()):
+        value = draw(st.floats(width=min(64, dtype.itemsize * 8), allow_nan=False, allow_infinity=False))
+        return dtype.type(value)
+    value = _near(draw(st.sampled_from(EDGES)), dtype, draw(st.integers(-3, 3)))
+    value = value if draw(st.booleans()) else -value
+    assume(np.isfinite(value))
+    return value
+
+
+def exact(value):
+    return Fraction(*np.longdouble(value).as_integer_ratio()) if np.isfinite(value) else None
+
+
+def bf16_value(bits):
+    return exact(np.array([bits << 16], np.uint32).view(np.float32)[0])
+
+
+def round_once_to_bfloat16(value):
+    """The bfloat16 bits of `value` rounded once to nearest, ties to even, or None when that is infinite.
+    Exact arithmetic on fractions: nothing here goes through a float32."""
+    x = exact(value)
+    if abs(x) >= BF16_OVERFLOW:
+        return None
+    sign = 0x8000 if (x < 0 or (x == 0 and np.signbit(value))) else 0
+    approx = int(np.array([np.float32(min(abs(float(x)), float(BF16_MAX)))], np.float32).view(np.uint32)[0]) >> 16
+    best = None
+    for bits in range(max(approx - 2, 0), min(approx + 3, 0x7F80)):
+        distance = abs(bf16_value(bits) - abs(x))
+        if best is None or distance < best[0] or (distance == best[0] and bits % 2 == 0):
+            best = (distance, bits)
+    return sign | best[1]
+
+
+def megdnn_float2bfloat16(bits32):
+    """MegDNN's float2bfloat16 on float32 bits (round to nearest even; inf / NaN: a NaN whose payload lies in
+    the low half keeps being a NaN by setting the last bit, signalling NaNs stay signalling)."""
+    if bits32 & 0x7F800000 != 0x7F800000:
+        return ((bits32 + 0x7FFF + ((bits32 >> 16) & 1)) & 0xFFFFFFFF) >> 16
+    return ((bits32 | 0x10000) if bits32 & 0xFFFF else bits32) >> 16
+
+
+def bits16(tensor):
+    return np.frombuffer(tensor.storage(), np.uint16)
+
+
+# ---- checked narrowing: one rounding or a refusal -------------------------------------------------------------
+
+SOURCES = [np.float64, np.longdouble, np.float32]
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), source=st.sampled_from(SOURCES), route=st.sampled_from(["from_numpy", "from_dlpack"]))
+@example(data=None, source=np.float64, route="from_numpy")
+def test_checked_float_into_bfloat16_rounds_once_or_is_refused(data, source, route):
+    value = np.dtype(source).type(3.3961775e38) if data is None else data.draw(finite_floats(source))
+    array = np.array([value], source)
+    if route == "from_dlpack" and source is np.longdouble:
+        return  # DLPack has no long double
+    want = round_once_to_bfloat16(value)
+    convert = getattr(Tensor, route)
+    if want is None:
+        with pytest.raises(nbx.ValueRangeError, match=r"value .* at index \(0,\) does not fit BFloat16"):
+            convert(array, dtype="BFloat16")
+        return
+    got = bits16(convert(array, dtype="BFloat16"))
+    assert got.tolist() == [want], (repr(value), hex(int(got[0])), hex(want))
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=finite_floats(np.float64), narrowing=st.sampled_from(["checked", "wrap"]))
+def test_wrap_and_checked_agree_on_every_value_checked_accepts(value, narrowing):
+    want = round_once_to_bfloat16(value)
+    assume(want is not None)
+    got = bits16(Tensor.from_numpy(np.array([value]), dtype="BFloat16", narrowing=narrowing))
+    assert got.tolist() == [want]
+
+
+# ---- NaN payloads as MegDNN has them ----------------------------------------------------------------------------
+
+NAN_BITS = st.builds(lambda sign, payload: sign | 0x7F800000 | payload, st.sampled_from([0, 0x80000000]),
+                     st.integers(1, 0x7FFFFF))
+
+
+@settings(max_examples=300, deadline=None)
+@given(bits=NAN_BITS)
+@example(bits=0x7F800001)
+@example(bits=0x7FA00000)
+def test_float32_nan_into_bfloat16_keeps_megdnn_payload(bits):
+    array = np.array([bits], np.uint32).view(np.float32)
+    with np.errstate(invalid="ignore"):  # a signalling NaN read as a double raises the invalid flag
+        got = bits16(Tensor.from_numpy(array, dtype="BFloat16"))
+    assert got.tolist() == [megdnn_float2bfloat16(bits)]
+
+
+def test_bfloat16_nan_into_float32_keeps_its_bits():
+    values = np.array([0x7F81, 0xFF81, 0x7FC0, 0x7FA0, 0x7F80, 0x0001, 0x807F], np.uint16).view(bf)
+    with np.errstate(invalid="ignore"):
+        got = np.frombuffer(Tensor.from_numpy(values, dtype="Float32").storage(), np.uint32)
+    assert got.tolist() == [0x7F810000, 0xFF810000, 0x7FC00000, 0x7FA00000, 0x7F800000, 0x00010000, 0x807F0000]
+
+
+# ---- the FPU's mode changes nothing -----------------------------------------------------------------------------
+
+ALL_BF16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+
+
+def _conversions():
+    """Every conversion of bfloat16 values out and in, as bytes (the comparison is bit for bit)."""
+    out = {}
+    every = ALL_BF16.view(bf)
+    with np.errstate(all="ignore"):
+        out["bf16 -> Float32"] = Tensor.from_numpy(every, dtype="Float32").storage()
+        out["bf16 -> Float16 (wrap)"] = Tensor.from_numpy(every, dtype="Float16", narrowing="wrap").storage()
+        out["bf16 -> Int32 (wrap)"] = Tensor.from_numpy(every, dtype="Int32", narrowing="wrap").storage()
+        floats = (ALL_BF16.astype(np.uint32) << 16 | 0x8001).view(np.float32)  # every exponent, odd low bits
+        out["float32 -> BFloat16"] = Tensor.from_numpy(floats, dtype="BFloat16", narrowing="wrap").storage()
+        doubles = floats.astype(np.float64) * np.float64(2.0 ** -20)  # products exact: bfloat16 subnormals too
+        out["float64 -> BFloat16"] = Tensor.from_numpy(doubles, dtype="BFloat16", narrowing="wrap").storage()
+        out["bf16 round trip"] = Tensor.from_numpy(every).numpy().tobytes()
+    return out
+
+
+def test_bfloat16_conversions_give_the_same_bits_with_flush_to_zero_on():
+    plain = _conversions()
+    with flush_to_zero():
+        flushed = _conversions()
+    for name in plain:
+        assert flushed[name] == plain[name], name
+    # and the subnormals are really there (MegEngine gives 0x00010000 / 0x807F0000)
+    assert np.frombuffer(plain["bf16 -> Float32"], np.uint32)[[0x0001, 0x807F]].tolist() == [0x00010000, 0x807F0000]
+
+
+def test_own_intb_casts_give_the_same_values_with_flush_to_zero_on():
+    ib4 = np.dtype(nbx.intb4)
+    values = np.arange(-15, 16, 2, dtype=np.int8)
+    plain = [values.astype(ib4).astype(t).tobytes() for t in (np.float32, np.float64, np.int8, np.float16)]
+    with flush_to_zero():
+        flushed = [values.astype(ib4).astype(t).tobytes() for t in (np.float32, np.float64, np.int8, np.float16)]
+    assert flushed == plain
+
+
+@pytest.mark.parametrize("mode", ["default", "flush_to_zero"])
+def test_tiny_scales_are_judged_the_same_in_every_fpu_mode(mode):
+    import contextlib
+    want = float(np.float32(1e-40))  # a float32 subnormal, read before the mode is on
+    with (flush_to_zero() if mode == "flush_to_zero" else contextlib.nullcontext()):
+        t = Tensor.from_numpy(np.zeros(2, mgb_dtype("int8", "QuantizedS8", 1e-40)))
+        assert t.numpy().dtype.metadata["mgb_dtype"]["scale"] == want
+        with pytest.raises(nbx.MetadataError, match=r"scale 1e-46 is too small .* smallest positive one is 1\.4\d*e-45"):
+            Tensor.from_numpy(np.zeros(2, mgb_dtype("int8", "QuantizedS8", 1e-46)))
+
+
+# ---- the caller's dtype in messages -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("target, error, text", [
+    ("Float16", nbx.ValueRangeError, "narrowing bfloat16 to Float16: value 70144"),
+    ("Int8", nbx.DTypeError, "cannot cast numpy bfloat16 to Int8"),
+])
+def test_errors_for_a_bfloat16_input_name_bfloat16(target, error, text):
+    with pytest.raises(error) as raised:
+        Tensor.from_numpy(np.array([70144], np.float32).astype(bf), dtype=target)
+    assert text in str(raised.value) and "float32" not in str(raised.value)
+
+
+# ---- bool into bfloat16: any nonzero byte is True ---------------------------------------------------------------
+
+@pytest.mark.parametrize("narrowing", ["checked", "reject", "wrap"])
+def test_bool_bytes_other_than_one_become_one_in_bfloat16(narrowing):
+    mask = np.array([0, 1, 2, 255], np.uint8).view(np.bool_)
+    t = Tensor.from_numpy(mask, dtype="BFloat16", narrowing=narrowing)
+    assert bits16(t).tolist() == [0, 0x3F80, 0x3F80, 0x3F80]
