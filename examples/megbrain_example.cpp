@@ -34,7 +34,7 @@ mgb::HostTensorND np2tensor(py::handle array, const std::string& meth, py::handl
     const mgb::CompNode where = mgb::CompNode::load(comp_node);
     if (meth == "borrow") return npy::np2tensor(array.ptr(), npy::Meth::borrow(where), wanted);
     if (meth == "must_borrow") return npy::np2tensor(array.ptr(), npy::Meth::must_borrow(where), wanted);
-    if (meth == "borrow_for_reading") return npy::np2tensor(array.ptr(), npy::Meth::borrow_for_reading(where), wanted);
+    if (meth == "borrow_for_reading") return npy::np2tensor(array.ptr(), npy::Meth::borrow(where).for_reading(), wanted);
     if (meth == "copy") {
         mgb::HostTensorND destination(where);
         return npy::np2tensor(array.ptr(), npy::Meth::copy_into(&destination), wanted);

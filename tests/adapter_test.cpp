@@ -418,7 +418,7 @@ TEST_CASE("C++ that writes through a default borrow cannot change memory Python 
         CHECK_THAT(test::message_of<npb::conversion_error>(
                        [&] { npy::np2tensor(array.get(), npy::Meth<flagless_tensor>::must_borrow()); }),
                    Contains("must_borrow") && Contains("read-only"));
-        flagless_tensor reading = npy::np2tensor(array.get(), npy::Meth<flagless_tensor>::borrow_for_reading());
+        flagless_tensor reading = npy::np2tensor(array.get(), npy::Meth<flagless_tensor>::borrow().for_reading());
         CHECK(reading.ptr == memory);
         CHECK_FALSE(npb::is_writable(reading));
         test::owned back{npy::ndarray_from_tensor(reading, npy::ShareType::TRY_SHARE)};

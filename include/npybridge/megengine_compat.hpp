@@ -32,10 +32,12 @@ public:
     static Meth must_borrow(const placement& where = default_placement<Tensor>()) {
         return Meth(borrow_policy::must_borrow, nullptr, where);
     }
-    /// borrow for C++ that only reads the tensor: a read-only array is borrowed too (borrow copies it when
-    /// the tensor type cannot mark memory read-only; to_tensor_options::reads_only).
-    static Meth borrow_for_reading(const placement& where = default_placement<Tensor>()) {
-        Meth meth(borrow_policy::try_borrow, nullptr, where);
+    /// `Meth::borrow(cn).for_reading()`, `Meth::must_borrow(cn).for_reading()`: for C++ that only reads the
+    /// tensor, a read-only array is borrowed too. Without it a tensor type that cannot mark memory read-only
+    /// (HostTensorND) gets a copy of one, so that no write through the tensor reaches it
+    /// (to_tensor_options::reads_only).
+    Meth for_reading() const {
+        Meth meth = *this;
         meth.m_reads_only = true;
         return meth;
     }

@@ -254,7 +254,9 @@ def test_read_only_memory_is_copied_unless_the_caller_only_reads():
 def test_megengine_quantized_arrays_through_host_tensors_and_back(make, name):
     x = np.array([[1.0, -2.0, 3.5], [0.0, 4.0, -1.5]], np.float32)
     q = mge.tensor(x).astype(make()).numpy()
-    t = mb.np2tensor(q)
+    assert not q.flags.writeable  # MegEngine's arrays are read-only: a default borrow copies them
+    assert not same_memory(mb.np2tensor(q), q)
+    t = mb.np2tensor(q, meth="borrow_for_reading")
     assert t.dtype_name == name and same_memory(t, q)
     back = t.numpy()
     assert back.dtype.metadata == q.dtype.metadata
