@@ -11,6 +11,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -65,7 +66,26 @@ mgb::HostTensorND sub(const mgb::HostTensorND& tensor, int axis, std::ptrdiff_t 
     return tensor.sub(mgb::Slice(start, stop, step).apply(tensor.layout(), axis));
 }
 
-py::object dtype_mgb2np(const std::string& name, std::optional<double> scale, std::optional<long long> zero_point) {
+/// A zero point as MegEngine's quint8(scale, zero_point) takes it: an integer (3 or 3.0); 0.233 is a ValueError
+/// naming it, as MegEngine's, not pybind11's TypeError for a signature that did not match.
+std::optional<long long> zero_point_of(py::handle given) {
+    if (given.is_none()) return std::nullopt;
+    if (!PyNumber_Check(given.ptr()) || PyBool_Check(given.ptr())) {
+        throw py::type_error("dtype_mgb2np: zero_point must be an integer, got " +
+                             std::string(py::str(py::type::handle_of(given).attr("__name__"))));
+    }
+    if (!PyLong_Check(given.ptr())) {
+        const double value = py::cast<double>(given);
+        if (!(value == std::floor(value)) || std::fabs(value) > 1e18) {
+            throw py::value_error("dtype_mgb2np: zero_point " + std::string(py::repr(given)) + " is not an integer");
+        }
+        return static_cast<long long>(value);
+    }
+    return py::cast<long long>(given);
+}
+
+py::object dtype_mgb2np(const std::string& name, std::optional<double> scale, py::handle zero_point_given) {
+    const std::optional<long long> zero_point = zero_point_of(zero_point_given);
     const npb::dtype_info* row = npb::find_dtype(name);
     if (row == nullptr) throw npb::dtype_error("dtype_mgb2np: '" + name + "' is not a MegDNN dtype name");
     if (row->is_quantized && !scale) throw npb::dtype_error("dtype_mgb2np: " + name + " needs its scale");

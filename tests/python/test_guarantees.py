@@ -213,3 +213,41 @@ def test_bool_bytes_other_than_one_become_one_in_bfloat16(narrowing):
     mask = np.array([0, 1, 2, 255], np.uint8).view(np.bool_)
     t = Tensor.from_numpy(mask, dtype="BFloat16", narrowing=narrowing)
     assert bits16(t).tolist() == [0, 0x3F80, 0x3F80, 0x3F80]
+
+
+# ---- intbN arithmetic never wraps -------------------------------------------------------------------------------
+
+INTB = {"intb1": 1, "intb2": 3, "intb4": 15}
+
+
+@settings(max_examples=100, deadline=None)
+@given(name=st.sampled_from(sorted(INTB)), count=st.integers(1, 3000), data=st.data())
+def test_intb_reductions_compute_in_float64_as_megengine_does(name, count, data):
+    top = INTB[name]
+    dtype = np.dtype(getattr(nbx, name))
+    values = data.draw(st.lists(st.sampled_from(range(-top, top + 1, 2)), min_size=count, max_size=count))
+    a = np.array(values, np.int8).astype(dtype)
+    exact = np.array(values, np.float64)
+    assert a.sum().dtype == np.float64 and a.sum() == exact.sum()  # MegEngine's intbN: float64 too
+    assert a.mean() == exact.mean()
+    assert a.max() == exact.max() and a.min() == exact.min()
+    assert np.cumsum(a)[-1] == exact.sum()
+    short = a[:5]
+    assert short.prod() == np.prod(exact[:5])
+
+
+# ---- MegEngine's own intbN test (imperative/python/test/unit/core/test_dtype_intbx.py), its arange cases ----------
+
+@pytest.mark.parametrize("bits, name", [(1, "intb1"), (2, "intb2"), (4, "intb4")])
+def test_intb_arange_as_megengines_own_test_expects(bits, name):
+    dtype = np.dtype(getattr(nbx, name))
+    top, low = (1 << bits) - 1, 1 - (1 << bits)
+    with pytest.raises(ValueError):
+        np.arange(low, top, dtype=dtype)  # step 1: the second value is even
+    with pytest.raises(ValueError):
+        np.arange(low - 2, top + 4, 2, dtype=dtype)  # the first value is out of range
+    np.testing.assert_allclose(np.arange(low, 12, 2, dtype=dtype).astype(np.float64),
+                               (np.arange((13 - low) // 2, dtype=np.int8) % (top + 1)) * 2 - top)
+    np.testing.assert_allclose(np.arange(top, top - 20, -2, dtype=dtype).astype(np.float64),
+                               (np.arange(top, top - 10, -1, dtype=np.int8) % (top + 1)) * 2 - top)
+    np.testing.assert_allclose(np.arange(low, top + 2, 4, dtype=dtype).astype(np.float64), range(low, top + 2, 4))

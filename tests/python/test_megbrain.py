@@ -98,6 +98,14 @@ def test_bfloat16_is_megengines_type_while_megengine_is_imported():
     np.testing.assert_array_equal(t.numpy().astype(np.float32), [1.5, -2.0, 3.25])
 
 
+def test_a_non_integer_zero_point_is_a_value_error_naming_it_as_megengines():
+    with pytest.raises(ValueError, match="zero_point 0.233 is not an integer"):
+        mb.dtype_mgb2np("Quantized8Asymm", 0.05, 0.233)
+    assert mb.dtype_mgb2np("Quantized8Asymm", 0.05, 3.0).metadata["mgb_dtype"]["zero_point"] == 3
+    with pytest.raises(ValueError):
+        D.quint8(0.05, 0.233)  # MegEngine's own answer
+
+
 def test_dtype_errors_name_the_culprit():
     with pytest.raises(mb.DTypeError, match="'Float64' is not a MegDNN dtype name"):
         mb.dtype_mgb2np("Float64")

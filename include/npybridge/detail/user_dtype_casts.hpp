@@ -195,7 +195,9 @@ void compare_loop(char** args, npy_intp const* dimensions, npy_intp const* steps
 
 /// Casts both ways with every NumPy number type. Safe ("can_cast") as ml_dtypes registers them for its
 /// bfloat16: bfloat16 -> float32 / float64 / longdouble / complex, and bool / int8 / uint8 -> bfloat16;
-/// intbN -> every signed integer and float type and complex.
+/// intbN -> float64 / longdouble / complex128 / clongdouble only, as MegEngine's intbN (float64): NumPy then
+/// computes ufuncs and reductions of intbN in float64 (`sum` of a hundred intb4 15s is 1500.0, where a safe
+/// int8 cast made it an int8 sum that wraps to -36).
 template <class UserDtype>
 bool register_casts(PyArray_Descr* user_descr, int type_num) {
     bool ok = true;
@@ -212,27 +214,43 @@ bool register_casts(PyArray_Descr* user_descr, int type_num) {
     };
     both(NPY_BOOL, cast_from_user<UserDtype, numpy_bool_tag>, cast_to_user<UserDtype, numpy_bool_tag>, false, is_bf16);
     // By C type: every integer type number NumPy has (np.intc, np.int_, np.longlong, ... where two have one width).
-    both(NPY_BYTE, cast_from_user<UserDtype, npy_byte>, cast_to_user<UserDtype, npy_byte>, !is_bf16, is_bf16);
+    both(NPY_BYTE, cast_from_user<UserDtype, npy_byte>, cast_to_user<UserDtype, npy_byte>, false, is_bf16);
     both(NPY_UBYTE, cast_from_user<UserDtype, npy_ubyte>, cast_to_user<UserDtype, npy_ubyte>, false, is_bf16);
-    both(NPY_SHORT, cast_from_user<UserDtype, npy_short>, cast_to_user<UserDtype, npy_short>, !is_bf16);
+    both(NPY_SHORT, cast_from_user<UserDtype, npy_short>, cast_to_user<UserDtype, npy_short>, false);
     both(NPY_USHORT, cast_from_user<UserDtype, npy_ushort>, cast_to_user<UserDtype, npy_ushort>, false);
-    both(NPY_INT, cast_from_user<UserDtype, npy_int>, cast_to_user<UserDtype, npy_int>, !is_bf16);
+    both(NPY_INT, cast_from_user<UserDtype, npy_int>, cast_to_user<UserDtype, npy_int>, false);
     both(NPY_UINT, cast_from_user<UserDtype, npy_uint>, cast_to_user<UserDtype, npy_uint>, false);
-    both(NPY_LONG, cast_from_user<UserDtype, npy_long>, cast_to_user<UserDtype, npy_long>, !is_bf16);
+    both(NPY_LONG, cast_from_user<UserDtype, npy_long>, cast_to_user<UserDtype, npy_long>, false);
     both(NPY_ULONG, cast_from_user<UserDtype, npy_ulong>, cast_to_user<UserDtype, npy_ulong>, false);
-    both(NPY_LONGLONG, cast_from_user<UserDtype, npy_longlong>, cast_to_user<UserDtype, npy_longlong>, !is_bf16);
+    both(NPY_LONGLONG, cast_from_user<UserDtype, npy_longlong>, cast_to_user<UserDtype, npy_longlong>, false);
     both(NPY_ULONGLONG, cast_from_user<UserDtype, npy_ulonglong>, cast_to_user<UserDtype, npy_ulonglong>, false);
-    both(NPY_HALF, cast_from_user<UserDtype, numpy_half_tag>, cast_to_user<UserDtype, numpy_half_tag>, !is_bf16);
-    both(NPY_FLOAT, cast_from_user<UserDtype, npy_float>, cast_to_user<UserDtype, npy_float>, true);
+    both(NPY_HALF, cast_from_user<UserDtype, numpy_half_tag>, cast_to_user<UserDtype, numpy_half_tag>, false);
+    both(NPY_FLOAT, cast_from_user<UserDtype, npy_float>, cast_to_user<UserDtype, npy_float>, is_bf16);
     both(NPY_DOUBLE, cast_from_user<UserDtype, npy_double>, cast_to_user<UserDtype, npy_double>, true);
     both(NPY_LONGDOUBLE, cast_from_user<UserDtype, npy_longdouble>, cast_to_user<UserDtype, npy_longdouble>, true);
     both(NPY_CFLOAT, cast_from_user<UserDtype, numpy_complex_tag<float>>,
-         cast_to_user<UserDtype, numpy_complex_tag<float>>, true);
+         cast_to_user<UserDtype, numpy_complex_tag<float>>, is_bf16);
     both(NPY_CDOUBLE, cast_from_user<UserDtype, numpy_complex_tag<double>>,
          cast_to_user<UserDtype, numpy_complex_tag<double>>, true);
     both(NPY_CLONGDOUBLE, cast_from_user<UserDtype, numpy_complex_tag<long double>>,
          cast_to_user<UserDtype, numpy_complex_tag<long double>>, true);
     return ok;
+}
+
+/// np.arange's fill for intbN, as MegEngine's: the first two elements are set (odd values, else setitem's
+/// ValueError), the rest continue their step in the odd code space (code = (v + top) / 2) and wrap around
+/// it: np.arange(-1, 12, 2, dtype=intb1) is -1, 1, -1, 1, ...
+template <unsigned Bits>
+int intb_fill(void* data, npy_intp length, void*) {
+    constexpr long long top = intb_traits<Bits>::top, codes = top + 1;
+    auto* values = static_cast<std::int8_t*>(data);
+    if (length < 2) return 0;
+    const long long first = (values[0] + top) / 2, step = (values[1] + top) / 2 - first;
+    for (npy_intp i = 2; i < length; ++i) {
+        const long long code = ((first + static_cast<long long>(i % codes) * step) % codes + codes) % codes;
+        values[i] = static_cast<std::int8_t>(2 * code - top);
+    }
+    return 0;
 }
 
 template <class UserDtype>
@@ -336,6 +354,8 @@ bool register_one(const std::string& module_name) {
     if constexpr (UserDtype::is_float) {
         funcs.fill = bf16_fill;
         funcs.dotfunc = bf16_dot;
+    } else {
+        funcs.fill = intb_fill<info(UserDtype::id).bits>;
     }
 
 #if NPY_ABI_VERSION >= 0x02000000
