@@ -154,11 +154,13 @@ template <class Tensor>
     const dtype target = options.type ? *options.type : source->type;
     refuse_requantizing(source, target);
     // Values that keep their storage (borrowed, or copied as they are) are checked against the dtype's codes.
-    if (source && same_storage(*source, target)) check_codes(array, target, options.narrow, layout);
+    std::optional<std::string> bad_codes;
+    if (source && same_storage(*source, target)) bad_codes = check_codes(array, target, options.narrow, layout);
 
-    std::string reason = options.policy == borrow_policy::copy
-                             ? std::string("copy requested")
-                             : why_not_borrow<Tensor>(array, source, target, layout, whole_elements, options);
+    std::string reason = options.policy == borrow_policy::copy ? std::string("copy requested")
+                         : bad_codes                           ? *bad_codes
+                                                               : why_not_borrow<Tensor>(array, source, target, layout,
+                                                                                        whole_elements, options);
     if (reason.empty()) {
         const bool writable = PyArray_ISWRITEABLE(array);
         to_tensor_result<Tensor> borrowed{
@@ -188,6 +190,7 @@ template <class Tensor>
     const object values = through_own_user_dtype(array, source);
     fill_copy(reinterpret_cast<PyArrayObject*>(values.get()), source, target, adapter::data(made), layout, packing,
               options);
+    if (!target.info().is_packed) settle_codes(adapter::data(made), target, options.narrow, layout);
     return to_tensor_result<Tensor>(std::move(made), false, std::move(reason));
 }
 
@@ -381,8 +384,11 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
         throw dtype_error("copy_into: the array is " + source.type.to_string() + " (numpy " +
                           detail::descr_text(PyArray_DESCR(array)) + "), the tensor is " + target.to_string());
     }
-    if (!target.info().is_packed && !source.narrowed) {
-        detail::check_codes(array, target, options.narrow, layout);
+    // A dtype whose codes are fewer than its storage holds (QuantizedS1) takes the staged path below unless every
+    // value is a code: wrap then wraps them in a fresh tensor first.
+    const bool codes_unfit =
+        !target.info().is_packed && !source.narrowed && detail::check_codes(array, target, options.narrow, layout);
+    if (!target.info().is_packed && !source.narrowed && !codes_unfit) {
         // Same storage (up to byte order, or plain codes into a quantized
         // tensor): numpy's copy checks no value, so nothing can fail once it
         // writes. It copies straight in (memory shared with the array is
@@ -405,7 +411,7 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
         }
         return;
     }
-    if (!target.info().is_packed && dest_layout.is_contiguous() &&
+    if (!target.info().is_packed && source.narrowed && dest_layout.is_contiguous() &&
         !detail::array_overlaps(array, adapter::data(destination), dest_layout.count() * target.info().element_size)) {
         // Narrowing: every value is checked before the first is written.
         detail::narrow_into(array, target, adapter::data(destination), options.narrow, layout, /*check_first=*/true);

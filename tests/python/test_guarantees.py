@@ -251,3 +251,49 @@ def test_intb_arange_as_megengines_own_test_expects(bits, name):
     np.testing.assert_allclose(np.arange(top, top - 20, -2, dtype=dtype).astype(np.float64),
                                (np.arange(top, top - 10, -1, dtype=np.int8) % (top + 1)) * 2 - top)
     np.testing.assert_allclose(np.arange(low, top + 2, 4, dtype=dtype).astype(np.float64), range(low, top + 2, 4))
+
+
+# ---- QuantizedS1 holds 0 and 1 only, whatever the path ----------------------------------------------------------
+
+def _qs1():
+    return mgb_dtype("int8", "QuantizedS1", 0.5)
+
+
+def _ml_dtypes_sources():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    return [np.array([-8, 7], ml_dtypes.int4), np.array([15, 1], ml_dtypes.uint4), np.array([-2, 1], ml_dtypes.int2)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(st.integers(-128, 127), min_size=1, max_size=12),
+       narrowing=st.sampled_from(["checked", "reject", "wrap"]),
+       route=st.sampled_from(["try_borrow", "must_borrow", "copy", "copy_from", "from_dlpack"]))
+def test_no_path_stores_a_quantized_s1_code_outside_0_1(values, narrowing, route):
+    a = np.array(values, np.int8)
+    bad = [i for i, v in enumerate(values) if v not in (0, 1)]
+    try:
+        if route == "copy_from":
+            t = Tensor.from_numpy(np.zeros(len(values), np.int8), dtype=_qs1())
+            t.copy_from(a, narrowing=narrowing)
+        elif route == "from_dlpack":
+            t = Tensor.from_dlpack(a, dtype=_qs1(), narrowing=narrowing)
+        else:
+            t = Tensor.from_numpy(a, dtype=_qs1(), narrowing=narrowing, policy=route)
+    except nbx.ValueRangeError as error:
+        assert bad and narrowing != "wrap"
+        assert f"value {values[bad[0]]} at index ({bad[0]},)" in str(error)
+        return
+    except nbx.ConversionError as error:  # must_borrow of codes that wrap must copy
+        assert bad and narrowing == "wrap" and route == "must_borrow" and "codes:" in str(error)
+        return
+    assert not bad or narrowing == "wrap"
+    stored = np.frombuffer(t.storage(), np.int8)
+    assert stored.tolist() == [v & 1 for v in values]  # wrap keeps the low bit (docs/dtypes.md)
+
+
+def test_ml_dtypes_low_bit_arrays_are_checked_into_quantized_s1():
+    for source in _ml_dtypes_sources():
+        with pytest.raises(nbx.ValueRangeError, match=r"QuantizedS1: value -?\d+ at index \(0,\)"):
+            Tensor.from_numpy(source, dtype=_qs1())
+        wrapped = Tensor.from_numpy(source, dtype=_qs1(), narrowing="wrap")
+        assert np.frombuffer(wrapped.storage(), np.int8).tolist() == [int(v) & 1 for v in source.astype(np.int8)]

@@ -585,10 +585,44 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
 
 /// For a dtype with fewer codes than storage: throws value_range_error naming the first value of `array`
 /// that is not a code (and its index), unless narrowing is wrap.
-inline void check_codes(PyArrayObject* array, const dtype& target, narrowing narrow, const tensor_layout& layout) {
-    if (narrow == narrowing::wrap || !codes_narrower_than_storage(target.info())) return;
-    if (const auto unfit = first_unfit_value(array, *storage_bounds(target.info()))) {
-        throw_invalid_code(target.info(), unfit->second, index_text(unfit->first, layout));
+/// Checks an array whose values keep their storage (a borrow, a straight copy) against the codes of a dtype
+/// that has fewer than its storage holds (QuantizedS1). checked / reject: a value_range_error naming the
+/// first bad one; wrap: its text, returned (the caller then copies, wrapping each code: settle_codes).
+inline std::optional<std::string> check_codes(PyArrayObject* array, const dtype& target, narrowing narrow,
+                                              const tensor_layout& layout) {
+    if (!codes_narrower_than_storage(target.info())) return std::nullopt;
+    const auto unfit = first_unfit_value(array, *storage_bounds(target.info()));
+    if (!unfit) return std::nullopt;
+    if (narrow != narrowing::wrap) throw_invalid_code(target.info(), unfit->second, index_text(unfit->first, layout));
+    return "codes: value " + unfit->second + " at index " + index_text(unfit->first, layout) + " is not a " +
+           std::string(target.name()) + " code (narrowing='wrap' copies, wrapping each code into " +
+           valid_set_text(target.info()) + ")";
+}
+
+/// The last word on fresh memory of a dtype whose codes are fewer than its storage holds (QuantizedS1), after
+/// any cast (numpy's casts from ml_dtypes' int4 / uint4 / int2 check nothing): checked / reject refuse the
+/// first value that is not a code, naming its index; wrap wraps each into the code range (lo + (v - lo) mod
+/// (hi - lo + 1): for QuantizedS1's 0..1, the value's low bit). So no path stores a code outside the range.
+inline void settle_codes(void* out, const dtype& target, narrowing narrow, const tensor_layout& layout) {
+    const dtype_info& type = target.info();
+    if (!codes_narrower_than_storage(type)) return;
+    const std::size_t n = layout.count();
+    const auto lo = static_cast<long long>(type.range.lo), hi = static_cast<long long>(type.range.hi);
+    const long long span = hi - lo + 1;
+    const auto settle = [&](auto* values) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto v = static_cast<long long>(values[i]);
+            if (v >= lo && v <= hi) continue;
+            if (narrow != narrowing::wrap) throw_invalid_code(type, std::to_string(v), index_text(i, layout));
+            using value_t = std::remove_reference_t<decltype(values[i])>;
+            values[i] = static_cast<value_t>(lo + (((v - lo) % span) + span) % span);
+        }
+    };
+    const bool is_signed = type.is_signed;
+    switch (type.element_size) {
+        case 1: is_signed ? settle(static_cast<std::int8_t*>(out)) : settle(static_cast<std::uint8_t*>(out)); break;
+        case 2: is_signed ? settle(static_cast<std::int16_t*>(out)) : settle(static_cast<std::uint16_t*>(out)); break;
+        default: is_signed ? settle(static_cast<std::int32_t*>(out)) : settle(static_cast<std::uint32_t*>(out)); break;
     }
 }
 
