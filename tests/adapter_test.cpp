@@ -215,13 +215,32 @@ TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was
                    Contains("at index (2,)"));
         CHECK(f[0] == 1.5f);
     }
+    SECTION("other dtypes follow to_tensor's narrowing rules") {
+        // int8 -> Int32 widens (even under reject); int32 / int64 -> Int8 narrow with a check, as to_tensor does.
+        test::owned small = test::eval("np.arange(6, dtype=np.int8).reshape(2, 3)");
+        npb::copy_into(small.get(), destination, npb::to_tensor_options().with(npb::narrowing::reject));
+        CHECK(values[5] == 5);
+        const std::size_t shape[] = {2, 3};
+        npb::tensor bytes = npb::tensor::empty(npb::dtype(npb::dtype_enum::Int8), shape, 2);
+        test::owned wide = test::eval("np.array([[1, -2, 3], [4, 5, 127]], dtype=np.int64)");
+        npb::copy_into(wide.get(), bytes);
+        CHECK(static_cast<const std::int8_t*>(bytes.data())[5] == 127);
+        test::owned too_wide = test::eval("np.array([[1, -2, 3], [4, 5, 300]], dtype=np.int32)");
+        CHECK_THAT(test::message_of<npb::value_range_error>([&] { npb::copy_into(too_wide.get(), bytes); }),
+                   Contains("value 300 at index (1, 2)"));
+        CHECK(static_cast<const std::int8_t*>(bytes.data())[5] == 127);  // untouched
+        npb::to_tensor_options reject = npb::to_tensor_options().with(npb::narrowing::reject);
+        CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::copy_into(wide.get(), bytes, reject); }),
+                   Contains("int64") && Contains("narrowing='reject'"));
+    }
     SECTION("shape and dtype mismatches are named") {
         test::owned wrong_shape = test::eval("np.zeros((3, 2), dtype=np.int32)");
         CHECK_THAT(test::message_of<npb::conversion_error>([&] { npb::copy_into(wrong_shape.get(), destination); }),
                    Contains("does not match the tensor's shape (2, 3)"));
         test::owned wrong_dtype = test::eval("np.zeros((2, 3), dtype=np.float32)");
+        // to_tensor's rules: float32 into Int32 is not a cast `checked` allows (another kind).
         CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::copy_into(wrong_dtype.get(), destination); }),
-                   Contains("the array is Float32") && Contains("the tensor is Int32"));
+                   Contains("cannot cast numpy float32 to Int32"));
         CHECK(values[0] == 7);
     }
     SECTION("packed destination: an invalid value leaves the bytes as they were") {

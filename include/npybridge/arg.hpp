@@ -257,11 +257,25 @@ public:
         if (spec.has_ndim && static_cast<std::size_t>(PyArray_NDIM(array)) != spec.ndim) return false;
         if (!spec.has_dtype) return true;
         if (info(spec.id).is_quantized) return source_is_quantized_as_wanted(PyArray_DESCR(array));
+        // Quantized codes never become another dtype (docs/policies.md): a quantized array is declined, so that
+        // an overload taking its dtype gets its turn.
+        if (detail::descr_metadata(PyArray_DESCR(array)) != nullptr && source_is_quantized(PyArray_DESCR(array))) {
+            return false;
+        }
         const char kind = detail::descr_kind(PyArray_DESCR(array));
         return kind == 'b' || kind == 'i' || kind == 'u' || kind == 'f' || kind == 'c' || kind == 'V';
     }
 
 private:
+    static bool source_is_quantized(PyArray_Descr* descr) noexcept {
+        try {
+            return from_numpy_dtype(descr, narrowing::reject).type.is_quantized();
+        } catch (...) {
+            if (PyErr_Occurred()) PyErr_Clear();
+            return false;
+        }
+    }
+
     static bool source_is_quantized_as_wanted(PyArray_Descr* descr) noexcept {
         try {
             return from_numpy_dtype(descr, narrowing::reject).type.id() == spec.id;

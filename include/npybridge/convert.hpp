@@ -352,8 +352,8 @@ object to_array(Tensor&& source, share_policy policy = share_policy::try_share,
     return detail::to_array<Tensor>(source, policy, &source, format);
 }
 
-/// Copies the array into an existing tensor whose shape and dtype must match
-/// (after narrowing int64/float64). On any error the tensor is left as it was.
+/// Copies the array into an existing tensor of the same shape; values convert to the tensor's dtype by
+/// to_tensor's rules (the options' narrowing). On any error the tensor is left as it was.
 template <class Tensor>
 void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& options = {}) {
     static_assert(check_adapter<Tensor>());
@@ -375,20 +375,28 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
         throw conversion_error("copy_into: the " + detail::array_text(array) + " does not match the tensor's shape " +
                                dest_layout.shape_text());
     }
-    const numpy_dtype_match source = target.info().is_packed ? numpy_dtype_match{target, false}
-                                                             : from_numpy_dtype(PyArray_DESCR(array), options.narrow);
+    // An array dtype npybridge has no dtype for under this narrowing (float64 under reject) may still cast to
+    // the tensor's: to_tensor decides, through the staged copy below.
+    numpy_dtype_match source{target, false};
+    bool matched = true;
+    if (!target.info().is_packed) {
+        try {
+            source = from_numpy_dtype(PyArray_DESCR(array), options.narrow);
+        } catch (const dtype_error&) {
+            matched = false;
+        }
+    }
     if (target.info().is_packed && detail::descr_metadata(PyArray_DESCR(array)) != nullptr) {
         detail::refuse_requantizing(from_numpy_dtype(PyArray_DESCR(array), options.narrow), target);
     }
-    if (!target.info().is_packed && !(source.type == target) && !detail::same_storage(source, target)) {
-        throw dtype_error("copy_into: the array is " + source.type.to_string() + " (numpy " +
-                          detail::descr_text(PyArray_DESCR(array)) + "), the tensor is " + target.to_string());
-    }
+    // Another dtype converts by to_tensor's rules (docs/policies.md: narrowing, the casts each mode allows),
+    // through the staged copy below; the same storage copies straight in.
+    const bool same = matched && (source.type == target || detail::same_storage(source, target));
     // A dtype whose codes are fewer than its storage holds (QuantizedS1) takes the staged path below unless every
     // value is a code: wrap then wraps them in a fresh tensor first.
-    const bool codes_unfit =
-        !target.info().is_packed && !source.narrowed && detail::check_codes(array, target, options.narrow, layout);
-    if (!target.info().is_packed && !source.narrowed && !codes_unfit) {
+    const bool codes_unfit = !target.info().is_packed && same && !source.narrowed &&
+                             detail::check_codes(array, target, options.narrow, layout);
+    if (!target.info().is_packed && same && !source.narrowed && !codes_unfit) {
         // Same storage (up to byte order, or plain codes into a quantized
         // tensor): numpy's copy checks no value, so nothing can fail once it
         // writes. It copies straight in (memory shared with the array is
@@ -411,7 +419,7 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
         }
         return;
     }
-    if (!target.info().is_packed && source.narrowed && dest_layout.is_contiguous() &&
+    if (!target.info().is_packed && matched && source.narrowed && source.type == target && dest_layout.is_contiguous() &&
         !detail::array_overlaps(array, adapter::data(destination), dest_layout.count() * target.info().element_size)) {
         // Narrowing: every value is checked before the first is written.
         detail::narrow_into(array, target, adapter::data(destination), options.narrow, layout, /*check_first=*/true);

@@ -94,6 +94,15 @@ def test_an_overload_for_another_dtype_gets_its_turn(m):
         m.scale_or_kind(np.full((2, 2), 1e300))
 
 
+def test_a_quantized_array_is_declined_by_an_overload_of_another_dtype(m):
+    asymm = np.zeros((2, 2), mgb_dtype("uint8", "Quantized8Asymm", 0.5, 3))
+    assert m.float_or_asymm(asymm) == "Quantized8Asymm zero point 3"
+    assert m.float_or_asymm(np.zeros(3, np.float32)) == "Float32"
+    assert m.float_or_asymm(np.zeros(3)) == "Float32"  # float64: converted on the second pass
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        m.float_or_asymm(np.zeros(3, QS8))  # QuantizedS8 codes: neither overload takes them
+
+
 def test_borrow_only_arguments_share_or_fail(m):
     a = np.ones(4, np.float32)
     assert m.must_borrow_f32(a) == a.ctypes.data
@@ -188,7 +197,7 @@ def public_names(namespace):
 
 # What only the caster modules have: the casters' own demonstrations (not part of npybridge_example's API).
 CASTER_DEMOS = {"binding_library", "describe", "borrow_info", "qs8_scale", "must_borrow_f32", "fill", "reject_narrowing",
-                "pack_intb4", "kind", "scale_or_kind", "zeros", "identity", "dtype_name", "quantized", "Holder"}
+                "pack_intb4", "kind", "scale_or_kind", "float_or_asymm", "zeros", "identity", "dtype_name", "quantized", "Holder"}
 
 
 def test_the_caster_modules_expose_the_whole_api_of_the_plain_module(m):

@@ -297,3 +297,31 @@ def test_ml_dtypes_low_bit_arrays_are_checked_into_quantized_s1():
             Tensor.from_numpy(source, dtype=_qs1())
         wrapped = Tensor.from_numpy(source, dtype=_qs1(), narrowing="wrap")
         assert np.frombuffer(wrapped.storage(), np.int8).tolist() == [int(v) & 1 for v in source.astype(np.int8)]
+
+
+# ---- copy_into follows to_tensor's rules ------------------------------------------------------------------------
+
+INTS = ["int8", "uint8", "int16", "uint16", "int32", "int64", "float16", "float32", "float64", "bool"]
+TARGETS = ["Int8", "Uint8", "Int16", "Int32", "Float16", "Float32", "BFloat16"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(source=st.sampled_from(INTS), target=st.sampled_from(TARGETS),
+       narrowing=st.sampled_from(["checked", "reject", "wrap"]),
+       values=st.lists(st.integers(-400, 400), min_size=1, max_size=6))
+def test_copy_into_converts_exactly_as_to_tensor_does(source, target, narrowing, values):
+    with np.errstate(all="ignore"):
+        a = np.array(values).astype(source)
+    try:
+        want = Tensor.from_numpy(a, dtype=target, narrowing=narrowing, policy="copy")
+    except nbx.ConversionError as error:
+        t = Tensor.from_numpy(np.zeros(len(values), np.int8), dtype=target, narrowing="wrap")
+        before = t.storage()
+        with pytest.raises(type(error)) as raised:
+            t.copy_from(a, narrowing=narrowing)
+        assert str(raised.value) == str(error)
+        assert t.storage() == before  # untouched
+        return
+    t = Tensor.from_numpy(np.zeros(len(values), np.int8), dtype=target, narrowing="wrap")
+    t.copy_from(a, narrowing=narrowing)
+    assert t.storage() == want.storage()

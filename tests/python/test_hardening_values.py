@@ -31,9 +31,9 @@ def test_narrowing_into_quantized_s1_checks_its_codes():
     assert Tensor.from_numpy(np.array([0, 1, 1]), dtype=S1).dtype_name == "QuantizedS1"
 
 
-def test_wrap_lets_codes_through_unchecked():
+def test_wrap_keeps_the_low_bit_of_a_quantized_s1_code():
     t = Tensor.from_numpy(np.array([1, 2], np.int8), dtype=S1, narrowing="wrap")
-    np.testing.assert_array_equal(t.numpy(), [1, 2])
+    np.testing.assert_array_equal(t.numpy(), [1, 0])
 
 
 def test_copy_from_into_quantized_s1_checks_and_leaves_the_tensor_as_it_was():
