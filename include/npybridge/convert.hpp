@@ -43,13 +43,14 @@ std::string why_not_borrow(PyArrayObject* array, const std::optional<numpy_dtype
     if (!PyArray_ISNOTSWAPPED(array)) {
         return "byte order: the array is " + descr_text(PyArray_DESCR(array)) + " in non-native byte order";
     }
-    if (!PyArray_ISALIGNED(array)) {
-        return "alignment: the data at " + std::to_string(reinterpret_cast<std::uintptr_t>(PyArray_DATA(array))) +
-               " is not aligned for " + descr_text(PyArray_DESCR(array));
-    }
+    // Strides first: NumPy calls an array with a 5-byte float32 stride unaligned even when its data pointer is.
     if (!whole_elements) {
         return "strides: " + strides_text(array) + " bytes are not whole " + std::to_string(PyArray_ITEMSIZE(array)) +
                "-byte elements";
+    }
+    if (!PyArray_ISALIGNED(array)) {
+        return "alignment: the data at " + std::to_string(reinterpret_cast<std::uintptr_t>(PyArray_DATA(array))) +
+               " is not aligned for " + descr_text(PyArray_DESCR(array));
     }
     if (!adapter::accepts_strides(layout)) {
         return "strides: " + strides_text(array) + " bytes cannot be described by this tensor type";

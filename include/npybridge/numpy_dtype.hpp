@@ -166,7 +166,9 @@ inline double read_number(const dtype_info& type, std::string_view key, bool rea
         // answer (only an integer too large for a double is ours to name).
         const double value = PyFloat_AsDouble(obj);
         if (value == -1.0 && PyErr_Occurred()) {
-            if (!PyErr_ExceptionMatches(PyExc_OverflowError) || !PyLong_Check(obj)) throw python_error();
+            const bool ints_own_float = PyLong_Check(obj) && Py_TYPE(obj)->tp_as_number != nullptr &&
+                                        Py_TYPE(obj)->tp_as_number->nb_float == PyLong_Type.tp_as_number->nb_float;
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError) || !ints_own_float) throw python_error();
             PyErr_Clear();
             throw metadata_error(where() + safe_repr(obj) + " does not fit a float");
         }

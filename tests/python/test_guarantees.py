@@ -325,3 +325,53 @@ def test_copy_into_converts_exactly_as_to_tensor_does(source, target, narrowing,
     t = Tensor.from_numpy(np.zeros(len(values), np.int8), dtype=target, narrowing="wrap")
     t.copy_from(a, narrowing=narrowing)
     assert t.storage() == want.storage()
+
+
+# ---- where quantized metadata goes (docs/metadata.md, "Where metadata is lost") ---------------------------------
+
+def test_metadata_follows_numpys_dtype_as_the_docs_say():
+    qs8 = mgb_dtype("int8", "QuantizedS8", 0.5)
+    a = np.arange(6, dtype=qs8).reshape(2, 3)
+    kept = {"slice": a[1:], "take": a[[0, 1]], "copy": a.copy(), "reshape": a.reshape(3, 2), "sort": np.sort(a),
+            "max along an axis": a.max(axis=0), "min along an axis": a.min(axis=1),
+            "maximum.reduce along an axis": np.maximum.reduce(a, axis=0), "x * 2": a * 2}
+    dropped = {"astype": a.astype(np.int16), "concatenate": np.concatenate([a, a]), "sum": a.sum(axis=0),
+               "prod": a.prod(axis=0), "mean": a.mean(axis=0), "cumsum": np.cumsum(a), "max to a scalar": a.max(),
+               "DLPack": np.from_dlpack(a)}
+    for name, result in kept.items():
+        assert result.dtype.metadata == qs8.metadata, name
+    for name, result in dropped.items():
+        assert not result.dtype.metadata, name
+
+
+def test_the_array_shared_back_from_a_borrowed_view_has_the_memorys_owner_as_base():
+    owner = np.arange(10, dtype=np.float32)
+    t = Tensor.from_numpy(owner[2:8:2])
+    assert t.borrowed and t.numpy().base is owner
+    assert Tensor.from_numpy(owner).numpy().base is owner
+
+
+def test_uintb4_has_no_numpy_form_but_is_made_from_numbers_by_name():
+    t = Tensor.from_numpy(np.array([1, 3, -5], np.int8), dtype="UintB4")
+    assert t.storage() == Tensor.from_numpy(np.array([1, 3, -5], np.int8), dtype="IntB4").storage()
+    with pytest.raises(nbx.DTypeError, match="UintB4 has no numpy form"):
+        t.numpy()
+
+
+def test_a_five_byte_float32_stride_is_named_as_a_stride():
+    raw = np.zeros(40, np.uint8)
+    a = np.lib.stride_tricks.as_strided(raw[:4].view(np.float32), shape=(4,), strides=(5,))
+    assert a.ctypes.data % 4 == 0 and not a.flags.aligned
+    t = Tensor.from_numpy(a)
+    assert t.copy_reason.startswith("strides:")
+
+
+def test_a_scales_own_overflow_error_is_what_the_caller_sees():
+    class Huge(int):
+        def __float__(self):
+            raise OverflowError("Huge's own overflow")
+
+    with pytest.raises(OverflowError, match="Huge's own overflow"):
+        Tensor.from_numpy(np.zeros(2, mgb_dtype("int8", "QuantizedS8", Huge(1))))
+    with pytest.raises(nbx.MetadataError, match=r"scale 10{400} does not fit a float"):
+        Tensor.from_numpy(np.zeros(2, mgb_dtype("int8", "QuantizedS8", 10 ** 400)))
