@@ -375,3 +375,45 @@ def test_a_scales_own_overflow_error_is_what_the_caller_sees():
         Tensor.from_numpy(np.zeros(2, mgb_dtype("int8", "QuantizedS8", Huge(1))))
     with pytest.raises(nbx.MetadataError, match=r"scale 10{400} does not fit a float"):
         Tensor.from_numpy(np.zeros(2, mgb_dtype("int8", "QuantizedS8", 10 ** 400)))
+
+
+# ---- read-only memory is never written ------------------------------------------------------------------------
+
+def _read_only_sources(draw_kind, values):
+    raw = np.array(values, np.float32).tobytes()
+    if draw_kind == "bytes":
+        return raw, np.frombuffer(raw, np.float32)
+    if draw_kind == "memoryview":
+        return raw, np.asarray(memoryview(raw).cast("f"))
+    owner = np.array(values, np.float32)
+    view = owner[::-1] if draw_kind == "reversed view" else owner.view()
+    view.setflags(write=False)
+    return owner, view
+
+
+@settings(max_examples=150, deadline=None)
+@given(kind=st.sampled_from(["bytes", "memoryview", "read-only view", "reversed view"]),
+       values=st.lists(st.floats(-1e3, 1e3, width=32), min_size=1, max_size=8),
+       route=st.sampled_from(["try_borrow", "must_borrow", "copy", "from_dlpack"]),
+       share=st.sampled_from(["try_share", "must_share", "copy"]))
+def test_read_only_memory_is_never_written(kind, values, route, share):
+    holder, source = _read_only_sources(kind, values)
+    before = bytes(holder) if isinstance(holder, bytes) else holder.tobytes()
+    if route == "from_dlpack":
+        t = Tensor.from_dlpack(source)
+    else:
+        t = Tensor.from_numpy(source, policy=route)
+    assert t.writable == (route == "copy")  # npybridge's tensor marks borrowed read-only memory
+    try:
+        back = t.numpy(policy=share)
+    except nbx.ConversionError:
+        back = None
+    if back is not None and np.shares_memory(back, source):
+        assert not back.flags.writeable
+    if not t.writable:
+        with pytest.raises(nbx.ConversionError, match="read-only"):
+            t.copy_from(np.zeros(len(values), np.float32))
+    else:
+        t.copy_from(np.zeros(len(values), np.float32))
+    after = bytes(holder) if isinstance(holder, bytes) else holder.tobytes()
+    assert after == before

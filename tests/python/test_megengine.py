@@ -205,3 +205,86 @@ def test_either_import_order_leaves_both_libraries_working(order):
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "both work" in result.stdout
+
+
+# ---- differential: the same inputs through MegEngine and through npybridge, every difference a documented one ----
+# (docs/megbrain.md, "Where npybridge differs from MegEngine 1.13's helper, on purpose", lists each class.)
+
+def _mxcsr():
+    import ctypes
+    import ctypes.util
+    env = ctypes.create_string_buffer(32)
+    ctypes.CDLL(ctypes.util.find_library("m")).fegetenv(env)
+    return int.from_bytes(env.raw[28:32], "little")
+
+
+ALL_BF16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+
+
+def test_import_megengine_left_flush_to_zero_on_and_bfloat16_widens_by_its_bits_anyway():
+    assert _mxcsr() & 0x8040 == 0x8040  # what `import megengine` does to the process (FTZ | DAZ)
+    every = ALL_BF16.view(D.bfloat16)
+    with np.errstate(all="ignore"):
+        ours = np.frombuffer(Tensor.from_numpy(every, dtype="Float32").storage(), np.uint32)
+        theirs = mge.Tensor(every).astype(np.float32).numpy().view(np.uint32)
+    assert np.array_equal(ours, ALL_BF16.astype(np.uint32) << 16)  # the definition: bfloat16 is float32's top half
+    assert np.array_equal(ours, theirs)  # MegEngine's typecvt agrees, subnormals and NaN payloads included
+
+
+def test_float32_into_bfloat16_is_bit_exact_with_megdnn_for_every_exponent_and_nan_payload():
+    rng = np.random.default_rng(39)
+    bits = np.concatenate([
+        (ALL_BF16.astype(np.uint32) << 16) | rng.integers(0, 1 << 16, 1 << 16, dtype=np.uint32),  # every top half
+        (ALL_BF16.astype(np.uint32) << 16) | 0x8000,  # every tie
+        np.array([0x7F800001, 0x7FA00000, 0xFF800001, 0x7FC00001, 0x00000001, 0x807FFFFF], np.uint32),
+    ])
+    x = bits.view(np.float32)
+    with np.errstate(all="ignore"):
+        ours = np.frombuffer(Tensor.from_numpy(x, dtype="BFloat16", narrowing="wrap").storage(), np.uint16)
+        theirs = mge.Tensor(x).astype(D.bfloat16).numpy().view(np.uint16)
+    differ = np.nonzero(ours != theirs)[0]
+    assert differ.size == 0, [(hex(int(bits[i])), hex(int(ours[i])), hex(int(theirs[i]))) for i in differ[:5]]
+
+
+def _round_once(value):
+    from fractions import Fraction
+    x = Fraction(value)
+    top = int(np.array([np.float32(value)], np.float32).view(np.uint32)[0]) >> 16
+    best = None
+    for bits in range(max((top & 0x7FFF) - 2, 0), min((top & 0x7FFF) + 3, 0x7F80)):
+        v = Fraction(float(np.array([bits << 16], np.uint32).view(np.float32)[0]))
+        d = abs(v - abs(x))
+        if best is None or d < best[0] or (d == best[0] and bits % 2 == 0):
+            best = (d, bits)
+    return (0x8000 if value < 0 else 0) | best[1]
+
+
+def test_float64_into_bfloat16_differs_from_megengine_only_where_megengine_rounds_twice():
+    rng = np.random.default_rng(3939)
+    # Doubles near bfloat16 midpoints: a bfloat16 value plus half its ulp, nudged by a few float64 ulps and by
+    # amounts below float32's resolution (the double-rounding window), in every binade of bfloat16's range.
+    tops = rng.integers(0x0080, 0x7F7F, 20000, dtype=np.uint32)
+    base = (tops << 16).view(np.float32).astype(np.float64)
+    ulp = np.ldexp(1.0, np.frexp(base)[1] - 8)
+    x = base + ulp / 2 + rng.choice([-1, 1], tops.size) * ulp * rng.choice([0, 2.0 ** -30, 2.0 ** -20, 2.0 ** -17], tops.size)
+    x = np.where(rng.random(tops.size) < 0.5, x, -x)
+    ours = np.frombuffer(Tensor.from_numpy(x, dtype="BFloat16", narrowing="wrap").storage(), np.uint16)
+    theirs = mge.Tensor(x.astype(np.float32)).astype(D.bfloat16).numpy().view(np.uint16)  # MegEngine: via float32
+    differ = np.nonzero(ours != theirs)[0]
+    assert differ.size > 0  # the window is really probed
+    for i in differ:
+        # The one documented class: MegEngine rounds through float32 (twice); npybridge rounds once.
+        assert int(ours[i]) == _round_once(float(x[i])), (float(x[i]), hex(int(ours[i])), hex(int(theirs[i])))
+        assert np.float64(np.float32(x[i])) != x[i]  # the value was rounded once already on MegEngine's way
+
+
+@pytest.mark.parametrize("name", list(LOWBIT))
+def test_intb_arithmetic_gives_megengines_values_and_dtypes(name):
+    mge_type, npb_name, valid = LOWBIT[name]
+    codes = np.array(valid * 40, np.int8)
+    ours = Tensor.from_numpy(codes, dtype=npb_name).numpy()  # MegEngine's intb type while it is imported
+    own = codes.astype(getattr(nbx, name))  # npybridge's own registration
+    theirs = codes.astype(mge_type)
+    for op in (np.sum, np.mean, np.max, np.min, lambda a: np.cumsum(a)[-1], lambda a: (a + a)[0]):
+        assert op(own).dtype == op(theirs).dtype and op(own) == op(theirs)
+        assert op(ours) == op(theirs)
