@@ -158,6 +158,10 @@ PYBIND11_MODULE(npybridge_megbrain_example, m) {
         .def_property_readonly("nbytes", [](const mgb::HostTensorND& t) { return t.layout().span().dist_byte(); })
         .def("raw_bytes", &raw_bytes)
         .def("sub", &sub, py::arg("axis"), py::arg("start"), py::arg("stop"), py::arg("step") = 1)
+        .def(
+            "copy_from",
+            [](mgb::HostTensorND& t, py::handle values) { npb::copy_into(values.ptr(), t); },
+            py::arg("values"), "npybridge::copy_into: the values into this tensor (a sub-tensor writes its parent)")
         .def("numpy", &ndarray_from_tensor, py::arg("share") = "try");
 
     m.def("np2tensor", &np2tensor, py::arg("array"), py::arg("meth") = "borrow", py::arg("dtype") = py::none(),
