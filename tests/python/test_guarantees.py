@@ -417,3 +417,81 @@ def test_read_only_memory_is_never_written(kind, values, route, share):
         t.copy_from(np.zeros(len(values), np.float32))
     after = bytes(holder) if isinstance(holder, bytes) else holder.tobytes()
     assert after == before
+
+
+# ---- checked narrowing over the table's pairs: one rounding, or a refusal exactly where that overflows --------
+
+FLOAT_FORMATS = {"Float16": (11, -14, 15), "BFloat16": (8, -126, 127), "Float32": (24, -126, 127)}
+INT_RANGES = {"Int8": (-128, 127), "Uint8": (0, 255), "Int16": (-32768, 32767), "Uint16": (0, 65535),
+              "Int32": (-2 ** 31, 2 ** 31 - 1)}
+
+
+def round_fraction(x, digits, emin, emax):
+    """x rounded once to `digits` significant bits, ties to even, exponents in [emin, emax] (subnormals below):
+    a Fraction, or None when the result is infinite."""
+    if x == 0:
+        return Fraction(0)
+    a = abs(x)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    quantum = Fraction(2) ** (max(e, emin) - digits + 1)
+    n, rest = divmod(a / quantum, 1)
+    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and n % 2 == 1):
+        n += 1
+    result = n * quantum
+    if result >= Fraction(2) ** (emax + 1):
+        return None
+    return result if x > 0 else -result
+
+
+def _stored_values(tensor, target):
+    raw = tensor.storage()
+    if target == "BFloat16":
+        return [Fraction(float(v)) for v in (np.frombuffer(raw, np.uint16).astype(np.uint32) << 16).view(np.float32)]
+    numpy_type = {"Float16": np.float16, "Float32": np.float32}.get(target) or np.dtype(target.lower())
+    return [Fraction(*np.longdouble(v).as_integer_ratio()) for v in np.frombuffer(raw, numpy_type)]
+
+
+@st.composite
+def sources_at_the_edges(draw):
+    source = draw(st.sampled_from(["float16", "float32", "float64", "longdouble", "int8", "uint8", "int16",
+                                   "int32", "int64", "uint32"]))
+    dtype = np.dtype(source)
+    if dtype.kind == "f":
+        return dtype, draw(finite_floats(dtype))
+    info = np.iinfo(dtype)
+    edges = [0, 1, -1, 127, 128, -128, -129, 255, 256, 32767, 32768, -32769, 65535, 65536, 2 ** 24 + 1,
+             2 ** 31 - 1, 2 ** 31, -2 ** 31 - 1, 16777216, 33554435]
+    value = draw(st.one_of(st.integers(info.min, info.max),
+                           st.sampled_from(edges).map(lambda v: v + draw(st.integers(-2, 2)))))
+    return dtype, dtype.type(min(max(value, info.min), info.max))
+
+
+@settings(max_examples=600, deadline=None)
+@given(case=sources_at_the_edges(), target=st.sampled_from(sorted(FLOAT_FORMATS) + sorted(INT_RANGES)))
+def test_checked_narrowing_changes_no_value_beyond_one_rounding(case, target):
+    dtype, value = case
+    x = Fraction(*np.longdouble(value).as_integer_ratio()) if dtype.kind == "f" else Fraction(int(value))
+    array = np.array([value], dtype)
+    try:
+        stored = _stored_values(Tensor.from_numpy(array, dtype=target), target)[0]
+    except nbx.ValueRangeError as error:
+        assert "at index (0,)" in str(error) and target in str(error)
+        if target in INT_RANGES:
+            lo, hi = INT_RANGES[target]
+            assert not lo <= x <= hi
+        else:
+            rounded = round_fraction(x, *FLOAT_FORMATS[target])
+            # Refused: it would overflow, or it is an integer the float does not hold exactly.
+            assert rounded is None or (dtype.kind in "iu" and rounded != x)
+        return
+    except nbx.DTypeError:
+        assert dtype.kind == "f" and target in INT_RANGES  # float into integer: another kind, refused by name
+        return
+    if target in INT_RANGES:
+        assert stored == x
+    else:
+        assert stored == round_fraction(x, *FLOAT_FORMATS[target])
+        if dtype.kind in "iu":
+            assert stored == x  # checked takes an integer into a float only when it is held exactly
