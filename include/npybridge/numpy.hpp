@@ -86,9 +86,14 @@ inline bool import_numpy() noexcept {
     PyArray_API = table;
     if (NPY_VERSION < PyArray_GetNDArrayCVersion()) {
         PyErr_Format(PyExc_ImportError,
-                     "npybridge: built against NumPy ABI 0x%x, but the running NumPy has ABI 0x%x; "
-                     "rebuild against the NumPy you run",
-                     static_cast<unsigned>(NPY_VERSION), PyArray_GetNDArrayCVersion());
+                     "npybridge: this module was compiled with NumPy %d.x headers (ABI 0x%x) but runs under NumPy "
+                     "%d.x (ABI 0x%x): rebuild it against the NumPy you run, whose headers are in "
+                     "`python -c \"import numpy; print(numpy.get_include())\"` of this interpreter. The usual causes: "
+                     "another NumPy's include folder came first on the compile line (Debian's python3-numpy, or a "
+                     "-I from pybind11 / a system Python), or the build asked another Python for its NumPy "
+                     "(set PYTHON_BIN_PATH / Python_EXECUTABLE to this one)",
+                     static_cast<int>(NPY_VERSION >> 24), static_cast<unsigned>(NPY_VERSION),
+                     static_cast<int>(PyArray_GetNDArrayCVersion() >> 24), PyArray_GetNDArrayCVersion());
         PyArray_API = nullptr;
         return false;
     }
