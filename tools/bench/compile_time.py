@@ -22,6 +22,8 @@ import nanobind
 import numpy
 import pybind11
 
+import results
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 INCLUDE = ROOT / "include"
 NEEDS_MEGBRAIN = {"megbrain.hpp", "megbrain_compat.hpp"}
@@ -156,6 +158,12 @@ def main():
         by_memory = (f"{memory[ours] / memory[theirs]:.2f}" if memory[ours] is not None and memory[theirs] else "-")
         print(f"| {label} | {best[ours] / best[theirs]:.2f} | {worst[ours] / worst[theirs]:.2f} | {by_memory} | "
               f"<= {target} |")
+    results.save("compile_time", {
+        "compiler": args.compiler, "rounds": args.rounds,
+        "parse_seconds": {label: [min(values), max(values)] for label, values in times.items()},
+        "parse_megabytes": memory,
+        "modules": {label: {"seconds": [min(module_times[label]), max(module_times[label])],
+                            "stripped_bytes": sizes[label]} for label in modules}})
     print()
     print("| module, -O2 | best s | worst s | stripped .so bytes |")
     print("|---|---|---|---|")

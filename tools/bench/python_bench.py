@@ -16,6 +16,8 @@ import timeit
 
 import numpy as np
 
+import results
+
 HERE = pathlib.Path(__file__).resolve().parent
 
 
@@ -147,6 +149,7 @@ def main(bazel_bin):
         "npybridge's pybind11 caster (npybridge::tensor argument)": timed_copies("pb.borrow_caster_{copy}(a)"),
         "npybridge's nanobind caster (npybridge::tensor argument)": timed_copies("nanob.borrow_caster_{copy}(a)"),
     }
+    per_call = dict(calls)
     floor = calls[floor_name][0]
     bare = calls[bare_name][0]
     print(f"## Python calls (1,000-element float32 array; ns per call, best of 7 runs x {ARRAY_COPIES} array copies;"
@@ -226,6 +229,13 @@ def main(bazel_bin):
         "transposed float32 copy (npybridge, policy='copy')": best_ns("nbx.Tensor.from_numpy(big32t, policy='copy')", m, ns),
         "np.ascontiguousarray(big32t) (numpy)": best_ns("np.ascontiguousarray(big32t)", m, ns),
     }
+    results.save("python_bench", {
+        "floor": floor_name, "calls_ns": {name: list(value) for name, value in per_call.items()},
+        "copies_ns": copies, "copy_elements": 16 << 20,
+        # bytes each copy reads and writes per element: float64 in, float32 out; float32 in and out
+        "copy_bytes_per_element": {"float64 -> Float32, checked (npybridge)": 12, "big64.astype(np.float32) (numpy)": 12,
+                                   "transposed float32 copy (npybridge, policy='copy')": 8,
+                                   "np.ascontiguousarray(big32t) (numpy)": 8}})
     print("\n## Copies of 16 Mi elements (ms, best of 7)\n")
     print("| copy | ms |")
     print("|---|---|")
