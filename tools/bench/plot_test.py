@@ -1,0 +1,49 @@
+"""tools/bench/plot.py on a small saved run: every chart is written, is SVG, carries the run's caption and
+the libraries' labels; a missing input is an error naming the file."""
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ElementTree
+
+HERE = pathlib.Path(__file__).resolve().parent
+PLOT = HERE / "plot.py"
+SAVED = HERE / "testdata" / "results"
+
+
+class PlotTest(unittest.TestCase):
+    def run_plot(self, results, out):
+        return subprocess.run([sys.executable, str(PLOT), str(results), str(out)], capture_output=True, text=True)
+
+    def test_every_chart_is_drawn_with_the_runs_caption(self):
+        run = json.loads((SAVED / "run.json").read_text())
+        with tempfile.TemporaryDirectory() as folder:
+            done = self.run_plot(SAVED, folder)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            for name, must in [("perf-calls.svg", ["npybridge borrow", "pybind11 array_t", "nanobind ndarray",
+                                                   "np.asarray", "floor"]),
+                               ("perf-build.svg", ["convert.hpp", "array_t", "stripped"]),
+                               ("perf-copies.svg", ["ascontiguousarray", "pack IntB4", "memcpy"])]:
+                path = pathlib.Path(folder) / name
+                self.assertTrue(path.exists(), name)
+                text = path.read_text()
+                ElementTree.fromstring(text)  # well-formed SVG
+                self.assertIn("<svg", text)
+                for word in must + [run["commit"], run["date"]]:
+                    self.assertIn(word.replace("&", "&amp;"), text, (name, word))
+
+    def test_a_missing_input_is_named(self):
+        with tempfile.TemporaryDirectory() as folder:
+            partial = pathlib.Path(folder) / "results"
+            shutil.copytree(SAVED, partial)
+            (partial / "compile_time.json").unlink()
+            done = self.run_plot(partial, pathlib.Path(folder) / "out")
+            self.assertNotEqual(done.returncode, 0)
+            self.assertIn("compile_time.json is missing", done.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
