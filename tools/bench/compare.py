@@ -47,7 +47,11 @@ def bazel(tree, output_base, *args, capture=False):
 
 
 def prepare_rev(rev):
-    commit = run(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], ROOT, stdout=subprocess.PIPE).stdout.strip()
+    found = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=ROOT, text=True,
+                           stdout=subprocess.PIPE)
+    if found.returncode != 0:
+        raise SystemExit(f"compare: REV '{rev}' is not a commit of this repository (git rev-parse found none)")
+    commit = found.stdout.strip()
     tree = CACHE / commit[:12]
     if not (tree / ".git").exists():
         CACHE.mkdir(parents=True, exist_ok=True)
@@ -139,9 +143,12 @@ def probe_cpp(bench, bazel_bin):
     from ratios import PAIRS
     with tempfile.TemporaryDirectory() as folder:
         out = pathlib.Path(folder) / "out.json"
-        subprocess.run([str(bazel_bin / "tools" / "bench" / bench), f"--benchmark_out={out}",
-                        "--benchmark_out_format=json", "--benchmark_min_time=0.2"],
-                       check=True, stdout=subprocess.DEVNULL, env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+        done = subprocess.run([str(bazel_bin / "tools" / "bench" / bench), f"--benchmark_out={out}",
+                               "--benchmark_out_format=json", "--benchmark_min_time=0.2"], text=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+        if done.returncode != 0:
+            raise SystemExit(f"compare: {bench} at {bazel_bin} failed:\n{done.stderr[-2000:]}")
         times = {b["name"]: b["real_time"] for b in json.loads(out.read_text())["benchmarks"]}
     return {f"{measured} / {baseline}": times[measured] / times[baseline]
             for measured, baseline, _ in PAIRS.get(bench, []) if measured in times and baseline in times}
@@ -182,7 +189,14 @@ def main(argv):
     head = run(["git", "rev-parse", "--short=12", "HEAD"], ROOT, stdout=subprocess.PIPE).stdout.strip()
     work_name = head + ("+changes" if work_changes else "")
     print(f"compare: building {rev} ({commit[:12]}) in {rev_tree}", file=sys.stderr)
-    sides = {"rev": build(rev_tree, rev_output, benches), "work": build(ROOT, None, benches)}
+    # NPYBRIDGE_COMPARE_WORK_OUTPUT_BASE: the work tree in an output base of its own too (the suite's check of
+    # this tool runs beside Bazel suites that hold the usual one).
+    work_output = os.environ.get("NPYBRIDGE_COMPARE_WORK_OUTPUT_BASE") or None
+    sides = {"rev": build(rev_tree, rev_output, benches), "work": build(ROOT, work_output, benches)}
+    for tree, output_base in ((rev_tree, rev_output), (ROOT, work_output)):
+        if output_base is not None:  # its server would stay up holding memory
+            subprocess.run(["bazel", f"--output_base={output_base}", "shutdown"], cwd=tree, check=False,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     measured = {side: {bench: {} for bench in benches} for side in sides}
     for round_number in range(rounds):
         order = ["rev", "work"] if round_number % 2 == 0 else ["work", "rev"]
