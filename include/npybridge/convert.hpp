@@ -100,8 +100,10 @@ template <class Tensor>
         // Packed dtypes (one numpy byte per element) are never borrowed.
         if (parsed == nullptr || !parsed->value || parsed->value->info().is_packed) return nullptr;
         type = &*parsed->value;
+        // Codes fewer than the storage holds (QuantizedS1, a quantized dtype: only with metadata) are checked
+        // value by value on the general path.
+        if (codes_narrower_by_row[table_index(type->id())]) return nullptr;
     }
-    if (codes_narrower_than_storage(type->info())) return nullptr;  // its values are checked (general path)
     const int flags = PyArray_FLAGS(array);
     if ((flags & NPY_ARRAY_ALIGNED) == 0 || !PyArray_ISNOTSWAPPED(array)) return nullptr;
     if (options.require_writable && (flags & NPY_ARRAY_WRITEABLE) == 0) return nullptr;
