@@ -315,11 +315,10 @@ EXAMPLE_MODULE(m) {
     // Quantized8Asymm one takes it.
     m.def("float_or_asymm",
           [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Float32>>&) { return std::string("Float32"); });
-    m.def("float_or_asymm",
-          [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Quantized8Asymm>,
-                            npb::policy_is<npb::borrow_policy::copy>>& a) {
-              return "Quantized8Asymm zero point " + std::to_string(*a->type().zero_point());
-          });
+    m.def("float_or_asymm", [](const npb::arg<npb::tensor, npb::dtype_is<dtype_enum::Quantized8Asymm>,
+                                              npb::policy_is<npb::borrow_policy::copy>>& a) {
+        return "Quantized8Asymm zero point " + std::to_string(*a->type().zero_point());
+    });
 
     // Results: a tensor returned by value hands its owner to the array.
     m.def("zeros", [](const npb::dtype& type, const std::vector<std::size_t>& shape) {

@@ -35,7 +35,8 @@ mgb::HostTensorND np2tensor(py::handle array, const std::string& meth, py::handl
     const mgb::CompNode where = mgb::CompNode::load(comp_node);
     if (meth == "borrow") return npy::np2tensor(array.ptr(), npy::Meth::borrow(where), wanted);
     if (meth == "must_borrow") return npy::np2tensor(array.ptr(), npy::Meth::must_borrow(where), wanted);
-    if (meth == "borrow_for_reading") return npy::np2tensor(array.ptr(), npy::Meth::borrow(where).for_reading(), wanted);
+    if (meth == "borrow_for_reading")
+        return npy::np2tensor(array.ptr(), npy::Meth::borrow(where).for_reading(), wanted);
     if (meth == "copy") {
         mgb::HostTensorND destination(where);
         return npy::np2tensor(array.ptr(), npy::Meth::copy_into(&destination), wanted);
@@ -159,8 +160,7 @@ PYBIND11_MODULE(npybridge_megbrain_example, m) {
         .def("raw_bytes", &raw_bytes)
         .def("sub", &sub, py::arg("axis"), py::arg("start"), py::arg("stop"), py::arg("step") = 1)
         .def(
-            "copy_from",
-            [](mgb::HostTensorND& t, py::handle values) { npb::copy_into(values.ptr(), t); },
+            "copy_from", [](mgb::HostTensorND& t, py::handle values) { npb::copy_into(values.ptr(), t); },
             py::arg("values"), "npybridge::copy_into: the values into this tensor (a sub-tensor writes its parent)")
         .def("numpy", &ndarray_from_tensor, py::arg("share") = "try");
 

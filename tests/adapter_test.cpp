@@ -420,13 +420,14 @@ TEST_CASE("C++ that writes through a default borrow cannot change memory Python 
           "[adapter][readonly][megengine]") {
     namespace npy = npybridge::megengine;
     // An immutable bytes object seen by numpy, and a read-only view: MegBrain code writes through ptr<T>().
-    for (const char* read_only : {"np.frombuffer(bytes(range(16)), np.float32)",
-                                  "np.arange(4, dtype=np.float32)[::1].view()",
-                                  "np.asarray(memoryview(bytes(16)).cast('f'))"}) {
+    for (const char* read_only :
+         {"np.frombuffer(bytes(range(16)), np.float32)", "np.arange(4, dtype=np.float32)[::1].view()",
+          "np.asarray(memoryview(bytes(16)).cast('f'))"}) {
         CAPTURE(read_only);
         test::owned array = test::eval(std::string("(lambda a: (a.setflags(write=False), a)[1])(") + read_only + ")");
         const void* memory = PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.get()));
-        for (auto options : {npb::to_tensor_options(), npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::Float32))}) {
+        for (auto options :
+             {npb::to_tensor_options(), npb::to_tensor_options().as(npb::dtype(npb::dtype_enum::Float32))}) {
             auto result = npb::to_tensor<flagless_tensor>(array.get(), options);
             CHECK_FALSE(result.borrowed);
             CHECK(result.tensor.ptr != memory);

@@ -31,7 +31,7 @@ std::vector<packed_case> packed_cases() {
     std::vector<packed_case> cases;
     for (const npb::dtype_info& entry : npb::dtype_table) {
         if (!entry.is_packed) continue;
-        const npb::dtype type = !entry.is_quantized                        ? npb::dtype(entry.id)
+        const npb::dtype type = !entry.is_quantized                            ? npb::dtype(entry.id)
                                 : entry.id == npb::dtype_enum::Quantized4Asymm ? npb::dtype::quantized(entry.id, 0.5, 3)
                                                                                : npb::dtype::quantized(entry.id, 0.5);
         for (auto packing : {npb::lowbit_layout::compact, npb::lowbit_layout::row_aligned}) {
@@ -54,7 +54,8 @@ test::owned array_of(const npb::dtype_info& entry, const std::vector<std::size_t
                      const std::vector<int>& values) {
     const bool is_unsigned = entry.range.lo >= 0;
     std::vector<npy_intp> dims(shape.begin(), shape.end());
-    test::owned array{PyArray_SimpleNew(static_cast<int>(dims.size()), dims.data(), is_unsigned ? NPY_UINT8 : NPY_INT8)};
+    test::owned array{
+        PyArray_SimpleNew(static_cast<int>(dims.size()), dims.data(), is_unsigned ? NPY_UINT8 : NPY_INT8)};
     auto* data = static_cast<std::uint8_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array.get())));
     for (std::size_t i = 0; i < values.size(); ++i) data[i] = static_cast<std::uint8_t>(values[i]);
     return array;
@@ -81,8 +82,8 @@ host_tensor make_parent(const packed_case& c, const std::vector<std::size_t>& sh
 
 TEST_CASE("copy_into a packed view changes no bit outside the view's elements", "[lowbit][convert][property]") {
     std::mt19937 random(20261203);  // fixed: a failure replays
-    const std::vector<std::vector<std::size_t>> shapes = {{1}, {3}, {4}, {5}, {8}, {9}, {17}, {2, 3}, {2, 4},
-                                                          {3, 5}, {2, 8}, {3, 9}, {2, 2, 3}, {2, 3, 4}};
+    const std::vector<std::vector<std::size_t>> shapes = {{1},    {3},    {4},    {5},    {8},    {9},       {17},
+                                                          {2, 3}, {2, 4}, {3, 5}, {2, 8}, {3, 9}, {2, 2, 3}, {2, 3, 4}};
     std::size_t views_checked = 0;
     for (const packed_case& c : packed_cases()) {
         const npb::dtype_info& entry = c.type.info();

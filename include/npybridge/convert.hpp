@@ -162,8 +162,7 @@ template <class Tensor>
 
     std::string reason = options.policy == borrow_policy::copy ? std::string("copy requested")
                          : bad_codes                           ? *bad_codes
-                                                               : why_not_borrow<Tensor>(array, source, target, layout,
-                                                                                        whole_elements, options);
+                                     : why_not_borrow<Tensor>(array, source, target, layout, whole_elements, options);
     if (reason.empty()) {
         const bool writable = PyArray_ISWRITEABLE(array);
         to_tensor_result<Tensor> borrowed{
@@ -422,7 +421,8 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
         }
         return;
     }
-    if (!target.info().is_packed && matched && source.narrowed && source.type == target && dest_layout.is_contiguous() &&
+    if (!target.info().is_packed && matched && source.narrowed && source.type == target &&
+        dest_layout.is_contiguous() &&
         !detail::array_overlaps(array, adapter::data(destination), dest_layout.count() * target.info().element_size)) {
         // Narrowing: every value is checked before the first is written.
         detail::narrow_into(array, target, adapter::data(destination), options.narrow, layout, /*check_first=*/true);

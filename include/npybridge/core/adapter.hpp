@@ -151,8 +151,9 @@ inline constexpr bool has_placement = !std::is_same_v<placement_t<Tensor>, no_pl
 /// adapter::borrow with the placement when the adapter takes one. Always inlined: GCC otherwise keeps it a
 /// call of its own (the owner handle passed by value), 27 instructions of every borrow (callgrind).
 template <class Tensor>
-[[gnu::always_inline]] inline Tensor adapter_borrow_at(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner,
-                         const placement_t<Tensor>& where) {
+[[gnu::always_inline]] inline Tensor adapter_borrow_at(const dtype& type, void* data, const tensor_layout& layout,
+                                                       bool writable, owner_handle owner,
+                                                       const placement_t<Tensor>& where) {
     using A = tensor_adapter<Tensor>;
     if constexpr (has_placement<Tensor>) {
         return A::borrow(type, data, layout, writable, std::move(owner), where);

@@ -110,7 +110,8 @@ inline std::uint32_t round_to_binary32(bool negative, std::uint64_t m, int e, in
     std::uint64_t bits;
     if (exponent >= -126) {
         const std::uint64_t q = shift_rounded(m, top - (digits - 1));  // digits bits, or 2^digits on a carry
-        bits = (static_cast<std::uint64_t>(exponent + 127) << 23) + ((q - (std::uint64_t{1} << (digits - 1))) << unused);
+        bits =
+            (static_cast<std::uint64_t>(exponent + 127) << 23) + ((q - (std::uint64_t{1} << (digits - 1))) << unused);
     } else {  // subnormal: in units of the smallest one, 2^(-126 - (digits - 1))
         bits = shift_rounded(m, -(e + 126 + digits - 1)) << unused;
     }
@@ -205,8 +206,8 @@ struct bfloat16 {
     static bfloat16 from_integer(Integer value) noexcept {
         if (value == 0) return bfloat16{0};
         const bool negative = value < 0;
-        const std::uint64_t m = negative ? std::uint64_t{0} - static_cast<std::uint64_t>(value)
-                                         : static_cast<std::uint64_t>(value);
+        const std::uint64_t m =
+            negative ? std::uint64_t{0} - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
         return bfloat16{static_cast<std::uint16_t>(detail::round_to_binary32(negative, m, 0, 8) >> 16)};
     }
 

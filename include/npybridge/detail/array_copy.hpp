@@ -298,9 +298,7 @@ inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
         value_bounds bounds{true, 0, 0, overflow_threshold(type.range.hi)};
         if (type.storage == "bfloat16") {
             bounds.digits = 8;
-            bounds.rounded = [](double v) {
-                return bfloat16::from_double(v).to_double();
-            };
+            bounds.rounded = [](double v) { return bfloat16::from_double(v).to_double(); };
         } else if (type.storage == "half") {
             bounds.digits = 11;
             bounds.rounded = [](double v) {

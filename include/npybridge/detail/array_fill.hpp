@@ -67,8 +67,8 @@ inline object bfloat16_as_float32(PyArrayObject* array) {
     PyObject* view = PyArray_View(array, bits, nullptr);  // steals bits
     if (view == nullptr) throw_numpy_failure("npybridge: reading bfloat16 bits");
     const object as_bits = object::steal(view);
-    const object native = contiguous_as(reinterpret_cast<PyArrayObject*>(as_bits.get()), NPY_UINT16,
-                                        NPY_SAFE_CASTING, "bfloat16 values");
+    const object native =
+        contiguous_as(reinterpret_cast<PyArrayObject*>(as_bits.get()), NPY_UINT16, NPY_SAFE_CASTING, "bfloat16 values");
     auto* native_array = reinterpret_cast<PyArrayObject*>(native.get());
     PyObject* floats = PyArray_SimpleNew(PyArray_NDIM(native_array), PyArray_DIMS(native_array), NPY_FLOAT32);
     if (floats == nullptr) throw_numpy_failure("npybridge: widening bfloat16 values");
@@ -89,13 +89,13 @@ inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
     const npy_intp itemsize = PyArray_ITEMSIZE(array);
     const bool complex = kind == 'c';
     const npy_intp real_size = complex ? itemsize / 2 : itemsize;
-    const int wide = kind == 'b'                                    ? NPY_BOOL
-                     : kind == 'i'                                  ? NPY_INT64
-                     : kind == 'u'                                  ? NPY_UINT64
-                     : (kind == 'f' || complex) && real_size <= 4   ? (complex ? NPY_CFLOAT : NPY_FLOAT32)
-                     : (kind == 'f' || complex) && real_size == 8   ? (complex ? NPY_CDOUBLE : NPY_DOUBLE)
-                     : (kind == 'f' || complex)                     ? (complex ? NPY_CLONGDOUBLE : NPY_LONGDOUBLE)
-                                                                    : -1;
+    const int wide = kind == 'b'                                  ? NPY_BOOL
+                     : kind == 'i'                                ? NPY_INT64
+                     : kind == 'u'                                ? NPY_UINT64
+                     : (kind == 'f' || complex) && real_size <= 4 ? (complex ? NPY_CFLOAT : NPY_FLOAT32)
+                     : (kind == 'f' || complex) && real_size == 8 ? (complex ? NPY_CDOUBLE : NPY_DOUBLE)
+                     : (kind == 'f' || complex)                   ? (complex ? NPY_CLONGDOUBLE : NPY_LONGDOUBLE)
+                                                                  : -1;
     if (wide < 0 || descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF) return false;
     const object values = contiguous_as(array, wide, NPY_SAFE_CASTING, "bfloat16 conversion");
     const void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(values.get()));
@@ -107,13 +107,16 @@ inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
     switch (wide) {
         case NPY_BOOL: {
             const auto* in = static_cast<const npy_bool*>(data);
-            for (std::size_t i = 0; i < count; ++i) result[i] = bfloat16{static_cast<std::uint16_t>(in[i] ? 0x3F80u : 0u)};
+            for (std::size_t i = 0; i < count; ++i)
+                result[i] = bfloat16{static_cast<std::uint16_t>(in[i] ? 0x3F80u : 0u)};
             break;
         }
         case NPY_INT64: convert(static_cast<const std::int64_t*>(data)); break;
         case NPY_UINT64: convert(static_cast<const std::uint64_t*>(data)); break;
-        case NPY_FLOAT32: case NPY_CFLOAT: convert(static_cast<const float*>(data)); break;
-        case NPY_DOUBLE: case NPY_CDOUBLE: convert(static_cast<const double*>(data)); break;
+        case NPY_FLOAT32:
+        case NPY_CFLOAT: convert(static_cast<const float*>(data)); break;
+        case NPY_DOUBLE:
+        case NPY_CDOUBLE: convert(static_cast<const double*>(data)); break;
         default: convert(static_cast<const long double*>(data)); break;
     }
     return true;
@@ -193,8 +196,8 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
             default: bad = n + 1; break;  // narrower integers: always exact, numpy's cast below
         }
         if (bad < n) {
-            throw value_range_error("narrowing " + array_dtype_text + " to Float32: value " + value +
-                                    " at index " + index_text(bad, layout) +
+            throw value_range_error("narrowing " + array_dtype_text + " to Float32: value " + value + " at index " +
+                                    index_text(bad, layout) +
                                     " does not fit Float32 (narrowing='checked'; 'wrap' casts anyway)");
         }
         if (bad == n) return;
@@ -214,15 +217,14 @@ inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_matc
                                    "'checked' checks every value, 'wrap' casts anyway)"
                              : options.narrow == narrowing::checked ? " (narrowing='wrap' allows any cast numpy has)"
                                                                     : " (numpy has no cast between them)";
-        throw dtype_error("cannot cast numpy " + array_dtype_text + " to " + target.to_string() +
-                          " with casting='" + word + "'" + advice);
+        throw dtype_error("cannot cast numpy " + array_dtype_text + " to " + target.to_string() + " with casting='" +
+                          word + "'" + advice);
     }
     if (value_checked && !PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), NPY_SAFE_CASTING)) {
         if (const auto unfit = first_unfit_value(array, *bounds)) {
-            throw value_range_error("narrowing " + array_dtype_text + " to " +
-                                    std::string(target.name()) + ": value " + unfit->second + " at index " +
-                                    index_text(unfit->first, layout) + " does not fit " + std::string(target.name()) +
-                                    " (narrowing='checked'; 'wrap' casts anyway)");
+            throw value_range_error("narrowing " + array_dtype_text + " to " + std::string(target.name()) + ": value " +
+                                    unfit->second + " at index " + index_text(unfit->first, layout) + " does not fit " +
+                                    std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
         }
     }
     if (target.id() == dtype_enum::BFloat16 && fill_bfloat16(array, out, layout.count())) return;
