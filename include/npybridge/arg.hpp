@@ -117,7 +117,7 @@ struct is_constraint<C, std::void_t<decltype(C::apply(std::declval<arg_spec&>())
 /// "numpy.ndarray[QuantizedS8, ndim=2, writable]" as a constant character array (what the binding
 /// library shows in signatures and docstrings).
 struct arg_text {
-    std::array<char, 96> chars{};
+    std::array<char, 160> chars{};
     std::size_t size = 0;
     constexpr void add(std::string_view text) noexcept {
         for (char c : text) chars[size++] = c;
@@ -156,6 +156,79 @@ constexpr arg_text render_arg_name(const arg_spec& s) noexcept {
     if (s.writable) {
         separator();
         t.add("writable");
+    }
+    t.add("]");
+    return t;
+}
+
+/// The NumPy scalar type a dtype's arrays carry, as typing spells it: the builtin type (quantized dtypes:
+/// their storage, `numpy.int8` for QuantizedS8); `numpy.generic` for bfloat16 / intbN (whose type depends on
+/// the library that registered it at run time) and dtypes without a NumPy form.
+constexpr void add_scalar_type(arg_text& t, dtype_enum id) noexcept {
+    const dtype_info& entry = info(id);
+    if (entry.form != numpy_form::builtin || entry.numpy_name().empty()) {
+        t.add("numpy.generic");
+        return;
+    }
+    t.add("numpy.");
+    t.add(entry.numpy_name());
+    if (entry.numpy_name() == "bool") t.add("_");
+}
+
+/// How a binding library's stub generator reads an argument: valid typing, each library in its own idiom.
+/// pybind11 (as its Eigen and array_t casters write): `typing.Annotated[numpy.typing.NDArray[numpy.int8],
+/// "QuantizedS8", "ndim=2", "flags.writeable"]`. nanobind (as its ndarray caster writes):
+/// `typing.Annotated[numpy.typing.NDArray[numpy.int8], dict(dtype='QuantizedS8', ndim=2, writable=True)]`.
+/// The scalar type makes overloads on dtype distinct to a type checker; the metadata carries the rest.
+enum class typing_style { pybind11, nanobind };
+
+constexpr arg_text render_typed_name(const arg_spec& s, typing_style style) noexcept {
+    arg_text t;
+    const bool any = s.has_dtype || s.has_ndim || s.writable;
+    if (any) t.add("typing.Annotated[");
+    t.add("numpy.typing.NDArray[");
+    if (s.has_dtype) {
+        add_scalar_type(t, s.id);
+    } else {
+        t.add("typing.Any");
+    }
+    t.add("]");
+    if (!any) return t;
+    if (style == typing_style::pybind11) {
+        if (s.has_dtype) {
+            t.add(", \"");
+            t.add(info(s.id).name);
+            t.add("\"");
+        }
+        if (s.has_ndim) {
+            t.add(", \"ndim=");
+            t.add_number(s.ndim);
+            t.add("\"");
+        }
+        if (s.writable) t.add(", \"flags.writeable\"");
+    } else {
+        t.add(", dict(");
+        bool first = true;
+        auto separator = [&] {
+            if (!first) t.add(", ");
+            first = false;
+        };
+        if (s.has_dtype) {
+            separator();
+            t.add("dtype='");
+            t.add(info(s.id).name);
+            t.add("'");
+        }
+        if (s.has_ndim) {
+            separator();
+            t.add("ndim=");
+            t.add_number(s.ndim);
+        }
+        if (s.writable) {
+            separator();
+            t.add("writable=True");
+        }
+        t.add(")");
     }
     t.add("]");
     return t;
@@ -202,6 +275,9 @@ public:
 
     /// "numpy.ndarray[QuantizedS8, ndim=2]": the constraints as the binding library shows them.
     static constexpr detail::arg_text python_name = detail::render_arg_name(spec);
+    /// The same as valid typing, in each binding library's idiom (what its stub generator reads).
+    static constexpr detail::arg_text pybind11_typing = detail::render_typed_name(spec, detail::typing_style::pybind11);
+    static constexpr detail::arg_text nanobind_typing = detail::render_typed_name(spec, detail::typing_style::nanobind);
 
     /// The options to_tensor runs with (a quantized dtype_is<> is checked afterwards: its params come
     /// from the array).

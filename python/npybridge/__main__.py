@@ -1,5 +1,6 @@
-"""python -m npybridge --includes | --cflags | --cmakedir | --pkgconfigdir | --version"""
+"""python -m npybridge --includes | --cflags | --cmakedir | --pkgconfigdir | --nanobind-stubgen-patterns | --version"""
 import argparse
+import pathlib
 import sys
 
 import npybridge
@@ -14,6 +15,8 @@ def main(argv=None):
     group.add_argument("--cflags", action="store_true", help="--includes plus -fvisibility=hidden")
     group.add_argument("--cmakedir", action="store_true", help="the folder of npybridgeConfig.cmake")
     group.add_argument("--pkgconfigdir", action="store_true", help="a folder holding npybridge.pc for this Python")
+    group.add_argument("--nanobind-stubgen-patterns", action="store_true",
+                       help="the pattern file for python -m nanobind.stubgen -p (the scalar types of bfloat16 / intbN)")
     group.add_argument("--version", action="store_true", help="npybridge's version")
     args = parser.parse_args(argv)
     try:
@@ -25,6 +28,8 @@ def main(argv=None):
             print(npybridge.get_cmake_dir())
         elif args.pkgconfigdir:
             print(npybridge.get_pkgconfig_dir())
+        elif args.nanobind_stubgen_patterns:
+            print(pathlib.Path(npybridge.__file__).with_name("nanobind_stubgen.pat"))
         else:
             print(npybridge.__version__)
     except npybridge.MissingDependency as error:

@@ -60,17 +60,22 @@ def test_errors_are_npybridges_classes_with_its_messages(m):
 
 
 def test_signatures_name_the_constraints(m):
-    assert "qs8_scale(arg" in m.qs8_scale.__doc__ and ": numpy.ndarray[QuantizedS8, ndim=2]" in m.qs8_scale.__doc__
-    assert "numpy.ndarray[Float32, writable]" in m.fill.__doc__
-    if m.binding_library >= ("pybind11", 3):  # pybind11 3 tells what it takes from what it gives
-        assert "describe(arg0: numpy.typing.ArrayLike) -> dict" in m.describe.__doc__
-        assert "dtype_name(arg0: numpy.typing.DTypeLike) -> str" in m.dtype_name.__doc__
-    elif m is PYBIND11:
-        assert "describe(arg0: numpy.ndarray) -> dict" in m.describe.__doc__
-        assert "dtype_name(arg0: numpy.dtype) -> str" in m.dtype_name.__doc__
+    # Valid typing in each library's idiom (docs/guide.md, "Stubs"): the scalar type, then the constraints.
+    if m.binding_library[0] == "pybind11":
+        qs8 = 'typing.Annotated[numpy.typing.NDArray[numpy.int8], "QuantizedS8", "ndim=2"]'
+        fill = 'typing.Annotated[numpy.typing.NDArray[numpy.float32], "Float32", "flags.writeable"]'
     else:
-        assert "describe(arg: numpy.ndarray, /) -> dict" in m.describe.__doc__
-        assert "dtype_name(arg: numpy.dtype, /) -> str" in m.dtype_name.__doc__
+        qs8 = "typing.Annotated[numpy.typing.NDArray[numpy.int8], dict(dtype='QuantizedS8', ndim=2)]"
+        fill = "typing.Annotated[numpy.typing.NDArray[numpy.float32], dict(dtype='Float32', writable=True)]"
+    assert "qs8_scale(arg" in m.qs8_scale.__doc__ and qs8 in m.qs8_scale.__doc__
+    assert fill in m.fill.__doc__
+    if m.binding_library >= ("pybind11", 3) or m.binding_library[0] == "nanobind":  # takes / gives told apart
+        doc = (m.describe.__doc__ + m.dtype_name.__doc__).replace("arg: ", "arg0: ").replace(", /)", ")")
+        assert "describe(arg0: numpy.typing.ArrayLike) -> dict" in doc
+        assert "dtype_name(arg0: numpy.typing.DTypeLike) -> str" in doc
+    else:
+        assert "describe(arg0: numpy.typing.NDArray[typing.Any]) -> dict" in m.describe.__doc__
+        assert "dtype_name(arg0: numpy.dtype[typing.Any]) -> str" in m.dtype_name.__doc__
 
 
 def test_inputs_no_overload_can_take_are_declined_with_the_constraints_named(m):
@@ -80,7 +85,7 @@ def test_inputs_no_overload_can_take_are_declined_with_the_constraints_named(m):
     assert m.qs8_scale(np.zeros((2, 2), QS8)) == 0.25
     for declined in (np.zeros((2, 2, 2), QS8), np.zeros((2, 2), np.int8), np.zeros((2, 2)),
                      np.zeros((2, 2), mgb_dtype("int8", "QuantizedS4", 0.5))):
-        with pytest.raises(TypeError, match=r"incompatible function arguments(.|\n)*numpy.ndarray\[QuantizedS8, ndim=2\]"):
+        with pytest.raises(TypeError, match=r"incompatible function arguments(.|\n)*NDArray\[numpy.int8\].*QuantizedS8.*ndim=2"):
             m.qs8_scale(declined)
 
 
@@ -129,7 +134,7 @@ def test_overloads_pick_by_dtype(m):
     # No overload borrows int16: the second pass converts into the first that accepts it.
     assert m.kind(np.zeros(2, np.int16)) == "Float32"
     # An ndarray that no overload can take (strings): declined, the library's message lists the constraints.
-    with pytest.raises(TypeError, match=r"incompatible function arguments(.|\n)*numpy.ndarray\[Float32\]"):
+    with pytest.raises(TypeError, match=r"incompatible function arguments(.|\n)*NDArray\[numpy.float32\]"):
         m.kind(np.array(["a", "b"]))
     with pytest.raises(TypeError, match="incompatible function arguments"):
         m.kind({})  # not an array nor anything NumPy makes a usable one of: the binding library's own message

@@ -123,7 +123,8 @@ class tensor_caster {
 
 public:
     using Value = Tensor;
-    static constexpr auto Name = nanobind::detail::const_name("numpy.ndarray");
+    static constexpr auto Name =
+        nanobind::detail::io_name("numpy.typing.ArrayLike", "numpy.typing.NDArray[typing.Any]");
     template <class T>
     using Cast = nanobind::detail::movable_cast_t<T>;
     template <class T>
@@ -166,7 +167,7 @@ class arg_caster {
 public:
     using Value = Arg;
     static constexpr auto Name =
-        detail::signature_text<Arg::python_name>(std::make_index_sequence<Arg::python_name.size>());
+        detail::signature_text<Arg::nanobind_typing>(std::make_index_sequence<Arg::nanobind_typing.size>());
     template <class T>
     using Cast = nanobind::detail::movable_cast_t<T>;
     template <class T>
@@ -218,7 +219,7 @@ class type_caster<::npybridge::dtype> {
 
 public:
     using Value = ::npybridge::dtype;
-    static constexpr auto Name = const_name("numpy.dtype");
+    static constexpr auto Name = io_name("numpy.typing.DTypeLike", "numpy.dtype[typing.Any]");
     template <class T>
     using Cast = movable_cast_t<T>;
     template <class T>

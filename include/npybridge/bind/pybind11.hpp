@@ -103,7 +103,8 @@ class tensor_caster {
     std::optional<plain> m_value;
 
 public:
-    static constexpr auto name = NPYBRIDGE_PYBIND11_IO_NAME("numpy.typing.ArrayLike", "numpy.ndarray");
+    static constexpr auto name =
+        NPYBRIDGE_PYBIND11_IO_NAME("numpy.typing.ArrayLike", "numpy.typing.NDArray[typing.Any]");
 
     bool load(pybind11::handle src, bool convert) { return detail::load_arg<plain>(src, convert, m_value); }
 
@@ -139,7 +140,7 @@ class arg_caster {
 
 public:
     static constexpr auto name =
-        detail::signature_text<Arg::python_name>(std::make_index_sequence<Arg::python_name.size>());
+        detail::signature_text<Arg::pybind11_typing>(std::make_index_sequence<Arg::pybind11_typing.size>());
 
     bool load(pybind11::handle src, bool convert) { return detail::load_arg<Arg>(src, convert, m_value); }
 
@@ -184,7 +185,7 @@ class type_caster<::npybridge::arg<Tensor, Constraints...>>
 template <>
 class type_caster<::npybridge::dtype> {
 public:
-    static constexpr auto name = NPYBRIDGE_PYBIND11_IO_NAME("numpy.typing.DTypeLike", "numpy.dtype");
+    static constexpr auto name = NPYBRIDGE_PYBIND11_IO_NAME("numpy.typing.DTypeLike", "numpy.dtype[typing.Any]");
 
     bool load(handle src, bool convert) {
         value = ::npybridge::dtype_argument(src.ptr(), convert);  // a refused numpy.dtype raises npybridge's error
