@@ -400,7 +400,11 @@ def test_read_only_memory_is_never_written(kind, values, route, share):
     holder, source = _read_only_sources(kind, values)
     before = bytes(holder) if isinstance(holder, bytes) else holder.tobytes()
     if route == "from_dlpack":
-        t = Tensor.from_dlpack(source)
+        try:
+            t = Tensor.from_dlpack(source)
+        except BufferError:  # NumPy 1.x exports no read-only memory over DLPack at all
+            assert np.lib.NumpyVersion(np.__version__) < "2.0.0"
+            return
     else:
         t = Tensor.from_numpy(source, policy=route)
     assert t.writable == (route == "copy")  # npybridge's tensor marks borrowed read-only memory
