@@ -15,11 +15,15 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace py = pybind11;
 namespace npb = npybridge;
 namespace npy = npybridge::megbrain::npy;
+
+// Every name of MegEngine's helper is under the namespace docs/megbrain.md recommends, OprPyTracker included.
+static_assert(std::is_same_v<npy::OprPyTracker<int>, npb::origin_tracker<int>>);
 
 namespace {
 

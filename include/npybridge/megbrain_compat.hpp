@@ -19,6 +19,9 @@ namespace npy {
 using Meth = megengine::Meth<mgb::HostTensorND>;
 using ShareType = megengine::ShareType;
 using megengine::PyExceptionForward;
+/// MegEngine's OprPyTracker for any key (npybridge::megengine::OprPyTracker: enter / on_create / blame).
+template <class Key>
+using OprPyTracker = megengine::OprPyTracker<Key>;
 using megengine::to_mgb_supported_dtype;
 
 /// numpy (or anything numpy can make an array of) -> HostTensorND. An invalid `dtype` means the array's own.

@@ -1,7 +1,8 @@
 // npybridge/megengine_compat.hpp — the names of MegEngine's python_helper (namespace npy and friends) over
 // npybridge, for any tensor type with a tensor_adapter. A MegBrain-based project replaces its helper file by
-// including this one and writing `namespace npy = npybridge::megengine;`. The README's "Migrating from
-// MegEngine's python_helper" maps every old name to its npybridge call; new code should call npybridge directly.
+// including this one and writing `namespace npy = npybridge::megengine;` (with MegBrain's own types:
+// megbrain_compat.hpp). docs/guide.md's "Migrating from MegEngine's python_helper" maps every old name to its
+// npybridge call; new code should call npybridge directly.
 #pragma once
 
 #include <npybridge/core/config.hpp>

@@ -29,8 +29,11 @@ def runfiles_root():
 
 
 def compile_case(compiler, case, root):
+    # A case's second line may name its standard ("// std: c++14"); C++17 otherwise.
+    lines = case.read_text().splitlines()
+    standard = lines[1].removeprefix("// std:").strip() if len(lines) > 1 and lines[1].startswith("// std:") else "c++17"
     return subprocess.run(
-        [compiler, "-std=c++17", "-fsyntax-only", "-I", str(root / "include"), *(["-isystem", BOOST] if BOOST else []),
+        [compiler, f"-std={standard}", "-fsyntax-only", "-I", str(root / "include"), *(["-isystem", BOOST] if BOOST else []),
          "-isystem", numpy.get_include(), "-isystem", sysconfig.get_paths()["include"], str(case)],
         capture_output=True, text=True)
 
@@ -51,6 +54,9 @@ class CompileFailTest(unittest.TestCase):
                 expect = case.read_text().splitlines()[0].removeprefix("// expect:").strip()
                 self.assertNotEqual(result.returncode, 0, f"{compiler}: {case.name} compiled but must not")
                 self.assertIn(expect, result.stderr, f"{compiler}: {case.name} failed for another reason")
+                # npybridge's message is the first error the user reads
+                first = next((line for line in result.stderr.splitlines() if "error" in line), "")
+                self.assertIn("npybridge:", first, f"{compiler}: {case.name}: the first error is not npybridge's")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,13 @@
 // npybridge/core/config.hpp — every compile-time knob of npybridge, each with its default.
 #pragma once
 
+// Before anything else (Boost.PFR's own #error, then screens of template errors, follow a pre-C++17 compile):
+// Bazel 4 compiles with -std=c++0x unless told otherwise.
+#if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) < 201703L
+#error \
+    "npybridge: needs C++17 or newer: compile with -std=c++17 (Bazel: `build --cxxopt=-std=c++17 --host_cxxopt=-std=c++17` in .bazelrc; CMake: target_compile_features(<target> PRIVATE cxx_std_17), which npybridge::npybridge carries)"
+#endif
+
 #include <cstddef>
 
 /// Most dimensions npybridge's reference tensor holds (MegBrain's TensorShape
