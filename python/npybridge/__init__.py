@@ -6,7 +6,6 @@ get_include(), get_cmake_dir(), get_pkgconfig_dir(), and `python -m npybridge --
 import os
 import pathlib
 import re
-import shlex
 import sysconfig
 
 _HERE = pathlib.Path(__file__).resolve().parent
@@ -92,9 +91,11 @@ def include_dirs():
 
 
 def includes():
-    """The -I flags, as `python -m npybridge --includes` prints them: quoted for a POSIX shell, so that
-    `$(python -m npybridge --includes)` inside a shell command keeps a folder with spaces whole."""
-    return " ".join(shlex.quote("-I" + folder) for folder in include_dirs())
+    """The -I flags, as `python -m npybridge --includes` prints them: unquoted, since `$(python -m npybridge
+    --includes)` splits its output at white space and passes any quote on to the compiler as part of the path
+    (a shell does no quote removal there). A folder with white space in its path therefore cannot go through
+    a command substitution: use pkg-config or CMake (docs/building.md) for one."""
+    return " ".join("-I" + folder for folder in include_dirs())
 
 
 def cflags():
@@ -104,9 +105,13 @@ def cflags():
 
 
 def _pc_escape(value):
-    """A flag as a .pc file's Cflags field writes it: pkg-config splits fields into shell words, so spaces,
-    quotes and backslashes are escaped with a backslash."""
-    return re.sub(r"([\\\s'\"])", r"\\\1", value)
+    """A value as a .pc file writes it: pkg-config splits fields into shell words, so white space, quotes and
+    backslashes are escaped with a backslash, and so is `#` (a comment otherwise: a folder `c#projects` cut the
+    flags short). pkg-config expands `${name}` in any field and has no escape for it: such a path is refused."""
+    if "${" in value:
+        raise MissingDependency(f"npybridge: pkg-config cannot carry the path {value!r}: it expands '${{...}}' in "
+                                "every field (use CMake, or python -m npybridge --cflags, for this folder)")
+    return re.sub(r"([\\\s'\"#])", r"\\\1", value)
 
 
 def _cache_dir():
@@ -127,7 +132,7 @@ def get_pkgconfig_dir():
     interpreter's CPython and NumPy headers, which a file made when the package was built cannot know): the
     package's own share/pkgconfig when it is writable, else one under the user's cache folder."""
     flags = [_pc_escape("-I" + folder) for folder in include_dirs()] + ["-fvisibility=hidden"]
-    content = (f"prefix={_HERE}\n"
+    content = (f"prefix={_pc_escape(str(_HERE))}\n"
                f"includedir=${{prefix}}/include\n\n"
                f"Name: npybridge\n"
                f"Description: Header-only C++17 conversions between NumPy arrays and MegBrain-style tensors\n"
