@@ -166,3 +166,65 @@ TEST_CASE("copy_into a packed view changes no bit outside the view's elements", 
     }
     CHECK(views_checked > 2000);  // the sweep reached its cases (the byte-start filter drops some)
 }
+
+TEST_CASE("copy_into a view of a plain tensor changes no byte outside the view's elements", "[convert][property]") {
+    std::mt19937 random(39);  // fixed: a failure replays
+    const std::vector<std::vector<std::size_t>> shapes = {{7}, {3, 5}, {4, 4}, {2, 3, 4}};
+    std::size_t views_checked = 0;
+    for (const char* numpy_name : {"int8", "int16", "float32", "complex64"}) {
+        test::owned descr_object = test::eval(std::string("np.dtype('") + numpy_name + "')");
+        const npb::dtype type =
+            npb::from_numpy_dtype(reinterpret_cast<PyArray_Descr*>(descr_object.get()), npb::narrowing::reject).type;
+        const std::size_t itemsize = type.info().element_size;
+        for (const auto& shape : shapes) {
+            for (int sample = 0; sample < 60; ++sample) {
+                const npb::tensor_layout layout = npb::tensor_layout::contiguous(shape.data(), shape.size());
+                host_tensor parent =
+                    npb::tensor_adapter<host_tensor>::make(type, layout, npb::lowbit_layout::compact, {});
+                const std::size_t bytes = layout.count() * itemsize;
+                auto* data = static_cast<std::uint8_t*>(parent.ptr);
+                for (std::size_t i = 0; i < bytes; ++i) data[i] = static_cast<std::uint8_t>(random());
+                const std::vector<std::uint8_t> before(data, data + bytes);
+                host_tensor sub = parent;
+                std::ptrdiff_t first = 0;
+                std::vector<std::size_t> sub_shape;
+                for (std::size_t d = 0; d < shape.size(); ++d) {
+                    const std::size_t step = 1 + random() % 2, start = random() % shape[d];
+                    const std::size_t count = 1 + random() % ((shape[d] - start + step - 1) / step);
+                    first += static_cast<std::ptrdiff_t>(start) * parent.stride[d];
+                    sub.shape[d] = count;
+                    sub.stride[d] = parent.stride[d] * static_cast<std::ptrdiff_t>(step);
+                    sub_shape.push_back(count);
+                }
+                sub.ptr = data + first * static_cast<std::ptrdiff_t>(itemsize);
+                // The bytes the view's elements own, and new values for them (small integers: exact in every type).
+                std::vector<bool> owned(bytes, false);
+                std::string values = "[";
+                npb::detail::for_each_packed_bit(
+                    8, sub.shape, sub.stride, sub.ndim, [&](std::size_t, std::ptrdiff_t bit) {
+                        const auto at = static_cast<std::size_t>(first + bit / 8) * itemsize;
+                        for (std::size_t b = 0; b < itemsize; ++b) owned[at + b] = true;
+                        values += std::to_string(static_cast<int>(random() % 100)) + ",";
+                    });
+                values += "]";
+                std::string dims = "(";
+                for (std::size_t extent : sub_shape) dims += std::to_string(extent) + ",";
+                test::owned source =
+                    test::eval("np.array(" + values + ", dtype='" + numpy_name + "').reshape(" + dims + "))");
+                npb::copy_into(source.get(), sub);
+                ++views_checked;
+                CAPTURE(numpy_name, npb::tuple_text(shape.data(), shape.size()), npb::tuple_text(sub.shape, sub.ndim),
+                        npb::tuple_text(sub.stride, sub.ndim), first);
+                for (std::size_t i = 0; i < bytes; ++i) {
+                    if (owned[i]) continue;
+                    CAPTURE(i);
+                    REQUIRE(data[i] == before[i]);
+                }
+                npb::object back = npb::to_array(sub);
+                test::owned equal{PyObject_RichCompare(back.get(), source.get(), Py_EQ)};
+                REQUIRE(PyObject_IsTrue(test::owned{PyObject_CallMethod(equal.get(), "all", nullptr)}.get()) == 1);
+            }
+        }
+    }
+    CHECK(views_checked == 4 * 4 * 60);
+}

@@ -125,6 +125,13 @@ def test_writable_borrows_write_through_and_refuse_read_only_arrays(m):
     with pytest.raises(m.ConversionError, match="read-only"):
         m.fill(a, 1.0)
     assert a.tolist() == [2.5, 0, 2.5, 0, 2.5, 0, 2.5, 0]
+    # Memory Python holds read-only: an immutable bytes object, through np.frombuffer and through a memoryview.
+    data = np.arange(4, dtype=np.float32).tobytes()
+    for view in (np.frombuffer(data, np.float32), np.asarray(memoryview(data).cast("f"))):
+        with pytest.raises(m.ConversionError, match="read-only"):
+            m.fill(view, 7.0)
+        assert m.must_borrow_f32(view) == view.ctypes.data  # borrowed to read: npybridge's tensor marks it
+    assert data == np.arange(4, dtype=np.float32).tobytes()
 
 
 def test_overloads_pick_by_dtype(m):

@@ -472,6 +472,48 @@ def sources_at_the_edges(draw):
     return dtype, dtype.type(min(max(value, info.min), info.max))
 
 
+CODE_TARGETS = {  # quantized and packed targets: their codes, by name
+    "QuantizedS8": (mgb_dtype("int8", "QuantizedS8", 0.5), lambda v: -128 <= v <= 127),
+    "QuantizedS16": (mgb_dtype("int16", "QuantizedS16", 0.5), lambda v: -32768 <= v <= 32767),
+    "Quantized8Asymm": (mgb_dtype("uint8", "Quantized8Asymm", 0.5, 3), lambda v: 0 <= v <= 255),
+    "IntB4": ("IntB4", lambda v: -15 <= v <= 15 and v % 2 == 1),
+    "IntB2": ("IntB2", lambda v: -3 <= v <= 3 and v % 2 == 1),
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=sources_at_the_edges(), target=st.sampled_from(sorted(CODE_TARGETS)))
+def test_checked_integers_into_codes_change_no_value(case, target):
+    """Integers into quantized and packed dtypes: the code as it is, or a refusal exactly when it is not one."""
+    dtype, value = case
+    assume(dtype.kind in "iu")
+    wanted, valid = CODE_TARGETS[target]
+    array = np.array([value], dtype)
+    try:
+        tensor = Tensor.from_numpy(array, dtype=wanted)
+    except nbx.ValueRangeError as error:
+        assert not valid(int(value)) and "at index (0,)" in str(error)
+        return
+    assert valid(int(value))
+    stored = tensor.numpy()
+    assert int(np.asarray(stored).astype(np.int64)[0]) == int(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(bits=st.integers(0, 0xFFFF).filter(lambda b: b & 0x7F80 != 0x7F80),
+       target=st.sampled_from(["Float16", "Float32", "BFloat16"]))
+def test_checked_bfloat16_sources_round_once(bits, target):
+    """bfloat16 arrays (npybridge's, ml_dtypes' or MegEngine's: the same bits) into the float dtypes."""
+    array = np.array([bits], np.uint16).view(bf)
+    x = bf16_value(bits) if bits & 0x7FFF else Fraction(0)
+    try:
+        stored = _stored_values(Tensor.from_numpy(array, dtype=target), target)[0]
+    except nbx.ValueRangeError:
+        assert round_fraction(x, *FLOAT_FORMATS[target]) is None
+        return
+    assert stored == round_fraction(x, *FLOAT_FORMATS[target])
+
+
 @settings(max_examples=600, deadline=None)
 @given(case=sources_at_the_edges(), target=st.sampled_from(sorted(FLOAT_FORMATS) + sorted(INT_RANGES)))
 def test_checked_narrowing_changes_no_value_beyond_one_rounding(case, target):
