@@ -80,10 +80,34 @@ def equal(actual, reference):
     r = np.asarray(reference.astype(wide)) if reference.size else np.zeros(reference.shape, wide)
     return np.array_equal(a, r, equal_nan=True)
 
+def round_to_odd(x, to):
+    """x in the narrower float type `to`, rounded toward zero with the last bit set when inexact ("round to
+    odd"): rounding that once more to a type of at least two fewer bits is x rounded ONCE to that type."""
+    y = x.astype(to)
+    finite = np.isfinite(x)
+    y = np.where(finite & (np.abs(y.astype(x.dtype)) > np.abs(x)), np.nextafter(y, to(0)), y).astype(to)
+    bits = y.view(np.uint32 if to == np.float32 else np.uint64)
+    return np.where(finite & (y.astype(x.dtype) != x), bits | 1, bits).view(to)
+
 def reference(array, target_descr, wrap):
-    """numpy's own cast of the array to the tensor's numpy form."""
+    """numpy's own cast of the array to the tensor's numpy form; into bfloat16, the source rounded once (any
+    bool byte other than 0 is 1), as npybridge promises, where ml_dtypes' casts round float64 through float32
+    and read a bool's byte (docs/dtypes.md)."""
     with np.errstate(all="ignore"):
         try:
+            if target_descr.name == "bfloat16" and array.dtype.kind in "biufc":
+                a = array
+                if a.dtype.kind == "b":
+                    a = a.view(np.uint8) != 0
+                elif a.dtype.kind == "c":
+                    a = a.real
+                if a.dtype.kind in "iu":
+                    a = a.astype(np.longdouble)  # every int64 / uint64 exactly
+                if a.dtype.kind == "f" and a.dtype.itemsize > 8:
+                    a = round_to_odd(a.astype(np.longdouble), np.float64)
+                if a.dtype.kind == "f" and a.dtype.itemsize == 8:
+                    a = round_to_odd(a.astype(np.float64), np.float32)
+                return np.asarray(a).astype(target_descr, casting="unsafe")
             return array.astype(target_descr, casting="unsafe")
         except (ValueError, TypeError, OverflowError):
             return None
