@@ -6,6 +6,7 @@ get_include(), get_cmake_dir(), get_pkgconfig_dir(), and `python -m npybridge --
 import os
 import pathlib
 import re
+import shlex
 import sysconfig
 
 _HERE = pathlib.Path(__file__).resolve().parent
@@ -90,12 +91,18 @@ def include_dirs():
     return unique
 
 
+def _shell_word(flag):
+    """A flag as a POSIX shell word: as it is when it holds nothing a shell treats specially (letters of any
+    script, digits and @%+=:,./-_), else quoted."""
+    return flag if re.fullmatch(r"[\w@%+=:,./-]+", flag) else shlex.quote(flag)
+
+
 def includes():
-    """The -I flags, as `python -m npybridge --includes` prints them: unquoted, since `$(python -m npybridge
-    --includes)` splits its output at white space and passes any quote on to the compiler as part of the path
-    (a shell does no quote removal there). A folder with white space in its path therefore cannot go through
-    a command substitution: use pkg-config or CMake (docs/building.md) for one."""
-    return " ".join("-I" + folder for folder in include_dirs())
+    """The -I flags, as `python -m npybridge --includes` prints them. `$(python -m npybridge --includes)` splits
+    its output at white space and removes no quotes, so a flag is quoted only where a shell needs it (a folder
+    with a space, a quote or a `$`): then `eval` keeps it whole. Any other folder, non-ASCII names included,
+    is written as it is and works in a command substitution."""
+    return " ".join(_shell_word("-I" + folder) for folder in include_dirs())
 
 
 def cflags():
