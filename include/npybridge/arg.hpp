@@ -114,8 +114,8 @@ struct is_constraint : std::false_type {};
 template <class C>
 struct is_constraint<C, std::void_t<decltype(C::apply(std::declval<arg_spec&>()))>> : std::true_type {};
 
-/// "numpy.ndarray[QuantizedS8, ndim=2, writable]" as a constant character array (what the binding
-/// library shows in signatures and docstrings).
+/// A signature text as a constant character array (what the binding library shows in signatures and
+/// docstrings: render_typed_name below).
 struct arg_text {
     std::array<char, 160> chars{};
     std::size_t size = 0;
@@ -132,34 +132,6 @@ struct arg_text {
         while (count > 0) chars[size++] = digits[--count];
     }
 };
-
-constexpr arg_text render_arg_name(const arg_spec& s) noexcept {
-    arg_text t;
-    t.add("numpy.ndarray");
-    const bool any = s.has_dtype || s.has_ndim || s.writable;
-    if (!any) return t;
-    t.add("[");
-    bool first = true;
-    auto separator = [&] {
-        if (!first) t.add(", ");
-        first = false;
-    };
-    if (s.has_dtype) {
-        separator();
-        t.add(info(s.id).name);
-    }
-    if (s.has_ndim) {
-        separator();
-        t.add("ndim=");
-        t.add_number(s.ndim);
-    }
-    if (s.writable) {
-        separator();
-        t.add("writable");
-    }
-    t.add("]");
-    return t;
-}
 
 /// The NumPy scalar type a dtype's arrays carry, as typing spells it: the builtin type (quantized dtypes:
 /// their storage, `numpy.int8` for QuantizedS8); `numpy.generic` for bfloat16 / intbN (whose type depends on
@@ -273,11 +245,14 @@ public:
                   "npybridge: narrowing_is<> with policy_is<must_borrow> has no effect: a borrow never narrows (drop "
                   "one)");
 
-    /// "numpy.ndarray[QuantizedS8, ndim=2]": the constraints as the binding library shows them.
-    static constexpr detail::arg_text python_name = detail::render_arg_name(spec);
-    /// The same as valid typing, in each binding library's idiom (what its stub generator reads).
+    /// The constraints as valid typing, in each binding library's idiom (what its signatures show and its stub
+    /// generator reads).
     static constexpr detail::arg_text pybind11_typing = detail::render_typed_name(spec, detail::typing_style::pybind11);
     static constexpr detail::arg_text nanobind_typing = detail::render_typed_name(spec, detail::typing_style::nanobind);
+    /// The signature text before the typed one ("numpy.ndarray[QuantizedS8, ndim=2]" was not valid typing).
+    [[deprecated(
+        "npybridge: use arg::pybind11_typing or arg::nanobind_typing")]] static constexpr const detail::arg_text&
+        python_name = pybind11_typing;
 
     /// The options to_tensor runs with (a quantized dtype_is<> is checked afterwards: its params come
     /// from the array).
