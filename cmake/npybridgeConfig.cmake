@@ -2,7 +2,10 @@
 #   npybridge::core       the Python-free headers (include/npybridge/core/), Boost's
 #                         headers (Boost::headers), C++17;
 #   npybridge::npybridge  everything: the core, CPython's and NumPy's headers
-#                         (Python::Module, Python::NumPy).
+#                         (Python::Module, Python::NumPy);
+#   npybridge::megbrain   with COMPONENTS megbrain only: npybridge::npybridge plus
+#                         MegBrain's headers and the megengine wheel's library
+#                         (MEGENGINE_SOURCE; npybridgeMegBrain.cmake).
 # find_package(npybridge CONFIG COMPONENTS core) gives the core alone and needs
 # no Python. The same file serves a `cmake --install` prefix and the pip
 # package: headers are at ../../../include.
@@ -23,14 +26,17 @@ if(NOT _npybridge_components)
     set(_npybridge_components core python)
 endif()
 foreach(_npybridge_component IN LISTS _npybridge_components)
-    if(NOT _npybridge_component MATCHES "^(core|python)$")
+    if(NOT _npybridge_component MATCHES "^(core|python|megbrain)$")
         set(${CMAKE_FIND_PACKAGE_NAME}_FOUND FALSE)
         set(${CMAKE_FIND_PACKAGE_NAME}_NOT_FOUND_MESSAGE
-            "npybridge: no component '${_npybridge_component}' (npybridge has core and python)")
+            "npybridge: no component '${_npybridge_component}' (npybridge has core, python and megbrain)")
         return()
     endif()
     set(${CMAKE_FIND_PACKAGE_NAME}_${_npybridge_component}_FOUND TRUE)
 endforeach()
+if("megbrain" IN_LIST _npybridge_components AND NOT "python" IN_LIST _npybridge_components)
+    list(APPEND _npybridge_components python)  # megbrain_compat.hpp speaks NumPy
+endif()
 
 if("python" IN_LIST _npybridge_components)
     npybridge_find_dependencies()
@@ -58,5 +64,11 @@ if("python" IN_LIST _npybridge_components AND NOT TARGET npybridge::npybridge)
     _npybridge_imported_target(npybridge::npybridge)
     target_link_libraries(npybridge::npybridge INTERFACE npybridge::core)
     npybridge_link_dependencies(npybridge::npybridge INTERFACE)
+endif()
+if("megbrain" IN_LIST _npybridge_components AND NOT TARGET npybridge::megbrain)
+    include("${CMAKE_CURRENT_LIST_DIR}/npybridgeMegBrain.cmake")
+    add_library(npybridge::megbrain INTERFACE IMPORTED)
+    target_link_libraries(npybridge::megbrain INTERFACE npybridge::npybridge)
+    npybridge_link_megbrain(npybridge::megbrain INTERFACE)
 endif()
 set(npybridge_INCLUDE_DIR "${_npybridge_include}")

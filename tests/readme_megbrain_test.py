@@ -1,4 +1,4 @@
-"""docs/guide.md's MegBrain module (tests/BUILD builds it from the guide as written, against MegEngine's headers and
+"""docs/megbrain.md's module (tests/BUILD builds it from docs/megbrain.md as written, against MegEngine's headers and
 library) works, beside MegEngine itself."""
 import os
 import pathlib

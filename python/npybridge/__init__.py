@@ -1,12 +1,16 @@
 """npybridge: header-only C++17 conversions between NumPy arrays and MegBrain-style tensors.
 
 This package carries the headers and tells build systems where they are:
-get_include(), get_cmake_dir(), get_pkgconfig_dir(), and `python -m npybridge --includes`.
+get_include(), get_cmake_dir(), get_pkgconfig_dir(), and `python -m npybridge --includes`; for a module over
+MegBrain's own tensors built against the `megengine` wheel, megengine_cflags() and megengine_libs().
 """
+import hashlib
+import importlib.util
 import os
 import pathlib
 import re
 import shlex
+import sys
 import sysconfig
 
 _HERE = pathlib.Path(__file__).resolve().parent
@@ -145,10 +149,16 @@ def get_pkgconfig_dir():
                f"Description: Header-only C++17 conversions between NumPy arrays and MegBrain-style tensors\n"
                f"Version: {__version__}\n"
                f"Cflags: {' '.join(flags)}\n")
+    return _write_generated(pathlib.Path("share") / "pkgconfig", "pkgconfig", "npybridge.pc", content)
+
+
+def _write_generated(package_folder, cache_folder, name, content):
+    """Writes the file `name` (unless it already holds `content`) into the package's own `package_folder` when
+    that is writable, else into the user's cache folder; returns the folder it is in."""
     tried = []
-    for folder in _pkgconfig_folders():
+    for folder in _generated_folders(package_folder, cache_folder):
         tried.append(str(folder))
-        path = folder / "npybridge.pc"
+        path = folder / name
         try:
             if not path.exists() or path.read_text() != content:
                 folder.mkdir(parents=True, exist_ok=True)
@@ -156,13 +166,94 @@ def get_pkgconfig_dir():
             return str(folder)
         except OSError:
             continue
-    raise MissingDependency(f"npybridge: could not write npybridge.pc to any of {tried} "
+    raise MissingDependency(f"npybridge: could not write {name} to any of {tried} "
                             f"(set XDG_CACHE_HOME to a writable folder)")
 
 
-def _pkgconfig_folders():
-    """Where npybridge.pc may go, in order; the cache folder is looked up only when the first is not writable."""
-    yield _HERE / "share" / "pkgconfig"
+def _generated_folders(package_folder, cache_folder):
+    """Where a generated file may go, in order; the cache folder is looked up only when the first is not
+    writable (one cache folder per installed package)."""
+    yield _HERE / package_folder
     cache = _cache_dir()
     if cache is not None:
-        yield cache / "npybridge" / "pkgconfig" / re.sub(r"[^A-Za-z0-9]+", "_", str(_HERE))
+        yield cache / "npybridge" / cache_folder / re.sub(r"[^A-Za-z0-9]+", "_", str(_HERE))
+
+
+# MegBrain over the megengine wheel. The wheel ships libmegengine_shared.so but not MegBrain's headers: those
+# come from a MegEngine source tree of the same version (the user's, named by MEGENGINE_SOURCE), with a
+# megbrain_build_config.h generated from its template with the switches the wheel was built with.
+_MEGENGINE_VERSION = "1.13.0"
+_MEGENGINE_NEEDS = ("src/core/include/megbrain/tensor.h", "dnn/include/megdnn/dtype.h",
+                    "src/megbrain_build_config.h.in")
+
+
+def _megengine_source(source=None):
+    """The MegEngine source tree: `source`, else $MEGENGINE_SOURCE; checked to be one."""
+    named = "--megengine-source" if source else "MEGENGINE_SOURCE"
+    source = source or os.environ.get("MEGENGINE_SOURCE", "")
+    if not source:
+        raise MissingDependency("npybridge: no MegEngine source tree: set MEGENGINE_SOURCE (or pass "
+                                f"--megengine-source) to a checkout of MegEngine v{_MEGENGINE_VERSION}, whose "
+                                "headers the megengine wheel does not ship")
+    root = pathlib.Path(source).resolve()
+    for needed in _MEGENGINE_NEEDS:
+        if not (root / needed).exists():
+            raise MissingDependency(f"npybridge: {named}={source} is not a MegEngine source tree: it has no "
+                                    f"{needed}")
+    return root
+
+
+def get_megengine_lib():
+    """The folder of the installed megengine wheel's libmegengine_shared.so (megengine is not imported)."""
+    spec = importlib.util.find_spec("megengine")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependency(f"npybridge: the megengine package is not installed for {sys.executable}: "
+                                f"pip install megengine=={_MEGENGINE_VERSION} (CPython 3.10)")
+    from importlib.metadata import version
+    installed = version("megengine")
+    if installed != _MEGENGINE_VERSION:
+        raise MissingDependency(f"npybridge: megengine {installed} is installed; npybridge knows the build switches "
+                                f"of megengine {_MEGENGINE_VERSION} only: pip install megengine=={_MEGENGINE_VERSION}")
+    lib = pathlib.Path(list(spec.submodule_search_locations)[0]) / "core" / "lib"
+    if not (lib / "libmegengine_shared.so").exists():
+        raise MissingDependency(f"npybridge: no libmegengine_shared.so in {lib}: reinstall megengine")
+    return str(lib)
+
+
+def megbrain_build_config(template_text, switches):
+    """megbrain_build_config.h from MegEngine's template: each `#cmakedefine01 NAME` becomes `#define NAME 1`
+    for the switches given, else 0."""
+    def define(match):
+        return f"#define {match.group(1)} {1 if match.group(1) in switches else 0}"
+    return re.sub(r"^#cmakedefine01 +(\w+)[ \t]*$", define, template_text, flags=re.M)
+
+
+def _wheel_switches():
+    text = (pathlib.Path(get_cmake_dir()) / "megengine_wheel_switches.txt").read_text()
+    return {line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")}
+
+
+def get_megengine_config_dir(source=None):
+    """A folder holding megbrain_build_config.h for the megengine wheel, made from the source tree's template
+    (written on first use, beside the package or in the user's cache folder)."""
+    root = _megengine_source(source)
+    content = megbrain_build_config((root / "src" / "megbrain_build_config.h.in").read_text(), _wheel_switches())
+    key = hashlib.sha256(str(root).encode()).hexdigest()[:12]
+    return _write_generated(pathlib.Path("share") / "megengine" / key, "megengine/" + key,
+                            "megbrain_build_config.h", content)
+
+
+def megengine_cflags(source=None):
+    """The flags a module over MegBrain's tensors needs besides cflags(): the wheel's string ABI, the build
+    config and MegBrain's include folders. Checks the wheel is installed, so a missing one is said here."""
+    get_megengine_lib()
+    root = _megengine_source(source)
+    folders = [get_megengine_config_dir(source), str(root / "src" / "core" / "include"), str(root / "dnn" / "include")]
+    return " ".join(["-D_GLIBCXX_USE_CXX11_ABI=0"] + [_shell_word("-I" + folder) for folder in folders])
+
+
+def megengine_libs():
+    """The link flags for the megengine wheel's library (with an rpath: one library serves the module and
+    `import megengine`)."""
+    lib = get_megengine_lib()
+    return " ".join(_shell_word(flag) for flag in ("-L" + lib, "-l:libmegengine_shared.so", "-Wl,-rpath," + lib))

@@ -1,4 +1,5 @@
-"""python -m npybridge --includes | --cflags | --cmakedir | --pkgconfigdir | --nanobind-stubgen-patterns | --version"""
+"""python -m npybridge --includes | --cflags | --cmakedir | --pkgconfigdir | --nanobind-stubgen-patterns | --version
+                    | --megengine-cflags [--megengine-source DIR] | --megengine-libs"""
 import argparse
 import pathlib
 import sys
@@ -18,7 +19,17 @@ def main(argv=None):
     group.add_argument("--nanobind-stubgen-patterns", action="store_true",
                        help="the pattern file for python -m nanobind.stubgen -p (the scalar types of bfloat16 / intbN)")
     group.add_argument("--version", action="store_true", help="npybridge's version")
+    group.add_argument("--megengine-cflags", action="store_true",
+                       help="for MegBrain's own tensors over the megengine wheel: the wheel's string ABI, a "
+                            "megbrain_build_config.h made for the wheel, MegBrain's include folders (of "
+                            "--megengine-source or $MEGENGINE_SOURCE)")
+    group.add_argument("--megengine-libs", action="store_true",
+                       help="-L, -l and rpath for the installed megengine wheel's libmegengine_shared.so")
+    parser.add_argument("--megengine-source", metavar="DIR",
+                        help="a MegEngine source tree of the wheel's version (default: $MEGENGINE_SOURCE)")
     args = parser.parse_args(argv)
+    if args.megengine_source and not args.megengine_cflags:
+        parser.error("--megengine-source goes with --megengine-cflags")
     try:
         if args.includes:
             print(npybridge.includes())
@@ -30,6 +41,10 @@ def main(argv=None):
             print(npybridge.get_pkgconfig_dir())
         elif args.nanobind_stubgen_patterns:
             print(pathlib.Path(npybridge.__file__).with_name("nanobind_stubgen.pat"))
+        elif args.megengine_cflags:
+            print(npybridge.megengine_cflags(args.megengine_source))
+        elif args.megengine_libs:
+            print(npybridge.megengine_libs())
         else:
             print(npybridge.__version__)
     except npybridge.MissingDependency as error:

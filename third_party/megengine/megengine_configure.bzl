@@ -3,37 +3,12 @@
 A MegBrain-based project has MegEngine's source tree; the environment variable MEGENGINE_SOURCE names it
 (absolute, or relative to the main workspace). From it this rule takes `src/core/include`, `dnn/include`
 and `src/megbrain_build_config.h.in`, and generates `megbrain_build_config.h` with the values the
-`megengine==1.13.0` wheel was built with. The library is the wheel's `megengine/core/lib/libmegengine_shared.so`,
+`megengine==1.13.0` wheel was built with (cmake/megengine_wheel_switches.txt). The library is the wheel's `megengine/core/lib/libmegengine_shared.so`,
 found by asking `interpreter` (the py310 venv) where the `megengine` package is, without importing it.
 
 Without MEGENGINE_SOURCE the repository still exists (so `bazel query //...` works) and `defs.bzl` says
 MEGENGINE_AVAILABLE = False; building `:megbrain` then fails with a message that says what to set.
 """
-
-# The switches of megbrain_build_config.h.in that the megengine 1.13.0 wheel (cp310, manylinux) turns on;
-# every other `#cmakedefine01` becomes 0. None of the headers a tensor conversion reaches lays out data
-# differently for them.
-_WHEEL_CONFIG = [
-    "MGB_CUDA",
-    "MGB_ASSERT_LOC",
-    "MGB_ENABLE_LOGGING",
-    "MGB_ENABLE_GRAD",
-    "MGB_ENABLE_EXCEPTION",
-    "MGB_JIT",
-    "MGB_ENABLE_TENSOR_RT",
-    "MGB_ENABLE_JSON",
-    "MGB_HAVE_THREAD",
-    "MGB_ENABLE_OPR_MM",
-    "MGB_CUSTOM_OP",
-    "MEGDNN_WITH_CUDA",
-    "MEGDNN_ENABLE_RTTI",
-    "MEGDNN_ENABLE_LOGGING",
-    "MEGDNN_ENABLE_EXCEPTIONS",
-    "MEGDNN_X86",
-    "MEGDNN_X86_64",
-    "MEGDNN_64_BIT",
-    "MEGDNN_ENABLE_MULTI_THREADS",
-]
 
 _FIND_LIBRARY = """
 import importlib.util, os, sys
@@ -61,12 +36,15 @@ cc_library(
 )
 """
 
-def _generated_config(template):
+def _generated_config(template, switches_file):
+    """Each `#cmakedefine01 NAME` of the template becomes `#define NAME 1` for the wheel's switches (the list
+    npybridge's CMake and Python helpers read too), else 0."""
+    switches = [s.strip() for s in switches_file.splitlines() if s.strip() and not s.startswith("#")]
     lines = []
     for line in template.splitlines():
         if line.startswith("#cmakedefine01 "):
             name = line.split(" ")[1].strip()
-            line = "#define %s %d" % (name, 1 if name in _WHEEL_CONFIG else 0)
+            line = "#define %s %d" % (name, 1 if name in switches else 0)
         lines.append(line)
     return "\n".join(lines) + "\n"
 
@@ -101,7 +79,10 @@ def _megengine_configure_impl(rctx):
 
     rctx.symlink(source + "/src/core/include", "megbrain_include")
     rctx.symlink(source + "/dnn/include", "megdnn_include")
-    rctx.file("config/megbrain_build_config.h", _generated_config(rctx.read(source + "/src/megbrain_build_config.h.in")))
+    rctx.file("config/megbrain_build_config.h", _generated_config(
+        rctx.read(source + "/src/megbrain_build_config.h.in"),
+        rctx.read(rctx.path(rctx.attr._switches)),
+    ))
     rctx.file("defs.bzl", "MEGENGINE_AVAILABLE = True\nMEGENGINE_MISSING = ''\n")
     rctx.template("BUILD", rctx.attr._build_tpl, {
         "%{libdir}": libdir,
@@ -114,6 +95,7 @@ megengine_configure = repository_rule(
     attrs = {
         "interpreter": attr.string(doc = "An interpreter that has the megengine wheel (absolute or workspace-relative)."),
         "_build_tpl": attr.label(default = Label("//third_party/megengine:BUILD.tpl")),
+        "_switches": attr.label(default = Label("//:cmake/megengine_wheel_switches.txt")),
     },
     environ = ["MEGENGINE_SOURCE"],
     local = True,
