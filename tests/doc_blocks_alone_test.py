@@ -1,0 +1,45 @@
+"""Each ```cpp block of the README and docs/guide.md compiles on its own, as a reader copies it: its own includes
+and namespace alias, nothing from the blocks before it (//tests:readme_snippets_test compiles them together, and
+would hide a block that leans on another's includes). g++ -fsyntax-only in C++17, NumPy's and CPython's headers
+as a build system hands them over."""
+import concurrent.futures
+import os
+import pathlib
+import re
+import subprocess
+import sysconfig
+import unittest
+
+import numpy
+
+ROOT = pathlib.Path(os.environ.get("TEST_SRCDIR", pathlib.Path(__file__).resolve().parent.parent.parent)) / "npybridge"
+DOCS = ["README.md", "docs/guide.md"]
+
+
+def blocks():
+    for doc in DOCS:
+        text = (ROOT / doc).read_text()
+        for match in re.finditer(r"```cpp\n(.*?)```", text, re.S):
+            yield f"{doc}:{text.count(chr(10), 0, match.start()) + 1}", match.group(1)
+
+
+def compile_alone(source):
+    command = ["g++", "-x", "c++", "-std=c++17", "-fsyntax-only", "-I", str(ROOT / "include"),
+               "-isystem", numpy.get_include(), "-isystem", sysconfig.get_paths()["include"], "-"]
+    result = subprocess.run(command, input=source, capture_output=True, text=True)
+    return result.returncode, result.stderr
+
+
+class DocBlocksAloneTest(unittest.TestCase):
+    def test_each_block_compiles_alone(self):
+        found = list(blocks())
+        self.assertGreaterEqual(len(found), 8, "the README and the guide lost their C++ blocks")
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(lambda block: compile_alone(block[1]), found))
+        for (where, _), (code, errors) in zip(found, results):
+            with self.subTest(block=where):
+                self.assertEqual(code, 0, f"the block at {where} does not compile alone:\n{errors[:2000]}")
+
+
+if __name__ == "__main__":
+    unittest.main()
