@@ -91,7 +91,8 @@ inline bool import_numpy() noexcept {
                      "`python -c \"import numpy; print(numpy.get_include())\"` of this interpreter. The usual causes: "
                      "another NumPy's include folder came first on the compile line (Debian's python3-numpy, or a "
                      "-I from pybind11 / a system Python), or the build asked another Python for its NumPy "
-                     "(set PYTHON_BIN_PATH / Python_EXECUTABLE to this one)",
+                     "(set PYTHON_BIN_PATH / Python_EXECUTABLE to this one); `g++ -H` on the compile line lists the "
+                     "numpy/arrayobject.h it read",
                      static_cast<int>(NPY_VERSION >> 24), static_cast<unsigned>(NPY_VERSION),
                      static_cast<int>(PyArray_GetNDArrayCVersion() >> 24), PyArray_GetNDArrayCVersion());
         PyArray_API = nullptr;
