@@ -17,7 +17,8 @@ function(npybridge_link_megbrain target scope)
     endif()
     if(NOT MEGENGINE_SOURCE)
         message(FATAL_ERROR "npybridge: the megbrain component needs a MegEngine source tree (v1.13.0, whose "
-                            "headers the megengine wheel does not ship): set MEGENGINE_SOURCE")
+                            "headers the megengine wheel does not ship): set MEGENGINE_SOURCE (a checkout: git clone --depth 1 "
+                            "--branch v1.13.0 https://github.com/MegEngine/MegEngine.git)")
     endif()
     get_filename_component(_source "${MEGENGINE_SOURCE}" ABSOLUTE)
     foreach(_needed src/core/include/megbrain/tensor.h dnn/include/megdnn/dtype.h src/megbrain_build_config.h.in)

@@ -194,7 +194,8 @@ def _megengine_source(source=None):
     if not source:
         raise MissingDependency("npybridge: no MegEngine source tree: set MEGENGINE_SOURCE (or pass "
                                 f"--megengine-source) to a checkout of MegEngine v{_MEGENGINE_VERSION}, whose "
-                                "headers the megengine wheel does not ship")
+                                "headers the megengine wheel does not ship (git clone --depth 1 --branch "
+                                f"v{_MEGENGINE_VERSION} https://github.com/MegEngine/MegEngine.git)")
     root = pathlib.Path(source).resolve()
     for needed in _MEGENGINE_NEEDS:
         if not (root / needed).exists():
