@@ -4,6 +4,8 @@
 #include <npybridge/core/config.hpp>
 #include <npybridge/detail/array_copy.hpp>
 #include <npybridge/detail/array_fill.hpp>
+#include <npybridge/core/detail/plan.hpp>
+#include <npybridge/detail/messages.hpp>
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/lowbit.hpp>
 #include <npybridge/numpy_dtype.hpp>
@@ -24,43 +26,6 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Why the array's memory cannot back a tensor of `target`; empty when it can.
-template <class Tensor>
-std::string why_not_borrow(PyArrayObject* array, const std::optional<numpy_dtype_match>& source, const dtype& target,
-                           const tensor_layout& layout, bool whole_elements, const to_tensor_options& options) {
-    using adapter = tensor_adapter<Tensor>;
-    if (target.info().is_packed) {
-        return "dtype: " + std::string(target.name()) + " is packed (" + std::to_string(target.info().bits) +
-               " bits per element); numpy holds one byte per element";
-    }
-    if (!source) return "dtype: " + descr_text(PyArray_DESCR(array)) + " must be cast to " + target.to_string();
-    if (source->narrowed) {
-        return "dtype: " + descr_text(PyArray_DESCR(array)) + " must be narrowed to " + target.to_string();
-    }
-    if (!same_storage(*source, target)) {
-        return "dtype: the array is " + source->type.to_string() + ", the tensor wants " + target.to_string();
-    }
-    if (!PyArray_ISNOTSWAPPED(array)) {
-        return "byte order: the array is " + descr_text(PyArray_DESCR(array)) + " in non-native byte order";
-    }
-    // Strides first: NumPy calls an array with a 5-byte float32 stride unaligned even when its data pointer is.
-    if (!whole_elements) {
-        return "strides: " + strides_text(array) + " bytes are not whole " + std::to_string(PyArray_ITEMSIZE(array)) +
-               "-byte elements";
-    }
-    if (!PyArray_ISALIGNED(array)) {
-        return "alignment: the data at " + std::to_string(reinterpret_cast<std::uintptr_t>(PyArray_DATA(array))) +
-               " is not aligned for " + descr_text(PyArray_DESCR(array));
-    }
-    if (!adapter::accepts_strides(layout)) {
-        return "strides: " + strides_text(array) + " bytes cannot be described by this tensor type";
-    }
-    if (options.require_writable && !PyArray_ISWRITEABLE(array)) {
-        return "read-only: the array is read-only and a writable tensor was asked for";
-    }
-    return {};
-}
-
 /// Most dimensions a Tensor takes from an array: its adapter's limit, capped by tensor_layout's.
 template <class Tensor>
 inline constexpr std::size_t ndim_limit =
@@ -76,12 +41,9 @@ bool checked_layout(PyArrayObject* array, tensor_layout& layout) {
     return layout_of_array(array, tensor_adapter<Tensor>::has_scalar, layout);
 }
 
-/// The common borrow, decided and described in one pass: an ndarray of a
-/// built-in plain dtype without metadata (or one whose MegEngine metadata was
-/// parsed before), aligned, in native order, with whole-element strides the
-/// tensor type accepts and no more dimensions than it holds. Fills `layout`
-/// and returns the dtype (it lives in a table or the dtype cache: copy it at
-/// once), or nullptr to let the general path decide and give its reasons.
+/// The planner's first case over an ndarray: its plain dtype (or MegEngine metadata parsed before), flags and
+/// layout gathered without a copy, and borrows_at_once asked. Fills `layout` and returns the dtype (it lives in
+/// a table or the dtype cache: copy it at once), or nullptr to let plan_borrow decide and give its reasons.
 template <class Tensor>
 [[gnu::always_inline]] inline const dtype* quick_borrow(PyArrayObject* array, const to_tensor_options& options,
                                                         tensor_layout& layout) {
@@ -96,21 +58,14 @@ template <class Tensor>
         type = &dtype::of_row(row);
     } else {
         const auto* parsed = parsed_descrs().find(descr, descr_pointer_hash{}(descr));
-        // MegEngine's metadata, checked against this descr when first parsed.
-        // Packed dtypes (one numpy byte per element) are never borrowed.
-        if (parsed == nullptr || !parsed->value || parsed->value->info().is_packed) return nullptr;
+        if (parsed == nullptr || !parsed->value) return nullptr;
         type = &*parsed->value;
-        // Codes fewer than the storage holds (QuantizedS1, a quantized dtype: only with metadata) are checked
-        // value by value on the general path.
-        if (codes_narrower_by_row[table_index(type->id())]) return nullptr;
     }
-    const int flags = PyArray_FLAGS(array);
-    if ((flags & NPY_ARRAY_ALIGNED) == 0 || !PyArray_ISNOTSWAPPED(array)) return nullptr;
-    if (options.require_writable && (flags & NPY_ARRAY_WRITEABLE) == 0) return nullptr;
-    if (options.type && !(*options.type == *type)) return nullptr;
-    if (static_cast<std::size_t>(PyArray_NDIM(array)) > ndim_limit<Tensor>) return nullptr;
-    if (!layout_of_array(array, adapter::has_scalar, layout)) return nullptr;
-    return adapter::accepts_strides(layout) ? type : nullptr;
+    constexpr int plain = NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE;
+    const bool plain_memory = (PyArray_FLAGS(array) & plain) == plain && PyArray_ISNOTSWAPPED(array);
+    if (!plain_memory || static_cast<std::size_t>(PyArray_NDIM(array)) > ndim_limit<Tensor>) return nullptr;
+    const bool accepted = layout_of_array(array, adapter::has_scalar, layout) && adapter::accepts_strides(layout);
+    return borrows_at_once(type, true, accepted, options) ? type : nullptr;
 }
 
 /// A fresh tensor from the adapter's make, checked to be dense (C-contiguous;
@@ -135,8 +90,53 @@ Tensor make_dense(const dtype& type, const tensor_layout& contiguous, lowbit_lay
     return made;
 }
 
-/// Everything but the common borrow: array-likes, dtype changes, copies with
-/// their reasons. Out of line, so the common borrow's frame stays small.
+/// The array's dtype as npybridge reads it under the options' narrowing; nullopt when it has none and the
+/// options name the tensor's dtype (numpy may still cast to it: plan_fill decides).
+inline std::optional<numpy_dtype_match> match_of(PyArrayObject* array, const to_tensor_options& options) {
+    try {
+        return from_numpy_dtype(PyArray_DESCR(array), options.narrow);
+    } catch (const metadata_error&) {
+        throw;
+    } catch (const dtype_error&) {
+        if (!options.type) throw;
+        return std::nullopt;
+    }
+}
+
+/// The facts plan_borrow asks of an ndarray's memory.
+template <class Tensor>
+memory_facts memory_facts_of(PyArrayObject* array, const std::optional<numpy_dtype_match>& source,
+                             const tensor_layout& layout, bool whole_elements) {
+    memory_facts facts;
+    facts.type = source ? &source->type : nullptr;
+    facts.narrowed = source && source->narrowed;
+    facts.native_order = PyArray_ISNOTSWAPPED(array);
+    facts.whole_elements = whole_elements;
+    facts.aligned = PyArray_ISALIGNED(array);
+    facts.strides_accepted = tensor_adapter<Tensor>::accepts_strides(layout);
+    facts.writable = PyArray_ISWRITEABLE(array);
+    return facts;
+}
+
+/// A fresh tensor of `target` filled from the array as plan_fill says.
+template <class Tensor>
+to_tensor_result<Tensor> copied(PyArrayObject* array, const std::optional<numpy_dtype_match>& source,
+                                const dtype& target, const tensor_layout& layout, const to_tensor_options& options,
+                                const placement_t<Tensor>& where, std::string reason) {
+    using adapter = tensor_adapter<Tensor>;
+    const copy_values values = values_for(array, source, target);
+    const fill_plan plan = plan_fill(value_facts_of(values, target, options.narrow), target, options.narrow);
+    const std::string array_dtype = descr_text(PyArray_DESCR(array));
+    if (plan.route == fill_route::refuse) throw_refusal(plan.refused, array_dtype, values.match, target, options.narrow);
+    const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
+    Tensor made = make_dense<Tensor>(target, contiguous, options.layout.value_or(default_layout(target.id())), where);
+    const lowbit_layout packing = target.info().is_packed ? adapter::packed_layout(made) : lowbit_layout::compact;
+    run_fill(plan, values, array_dtype, fill_target{target, adapter::data(made), layout, packing}, options.narrow);
+    return to_tensor_result<Tensor>(std::move(made), false, std::move(reason));
+}
+
+/// Everything but the common borrow: array-likes, dtype changes, copies with their reasons. Out of line, so the
+/// common borrow's frame stays small.
 template <class Tensor>
 [[gnu::noinline]] to_tensor_result<Tensor> to_tensor_general(PyObject* obj, const to_tensor_options& options,
                                                              const placement_t<Tensor>& where) {
@@ -145,26 +145,21 @@ template <class Tensor>
     auto* array = reinterpret_cast<PyArrayObject*>(owner.get());
     tensor_layout layout;
     const bool whole_elements = checked_layout<Tensor>(array, layout);
-
-    std::optional<numpy_dtype_match> source;
-    try {
-        source = from_numpy_dtype(PyArray_DESCR(array), options.narrow);
-    } catch (const metadata_error&) {
-        throw;
-    } catch (const dtype_error&) {
-        if (!options.type) throw;  // with a requested dtype, numpy may still cast to it (fill_copy decides)
-    }
+    const std::optional<numpy_dtype_match> source = match_of(array, options);
     const dtype target = options.type ? *options.type : source->type;
-    refuse_requantizing(source, target);
-    // Values that keep their storage (borrowed, or copied as they are) are checked against the dtype's codes.
-    std::optional<std::string> bad_codes;
-    if (source && same_storage(*source, target)) bad_codes = check_codes(array, target, options.narrow, layout);
-
-    std::string reason = options.policy == borrow_policy::copy ? std::string("copy requested")
-                         : bad_codes                           ? *bad_codes
-                                     : why_not_borrow<Tensor>(array, source, target, layout, whole_elements, options);
-    if (reason.empty()) {
-        const bool writable = PyArray_ISWRITEABLE(array);
+    memory_facts facts = memory_facts_of<Tensor>(array, source, layout, whole_elements);
+    std::optional<unfit_value> bad_code;
+    if (options.policy != borrow_policy::copy && checks_codes(facts, target)) {
+        bad_code = first_unfit_value(array, *storage_bounds(target.info()));
+        facts.codes_fit = !bad_code;
+    }
+    borrow_verdict verdict = plan_borrow(facts, target, options, read_only_marking::unknown);
+    if (verdict.quantized != refusal::none) {
+        throw_refusal(verdict.quantized, descr_text(PyArray_DESCR(array)), source, target, options.narrow);
+    }
+    if (verdict.invalid_code) throw_invalid_code(target.info(), bad_code->text, index_text(bad_code->index, layout));
+    if (verdict.cause == copy_cause::none) {
+        const bool writable = facts.writable;
         to_tensor_result<Tensor> borrowed{
             std::in_place,
             [&] {
@@ -173,27 +168,12 @@ template <class Tensor>
                     options.keep_alive ? python_owner(owner.get(), !writable) : owner_handle(), where);
             },
             true};
-        // Read-only memory in a tensor type that cannot mark it (C++ could write through it): copied, unless the
-        // caller said it only reads and an owner remembers the memory is read-only.
-        if (writable || !adapter::writable(borrowed.tensor)) return borrowed;
-        if (options.reads_only && options.keep_alive) return borrowed;
-        reason = options.keep_alive
-                     ? "read-only: the array is read-only and this tensor type cannot mark memory read-only, so "
-                       "C++ could write through it (to_tensor_options().reading_only() borrows it for reading)"
-                     : "read-only: the array is read-only, this tensor type cannot mark memory read-only, and a "
-                       "scoped borrow (keep_alive=false) keeps no owner to remember it";
+        if (!verdict.check_marking || !adapter::writable(borrowed.tensor)) return borrowed;
+        verdict = plan_borrow(facts, target, options, read_only_marking::cannot);
     }
-    if (options.policy == borrow_policy::must_borrow) {
-        throw conversion_error("must_borrow: cannot share the memory of the " + array_text(array) + ": " + reason);
-    }
-    const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
-    Tensor made = make_dense<Tensor>(target, contiguous, options.layout.value_or(default_layout(target.id())), where);
-    const lowbit_layout packing = target.info().is_packed ? adapter::packed_layout(made) : lowbit_layout::compact;
-    const object values = through_own_user_dtype(array, source);
-    fill_copy(reinterpret_cast<PyArrayObject*>(values.get()), source, target, adapter::data(made), layout, packing,
-              options);
-    if (!target.info().is_packed) settle_codes(adapter::data(made), target, options.narrow, layout);
-    return to_tensor_result<Tensor>(std::move(made), false, std::move(reason));
+    std::string reason = copy_reason_text(verdict.cause, array, source, target, layout, bad_code);
+    if (verdict.refused) throw_must_borrow(array, reason);
+    return copied<Tensor>(array, source, target, layout, options, where, std::move(reason));
 }
 
 }  // namespace detail
@@ -208,14 +188,12 @@ to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& optio
     if (options.policy != borrow_policy::copy && PyArray_Check(obj)) {
         auto* array = reinterpret_cast<PyArrayObject*>(obj);
         tensor_layout layout;
-        const bool writable = PyArray_ISWRITEABLE(array);
-        // (A read-only array takes the general path, which checks the tensor kept it read-only.)
-        if (const dtype* type = detail::quick_borrow<Tensor>(array, options, layout); type && writable) {
+        if (const dtype* type = detail::quick_borrow<Tensor>(array, options, layout)) {
             return {std::in_place,
                     [&] {
                         return detail::adapter_borrow_at<Tensor>(
-                            *type, PyArray_DATA(array), layout, writable,
-                            options.keep_alive ? detail::python_owner(obj, !writable) : owner_handle(), where);
+                            *type, PyArray_DATA(array), layout, true,
+                            options.keep_alive ? detail::python_owner(obj, false) : owner_handle(), where);
                     },
                     true};
         }
@@ -355,106 +333,32 @@ object to_array(Tensor&& source, share_policy policy = share_policy::try_share,
 }
 
 /// Copies the array into an existing tensor of the same shape; values convert to the tensor's dtype by
-/// to_tensor's rules (the options' narrowing). On any error the tensor is left as it was.
+/// to_tensor's rules (the same planner, the options' narrowing). On any error the tensor is left as it was.
 template <class Tensor>
 void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& options = {}) {
     static_assert(check_adapter<Tensor>());
     using adapter = tensor_adapter<Tensor>;
     object owner = detail::as_array(obj);
     auto* array = reinterpret_cast<PyArrayObject*>(owner.get());
-    if (PyArray_TYPE(array) >= NPY_USERDEF) {  // another library's bfloat16 / intbN: through npybridge's own
-        owner = detail::through_own_user_dtype(array, from_numpy_dtype(PyArray_DESCR(array), options.narrow));
-        array = reinterpret_cast<PyArrayObject*>(owner.get());
-    }
     tensor_layout layout;
     detail::checked_layout<Tensor>(array, layout);  // copied, never borrowed: partial strides do not matter
     const dtype target = adapter::dtype_of(destination);
-    const tensor_layout dest_layout = adapter::layout_of(destination);
+    const tensor_layout into = adapter::layout_of(destination);
     if (!is_writable(destination)) throw conversion_error("copy_into: the destination tensor is read-only");
-    bool same_shape = dest_layout.ndim == layout.ndim;
-    for (std::size_t i = 0; same_shape && i < layout.ndim; ++i) same_shape = dest_layout.shape[i] == layout.shape[i];
+    bool same_shape = into.ndim == layout.ndim;
+    for (std::size_t i = 0; same_shape && i < layout.ndim; ++i) same_shape = into.shape[i] == layout.shape[i];
     if (!same_shape) {
         throw conversion_error("copy_into: the " + detail::array_text(array) + " does not match the tensor's shape " +
-                               dest_layout.shape_text());
+                               into.shape_text());
     }
-    // An array dtype npybridge has no dtype for under this narrowing (float64 under reject) may still cast to
-    // the tensor's: to_tensor decides, through the staged copy below.
-    numpy_dtype_match source{target, false};
-    bool matched = true;
-    if (!target.info().is_packed) {
-        try {
-            source = from_numpy_dtype(PyArray_DESCR(array), options.narrow);
-        } catch (const dtype_error&) {
-            matched = false;
-        }
-    }
-    if (target.info().is_packed && detail::descr_metadata(PyArray_DESCR(array)) != nullptr) {
-        detail::refuse_requantizing(from_numpy_dtype(PyArray_DESCR(array), options.narrow), target);
-    }
-    // Another dtype converts by to_tensor's rules (docs/policies.md: narrowing, the casts each mode allows),
-    // through the staged copy below; the same storage copies straight in.
-    const bool same = matched && (source.type == target || detail::same_storage(source, target));
-    // A dtype whose codes are fewer than its storage holds (QuantizedS1) takes the staged path below unless every
-    // value is a code: wrap then wraps them in a fresh tensor first.
-    const bool codes_unfit = !target.info().is_packed && same && !source.narrowed &&
-                             detail::check_codes(array, target, options.narrow, layout);
-    if (!target.info().is_packed && same && !source.narrowed && !codes_unfit) {
-        // Same storage (up to byte order, or plain codes into a quantized
-        // tensor): numpy's copy checks no value, so nothing can fail once it
-        // writes. It copies straight in (memory shared with the array is
-        // handled by numpy, which then copies the source first).
-        const std::size_t itemsize = target.info().element_size;
-        detail::copy_plan plan;
-        const detail::byte_span span = detail::span_of(adapter::data(destination), dest_layout, itemsize);
-        if (static_cast<std::size_t>(PyArray_ITEMSIZE(array)) == itemsize &&
-            !detail::array_overlaps(array, span.begin, span.bytes) &&
-            detail::copy_plan_of(array, dest_layout, itemsize, plan)) {
-            detail::without_gil_if_large(plan.count() * itemsize, [&] {
-                detail::copy_strided(plan, PyArray_DATA(array), adapter::data(destination), itemsize,
-                                     detail::swap_unit_of(array));
-            });
-            return;
-        }
-        object into = detail::array_over(target, adapter::data(destination), dest_layout, true, user_dtype_choice::own);
-        if (PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(into.get()), array) != 0) {
-            detail::throw_numpy_failure("copy_into");
-        }
-        return;
-    }
-    if (!target.info().is_packed && matched && source.narrowed && source.type == target &&
-        dest_layout.is_contiguous() &&
-        !detail::array_overlaps(array, adapter::data(destination), dest_layout.count() * target.info().element_size)) {
-        // Narrowing: every value is checked before the first is written.
-        detail::narrow_into(array, target, adapter::data(destination), options.narrow, layout, /*check_first=*/true);
-        return;
-    }
-    to_tensor_options as_copy = options;
-    as_copy.type = target;
-    as_copy.policy = borrow_policy::copy;
-    if (target.info().is_packed) as_copy.layout = adapter::packed_layout(destination);
-    // Packing can find a bad value halfway (and narrowing into strided or
-    // overlapping memory is left to the general path): convert into a fresh
-    // tensor first, so a failure cannot leave the destination half-written.
-    tensor staged = to_tensor<tensor>(obj, as_copy).tensor;
-    if (target.info().is_packed) {
-        if (dest_layout.is_dense_packed(target.id(), as_copy.layout.value())) {
-            copy_packed_dense(target.id(), staged.data(), {staged.count(), staged.layout().innermost()},
-                              adapter::data(destination), staged.packing());
-        } else {  // a packed sub-tensor: element by element, the bits around it kept
-            std::vector<std::uint8_t> values(staged.count());
-            unpack(target.id(), staged.data(), {staged.count(), staged.layout().innermost()}, values.data(),
-                   staged.packing());
-            pack_strided(target.id(), values.data(), dest_layout.shape.data(), dest_layout.strides.data(),
-                         dest_layout.ndim, adapter::data(destination));
-        }
-        return;
-    }
-    object from = to_array(staged, share_policy::try_share);
-    object into = detail::array_over(target, adapter::data(destination), dest_layout, true, user_dtype_choice::own);
-    if (PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(into.get()), reinterpret_cast<PyArrayObject*>(from.get())) !=
-        0) {
-        detail::throw_numpy_failure("copy_into");
-    }
+    to_tensor_options as_target = options;
+    as_target.type = target;
+    const detail::copy_values values = detail::values_for(array, detail::match_of(array, as_target), target);
+    const detail::fill_plan plan =
+        detail::plan_fill(detail::value_facts_of(values, target, options.narrow), target, options.narrow);
+    const lowbit_layout packing = target.info().is_packed ? adapter::packed_layout(destination) : lowbit_layout::compact;
+    detail::fill_existing(plan, values, detail::descr_text(PyArray_DESCR(array)),
+                          detail::fill_target{target, adapter::data(destination), into, packing, true}, options.narrow);
 }
 
 }  // namespace npybridge

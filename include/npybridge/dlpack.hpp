@@ -228,10 +228,11 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
     }
     using adapter = tensor_adapter<Tensor>;
     const bool read_only = (taken.flags & dlpack::flag_read_only) != 0;
-    // The common import: a plain dtype as it is, borrowed straight (no numpy array in between).
+    // The planner's first case: a plain dtype as it is, writable, aligned, strides the tensor type takes, borrowed
+    // straight (no numpy array in between). Anything else, read-only memory included, is an ndarray over the
+    // DLPack memory that to_tensor plans like any other.
     if (const dtype* plain = view.dtype.bits >= 8 ? detail::plain_dtype_of(view.dtype) : nullptr;
-        plain != nullptr && options.policy != borrow_policy::copy && (!options.type || *options.type == *plain) &&
-        !(read_only && options.require_writable) && static_cast<std::size_t>(view.ndim) <= detail::ndim_limit<Tensor> &&
+        plain != nullptr && !read_only && static_cast<std::size_t>(view.ndim) <= detail::ndim_limit<Tensor> &&
         (view.ndim > 0 || adapter::has_scalar)) {
         const std::size_t itemsize = plain->info().element_size;
         void* data = detail::dlpack_first_byte(view);
@@ -246,13 +247,11 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
                                     : stride;
             stride *= static_cast<std::ptrdiff_t>(view.shape[i] == 0 ? 1 : view.shape[i]);
         }
-        if (reinterpret_cast<std::uintptr_t>(data) % itemsize == 0 && adapter::accepts_strides(layout)) {
+        const bool aligned = reinterpret_cast<std::uintptr_t>(data) % itemsize == 0;
+        if (detail::borrows_at_once(plain, aligned, adapter::accepts_strides(layout), options)) {
             const dtype type = *plain;
             return {std::in_place,
-                    [&] {
-                        return detail::adapter_borrow_at<Tensor>(type, data, layout, !read_only, std::move(taken.owner),
-                                                                 where);
-                    },
+                    [&] { return detail::adapter_borrow_at<Tensor>(type, data, layout, true, std::move(taken.owner), where); },
                     true};
         }
     }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/options.hpp>
 #include <npybridge/detail/descr_cache.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
@@ -16,14 +17,6 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// What happens to values that a narrower dtype may not hold: int64 / float64
-/// input, which MegBrain has no dtype for (it becomes Int32 / Float32), and a
-/// requested dtype narrower than the array's. checked: every value is checked
-/// first and the first that does not fit is an error (integers into any
-/// integer, float or complex dtype; floats into float / complex; complex into
-/// complex; other changes only within a kind); wrap: any cast NumPy has, like
-/// a C cast; reject: only casts that cannot lose a value (NumPy's 'safe').
-enum class narrowing : std::uint8_t { checked, wrap, reject };
 
 /// What a numpy dtype becomes: the dtype, and whether its values must be
 /// narrowed (int64 -> Int32, float64 -> Float32) on the way in.

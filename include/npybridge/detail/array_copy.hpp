@@ -5,6 +5,7 @@
 
 #include <npybridge/core/config.hpp>
 #include <npybridge/core/detail/narrowing_kernels.hpp>
+#include <npybridge/core/detail/value_bounds.hpp>
 #include <npybridge/core/detail/strided_copy.hpp>
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/lowbit.hpp>
@@ -14,6 +15,7 @@
 #include <npybridge/python_errors.hpp>
 #include <npybridge/core/scalar_types.hpp>
 #include <npybridge/core/tensor.hpp>
+#include <npybridge/detail/messages.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -28,41 +30,6 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
-
-inline std::string index_text(std::size_t flat, const tensor_layout& layout) {
-    std::vector<std::size_t> index(layout.ndim);
-    for (std::size_t i = layout.ndim; i-- > 0;) {
-        const std::size_t extent = layout.shape[i] == 0 ? 1 : layout.shape[i];
-        index[i] = flat % extent;
-        flat /= extent;
-    }
-    return tuple_text(index.data(), index.size());
-}
-
-inline std::string array_text(PyArrayObject* array) {
-    tensor_layout shape;
-    shape.ndim = std::min<std::size_t>(static_cast<std::size_t>(PyArray_NDIM(array)), NPYBRIDGE_MAX_NDIM);
-    for (std::size_t i = 0; i < shape.ndim; ++i)
-        shape.shape[i] = static_cast<std::size_t>(PyArray_DIM(array, static_cast<int>(i)));
-    std::string dims = static_cast<std::size_t>(PyArray_NDIM(array)) > NPYBRIDGE_MAX_NDIM
-                           ? std::to_string(PyArray_NDIM(array)) + "-d"
-                           : shape.shape_text();
-    return "array of shape " + dims + " and dtype " + descr_text(PyArray_DESCR(array));
-}
-
-inline std::string strides_text(PyArrayObject* array) {
-    return tuple_text(PyArray_STRIDES(array), static_cast<std::size_t>(PyArray_NDIM(array)));
-}
-
-/// A Python error raised by numpy while converting, as a conversion_error
-/// that carries numpy's message.
-[[noreturn]] inline void throw_numpy_failure(const std::string& what) {
-    python_error cause;
-    std::string message = cause.what();
-    const auto last_line = message.rfind('\n');
-    if (last_line != std::string::npos) message = message.substr(last_line + 1);
-    throw conversion_error(what + ": " + message);
-}
 
 /// A plain ndarray over `data` with the numpy form of `type` (new reference):
 /// BFloat16 / IntBn as the user dtype `choice` names (a result: the preferred
@@ -275,198 +242,84 @@ inline object contiguous_as(PyArrayObject* array, int type_num, NPY_CASTING cast
     return object::steal(result);
 }
 
-/// What a value must satisfy to survive a cast: integer targets hold
-/// [lo, hi]; float targets keep every finite value below `overflow` in
-/// magnitude (above it, it would become infinite).
-struct value_bounds {
-    bool floating = false;
-    std::int64_t lo = 0, hi = 0;
-    double overflow = 0;
-    /// Floating targets: the significand's bits (float32 24, float16 11, bfloat16 8): an integer that needs
-    /// more is not held exactly, and `checked` refuses it as it refuses an overflow.
-    unsigned digits = 0;
-    /// The float it would become (integer -> float), for messages.
-    double (*rounded)(double) = nullptr;
-};
-
-/// The bounds of a dtype's storage (the codes, for quantized dtypes); none
-/// for dtypes every numeric value survives the cast into (Bool, Byte) or
-/// that are packed (their valid sets are the packers' business).
-inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
-    if (type.is_packed) return std::nullopt;
-    if (type.category == dtype_category::floating || type.category == dtype_category::complex) {
-        value_bounds bounds{true, 0, 0, overflow_threshold(type.range.hi)};
-        if (type.storage == "bfloat16") {
-            bounds.digits = 8;
-            bounds.rounded = [](double v) { return bfloat16::from_double(v).to_double(); };
-        } else if (type.storage == "half") {
-            bounds.digits = 11;
-            bounds.rounded = [](double v) {
-                return static_cast<double>(half::from_float(static_cast<float>(v)).to_float());
-            };
-        } else {  // float, complex<float>
-            bounds.digits = 24;
-            bounds.rounded = [](double v) { return static_cast<double>(static_cast<float>(v)); };
-        }
-        return bounds;
-    }
-    if (type.category != dtype_category::integer && type.category != dtype_category::quantized) return std::nullopt;
-    const unsigned bits = static_cast<unsigned>(type.element_size * 8);
-    if (bits >= 64) return std::nullopt;
-    value_bounds bounds =
-        type.is_signed ? value_bounds{false, -(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1, 0}
-                       : value_bounds{false, 0, (std::int64_t{1} << bits) - 1, 0};
-    // A dtype whose codes are fewer than its storage holds (QuantizedS1: 0 and 1 in an int8).
-    bounds.lo = std::max(bounds.lo, static_cast<std::int64_t>(type.range.lo));
-    bounds.hi = std::min(bounds.hi, static_cast<std::int64_t>(type.range.hi));
-    return bounds;
-}
-
-/// Whether a dtype's valid codes are fewer than its storage holds (QuantizedS1): values that keep their
-/// storage (a borrow, a straight copy) must then be checked too.
-constexpr bool codes_narrower_than_storage(const dtype_info& type) noexcept {
-    if (type.is_packed || (type.category != dtype_category::integer && type.category != dtype_category::quantized) ||
-        type.element_size >= 8) {
-        return false;
-    }
-    const unsigned bits = static_cast<unsigned>(type.element_size * 8);
-    const double lo = type.is_signed ? -static_cast<double>(std::int64_t{1} << (bits - 1)) : 0.0;
-    const double hi = type.is_signed ? static_cast<double>((std::int64_t{1} << (bits - 1)) - 1)
-                                     : static_cast<double>((std::int64_t{1} << bits) - 1);
-    return static_cast<double>(type.range.lo) > lo || static_cast<double>(type.range.hi) < hi;
-}
-
-/// codes_narrower_than_storage per row of dtype_table, worked out at compile time: the borrow of a quantized
-/// array asks it per call (callgrind: the function itself cost the quantized borrow ~20 instructions).
-inline constexpr std::array<bool, dtype_count> codes_narrower_by_row = [] {
-    std::array<bool, dtype_count> rows{};
-    for (std::size_t i = 0; i < dtype_count; ++i) rows[i] = codes_narrower_than_storage(dtype_table[i]);
-    return rows;
-}();
-
-/// "16777217 (not held exactly: it would become 16777216)": an integer a float dtype does not hold.
-template <class Integer>
-std::string inexact_text(Integer value, const value_bounds& bounds) {
-    const std::string rounded =
-        bounds.rounded ? number_text(bounds.rounded(static_cast<double>(value))) : std::string("another value");
-    return std::to_string(value) + " (not held exactly: it would become " + rounded + ")";
-}
-
-/// The value_range_error for a value that is not one of a packed or narrow-coded dtype's codes.
-[[noreturn]] inline void throw_invalid_code(const dtype_info& type, const std::string& value,
-                                            const std::string& index) {
-    throw value_range_error(std::string(type.name) + ": value " + value + " at index " + index + " is not valid (" +
-                            std::string(type.name) + " holds " + valid_set_text(type) + ")");
-}
-
-/// first_unfit_value for an aligned, native, C-contiguous integer array into a float dtype, read in the
-/// array's own width: the range (for narrow floats) and exactness in one pass. nullopt when the array is
-/// not such an array (the general path then widens it); an optional holding nullopt when every value fits.
-inline std::optional<std::optional<std::pair<std::size_t, std::string>>> first_unfit_integer_for_float(
-    PyArrayObject* array, const value_bounds& bounds) {
-    if (!PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array))
-        return std::nullopt;
-    const char kind = descr_kind(PyArray_DESCR(array));
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
-    const double integer_limit = std::ceil(bounds.overflow) - 1;
-    const auto scan = [&](const auto* in) -> std::optional<std::pair<std::size_t, std::string>> {
-        using T = std::remove_cv_t<std::remove_pointer_t<decltype(in)>>;
-        const unsigned value_bits = sizeof(T) * 8 - (std::is_signed_v<T> ? 1 : 0);
-        std::size_t bad = n;
-        if (integer_limit < static_cast<double>(std::numeric_limits<T>::max())) {  // a narrow float: range first
-            const auto limit = static_cast<T>(integer_limit);
-            bad = first_outside<T>(in, n, std::is_signed_v<T> ? static_cast<T>(-limit) : T{0}, limit);
-            if (bad != n) return std::pair{bad, std::to_string(in[bad])};
-        }
-        if (value_bits <= bounds.digits) return std::nullopt;  // every value of T is held exactly
-        bad = first_inexact(in, n, bounds.digits);
-        if (bad == n) return std::nullopt;
-        return std::pair{bad, inexact_text(in[bad], bounds)};
-    };
-    const void* data = PyArray_DATA(array);
-    switch (PyArray_ITEMSIZE(array) * (kind == 'i' ? 1 : -1)) {
-        case 1: return scan(static_cast<const std::int8_t*>(data));
-        case 2: return scan(static_cast<const std::int16_t*>(data));
-        case 4: return scan(static_cast<const std::int32_t*>(data));
-        case 8: return scan(static_cast<const std::int64_t*>(data));
-        case -1: return scan(static_cast<const std::uint8_t*>(data));
-        case -2: return scan(static_cast<const std::uint16_t*>(data));
-        case -4: return scan(static_cast<const std::uint32_t*>(data));
-        case -8: return scan(static_cast<const std::uint64_t*>(data));
-        default: return std::nullopt;
-    }
-}
-
-/// The first value of the array (C order) that does not survive a cast into
-/// `bounds`: its index and its text. Integers are read as int64 / uint64 and
-/// floats as double (long double when wider), complex numbers part by part;
-/// other kinds are numpy's to judge.
-inline std::optional<std::pair<std::size_t, std::string>> first_unfit_value(PyArrayObject* array,
-                                                                            const value_bounds& bounds) {
-    const char kind = descr_kind(PyArray_DESCR(array));
-    const bool wide_float = PyArray_ITEMSIZE(array) > (kind == 'c' ? 16 : 8);
-    const int wide_type = kind == 'i'   ? NPY_INT64
-                          : kind == 'u' ? NPY_UINT64
-                          : kind == 'f' ? (wide_float ? NPY_LONGDOUBLE : NPY_DOUBLE)
-                          : kind == 'c' ? (wide_float ? NPY_CLONGDOUBLE : NPY_CDOUBLE)
-                                        : -1;
-    if (wide_type < 0) return std::nullopt;
-    if (bounds.floating && (kind == 'i' || kind == 'u')) {
-        // Integers into a float: read in their own width when that is possible (no int64 copy first).
-        if (auto found = first_unfit_integer_for_float(array, bounds)) return *found;
-    }
-    object wide = contiguous_as(array, wide_type, NPY_SAFE_CASTING, "checked narrowing");
-    const void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(wide.get()));
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(array)) * (kind == 'c' ? 2 : 1);
-    // Integers against a float's overflow: |v| <= the largest integer below it; then exactly held.
-    const double integer_limit = bounds.floating ? std::ceil(bounds.overflow) - 1 : 0;
+/// The first integer of `in` that `bounds` does not hold unchanged: outside [lo, hi] for integer targets; for
+/// float targets, overflowing or not held exactly.
+template <class T>
+std::optional<unfit_value> first_unfit_integer(const T* in, std::size_t n, const value_bounds& bounds) {
+    using limits = std::numeric_limits<T>;
     std::size_t bad = n;
-    if (kind == 'i') {
-        const auto* in = static_cast<const std::int64_t*>(data);
-        if (!bounds.floating) {
-            bad = first_outside<std::int64_t>(in, n, bounds.lo, bounds.hi);
-        } else if (integer_limit < 9.2e18) {
-            const auto limit = static_cast<std::int64_t>(integer_limit);
-            bad = first_outside<std::int64_t>(in, n, -limit, limit);
-        }
-        if (bad != n) return std::pair{bad, std::to_string(in[bad])};
-        if (bounds.floating && (bad = first_inexact(in, n, bounds.digits)) != n)
-            return std::pair{bad, inexact_text(in[bad], bounds)};
-    } else if (kind == 'u') {
-        const auto* in = static_cast<const std::uint64_t*>(data);
-        const auto hi = bounds.floating
-                            ? (integer_limit < 1.8e19 ? static_cast<std::uint64_t>(integer_limit) : ~std::uint64_t{0})
-                            : static_cast<std::uint64_t>(std::max<std::int64_t>(bounds.hi, 0));
-        bad = first_outside<std::uint64_t>(in, n, 0, hi);  // every integer bound's lo is <= 0
-        if (bad != n) return std::pair{bad, std::to_string(in[bad])};
-        if (bounds.floating && (bad = first_inexact(in, n, bounds.digits)) != n)
-            return std::pair{bad, inexact_text(in[bad], bounds)};
-    } else {
-        auto check = [&](const auto* in) {
-            using real = std::remove_cv_t<std::remove_pointer_t<decltype(in)>>;
-            return bounds.floating
-                       ? first_overflow<real>(in, n, static_cast<real>(bounds.overflow))
-                       : first_outside<real>(in, n, static_cast<real>(bounds.lo), static_cast<real>(bounds.hi));
-        };
-        if (wide_float) {
-            const auto* in = static_cast<const long double*>(data);
-            bad = check(in);
-            if (bad == n) return std::nullopt;
-            if (kind == 'c') bad -= bad % 2;
-            return std::pair{kind == 'c' ? bad / 2 : bad, kind == 'c'
-                                                              ? "(" + number_text(static_cast<double>(in[bad])) + "+" +
-                                                                    number_text(static_cast<double>(in[bad + 1])) + "j)"
-                                                              : number_text(static_cast<double>(in[bad]))};
-        }
-        const auto* in = static_cast<const double*>(data);
-        bad = check(in);
-        if (bad == n) return std::nullopt;
-        if (kind == 'c') bad -= bad % 2;
-        return std::pair{
-            kind == 'c' ? bad / 2 : bad,
-            kind == 'c' ? "(" + number_text(in[bad]) + "+" + number_text(in[bad + 1]) + "j)" : number_text(in[bad])};
+    if (!bounds.floating) {
+        const T lo = bounds.lo <= static_cast<long double>(limits::min()) ? limits::min() : static_cast<T>(bounds.lo);
+        const T hi = bounds.hi >= static_cast<long double>(limits::max()) ? limits::max()
+                     : bounds.hi < 0                                      ? T{0}
+                                                                          : static_cast<T>(bounds.hi);
+        bad = first_outside<T>(in, n, lo, hi);
+        if (bad != n) return unfit_value{bad, std::to_string(in[bad])};
+        return std::nullopt;
     }
+    const double limit = std::ceil(bounds.overflow) - 1;  // the largest integer below the overflow
+    if (limit < static_cast<double>(limits::max())) {
+        const auto top = static_cast<T>(limit);
+        bad = first_outside<T>(in, n, std::is_signed_v<T> ? static_cast<T>(-top) : T{0}, top);
+        if (bad != n) return unfit_value{bad, std::to_string(in[bad])};
+    }
+    if (sizeof(T) * 8 - (std::is_signed_v<T> ? 1 : 0) <= bounds.digits) return std::nullopt;
+    bad = first_inexact(in, n, bounds.digits);
+    if (bad != n) return unfit_value{bad, inexact_text(in[bad], bounds)};
     return std::nullopt;
+}
+
+/// The first float (or complex part, `parts` 2) of `in` that `bounds` does not hold: overflowing a float target;
+/// not a whole number in [lo, hi] for integer, bool and quantized targets.
+template <class T>
+std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::size_t parts, const value_bounds& bounds) {
+    const std::size_t count = n * parts;
+    std::size_t bad = bounds.floating ? first_overflow<T>(in, count, static_cast<T>(bounds.overflow))
+                                      : first_not_whole<T>(in, count, static_cast<double>(bounds.lo),
+                                                           static_cast<double>(bounds.hi));
+    if (bad == count) return std::nullopt;
+    bad -= bad % parts;
+    const auto text = [](T v) { return number_text(static_cast<double>(v)); };
+    return unfit_value{bad / parts, parts == 2 ? "(" + text(in[bad]) + "+" + text(in[bad + 1]) + "j)" : text(in[bad])};
+}
+
+/// The first value of the array (C order) that does not go into `bounds` unchanged: its index and its text.
+/// Read in its own type when the array is C-contiguous, aligned and native (no copy; float32 read as float32,
+/// so flush-to-zero mode changes no subnormal on the way); else widened by numpy to int64 / uint64 / double
+/// (long double when wider). Kinds other than integers, floats and complex numbers are numpy's to judge.
+inline std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds) {
+    const char kind = descr_kind(PyArray_DESCR(array));
+    if (kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c') return std::nullopt;
+    const std::size_t parts = kind == 'c' ? 2 : 1;
+    const auto real_size = static_cast<std::size_t>(PyArray_ITEMSIZE(array)) / parts;
+    const bool own = PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array) &&
+                     (kind == 'i' || kind == 'u' || real_size == 4 || real_size == 8);
+    object wide;
+    if (!own) {
+        const bool long_real = real_size > 8;
+        const int wide_type = kind == 'i'   ? NPY_INT64
+                              : kind == 'u' ? NPY_UINT64
+                              : kind == 'f' ? (long_real ? NPY_LONGDOUBLE : NPY_DOUBLE)
+                                            : (long_real ? NPY_CLONGDOUBLE : NPY_CDOUBLE);
+        wide = contiguous_as(array, wide_type, NPY_SAFE_CASTING, "checked narrowing");
+    }
+    auto* values = own ? array : reinterpret_cast<PyArrayObject*>(wide.get());
+    const void* data = PyArray_DATA(values);
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(values));
+    const auto size = static_cast<int>(PyArray_ITEMSIZE(values) / static_cast<npy_intp>(parts));
+    switch (kind == 'i' ? size : kind == 'u' ? -size : 100 + size) {
+        case 1: return first_unfit_integer(static_cast<const std::int8_t*>(data), n, bounds);
+        case 2: return first_unfit_integer(static_cast<const std::int16_t*>(data), n, bounds);
+        case 4: return first_unfit_integer(static_cast<const std::int32_t*>(data), n, bounds);
+        case 8: return first_unfit_integer(static_cast<const std::int64_t*>(data), n, bounds);
+        case -1: return first_unfit_integer(static_cast<const std::uint8_t*>(data), n, bounds);
+        case -2: return first_unfit_integer(static_cast<const std::uint16_t*>(data), n, bounds);
+        case -4: return first_unfit_integer(static_cast<const std::uint32_t*>(data), n, bounds);
+        case -8: return first_unfit_integer(static_cast<const std::uint64_t*>(data), n, bounds);
+        case 104: return first_unfit_float(static_cast<const float*>(data), n, parts, bounds);
+        case 108: return first_unfit_float(static_cast<const double*>(data), n, parts, bounds);
+        default: return first_unfit_float(static_cast<const long double*>(data), n, parts, bounds);
+    }
 }
 
 /// int64 -> Int32 / float64 -> Float32 into `out` (contiguous). checked: the
@@ -572,7 +425,7 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
         }
     }
     const char kind = descr_kind(PyArray_DESCR(array));
-    if (kind != 'i' && kind != 'u' && kind != 'b') {
+    if (kind != 'i' && kind != 'u' && kind != 'b' && kind != 'f') {  // (floats: plan_fill lets whole ones in)
         throw dtype_error(std::string(type.name) + " takes integer values, got numpy " +
                           descr_text(PyArray_DESCR(array)));
     }
@@ -580,29 +433,12 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
     if (PyArray_ITEMSIZE(array) == 1 && (kind == 'i') == type.is_signed && kind != 'b') {
         return contiguous_as(array, byte_type, NPY_SAFE_CASTING, std::string(type.name));
     }
-    // Only "fits a byte" is checked here (integers of any width, uint64
-    // too, so nothing wraps into a valid code); the packer's own codec judges
-    // the value set (and names the index) in pack_values.
-    const value_bounds byte_bounds{false, type.is_signed ? -128 : 0, type.is_signed ? 127 : 255, 0};
+    // Only "a whole number that fits a byte" is checked here (integers of any width, uint64 too, so nothing
+    // wraps into a valid code); the packer's own codec judges the value set (and names the index) in pack_values.
+    const value_bounds byte_bounds = *storage_bounds(type);
     if (const auto unfit = first_unfit_value(array, byte_bounds))
-        throw_invalid_code(type, unfit->second, index_text(unfit->first, layout));
+        throw_invalid_code(type, unfit->text, index_text(unfit->index, layout));
     return contiguous_as(array, byte_type, NPY_UNSAFE_CASTING, std::string(type.name));
-}
-
-/// For a dtype with fewer codes than storage: throws value_range_error naming the first value of `array`
-/// that is not a code (and its index), unless narrowing is wrap.
-/// Checks an array whose values keep their storage (a borrow, a straight copy) against the codes of a dtype
-/// that has fewer than its storage holds (QuantizedS1). checked / reject: a value_range_error naming the
-/// first bad one; wrap: its text, returned (the caller then copies, wrapping each code: settle_codes).
-inline std::optional<std::string> check_codes(PyArrayObject* array, const dtype& target, narrowing narrow,
-                                              const tensor_layout& layout) {
-    if (!codes_narrower_than_storage(target.info())) return std::nullopt;
-    const auto unfit = first_unfit_value(array, *storage_bounds(target.info()));
-    if (!unfit) return std::nullopt;
-    if (narrow != narrowing::wrap) throw_invalid_code(target.info(), unfit->second, index_text(unfit->first, layout));
-    return "codes: value " + unfit->second + " at index " + index_text(unfit->first, layout) + " is not a " +
-           std::string(target.name()) + " code (narrowing='wrap' copies, wrapping each code into " +
-           valid_set_text(target.info()) + ")";
 }
 
 /// The last word on fresh memory of a dtype whose codes are fewer than its storage holds (QuantizedS1), after

@@ -1,6 +1,5 @@
-// npybridge/detail/array_fill.hpp — filling fresh tensor memory from an array (convert.hpp's copies): the
-// requantizing refusal, other libraries' bfloat16 / intbN seen through npybridge's own, and the casts numpy
-// may make under each narrowing mode (docs/policies.md).
+// npybridge/detail/array_fill.hpp — the executors of a copy: the values a copy reads (user dtypes read as plain
+// numbers), the facts the planner asks of them, and one short function per fill route (docs/policies.md).
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -8,28 +7,18 @@
 #include <npybridge/core/errors.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/policies.hpp>
+#include <npybridge/core/detail/plan.hpp>
+#include <npybridge/detail/messages.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/core/tensor.hpp>
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
-
-/// A quantized array holds codes that mean something only with its scale and
-/// zero point: they go only into the same quantized dtype (packed or not).
-/// Anything else would requantize or drop the parameters silently.
-inline void refuse_requantizing(const std::optional<numpy_dtype_match>& source, const dtype& target) {
-    if (!source || !source->type.is_quantized() || source->type == target) return;
-    const std::string from = source->type.to_string();
-    throw dtype_error((target.is_quantized() ? "requantizing is not supported: the array is " + from +
-                                                   ", the tensor wants " + target.to_string()
-                                             : "the array holds " + from + " codes; converting them to " +
-                                                   target.to_string() + " would drop the quantization parameters") +
-                      " (take the raw codes with a view of the plain numpy dtype, e.g. a.view(np." +
-                      std::string(source->type.info().numpy_name()) + "), or dequantize first)");
-}
 
 /// An array of another library's bfloat16 / intbN (user_dtypes.hpp recognizes MegEngine's and ml_dtypes')
 /// seen through npybridge's own user dtype: a view of the same bytes, so that every cast is npybridge's,
@@ -122,123 +111,231 @@ inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
     return true;
 }
 
-/// Fills fresh, contiguous tensor memory from the array (any strides, byte
-/// order, alignment; casts as the options allow). `named` is the caller's
-/// dtype for messages when `array` is a widened stand-in for it.
-inline void fill_copy(PyArrayObject* array, const std::optional<numpy_dtype_match>& source, const dtype& target,
-                      void* out, const tensor_layout& layout, lowbit_layout packing, const to_tensor_options& options,
-                      PyArray_Descr* named = nullptr) {
-    const std::string array_dtype_text = descr_text(named != nullptr ? named : PyArray_DESCR(array));
-    if (layout.count() == 0) return;
-    if (target.info().is_packed) {
-        object values = lowbit_values(array, target, layout);
-        pack_values(reinterpret_cast<PyArrayObject*>(values.get()), target, out, packing, layout);
-        return;
+/// The values a copy reads, as the planner sees them: user dtypes read as plain numbers unless they go into
+/// their own dtype (any library's bfloat16 as float32, widened by bits; intbN as the int8 bytes it holds;
+/// ml_dtypes' int1/2/4 / uint1/2/4 as int8 / uint8 values); their own dtype through npybridge's own user dtype.
+struct copy_values {
+    object array;
+    std::optional<numpy_dtype_match> match;
+
+    PyArrayObject* get() const noexcept { return reinterpret_cast<PyArrayObject*>(array.get()); }
+};
+
+/// A view of the array's bytes as another plain numpy type of the same size (byte order kept).
+inline object bytes_as(PyArrayObject* array, int type_num) {
+    PyArray_Descr* descr = PyArray_DescrFromType(type_num);
+    if (!PyArray_ISNOTSWAPPED(array)) {
+        PyArray_Descr* swapped = PyArray_DescrNewByteorder(descr, NPY_SWAP);
+        Py_DECREF(descr);
+        if (swapped == nullptr) throw_numpy_failure("npybridge: a view of the " + array_text(array));
+        descr = swapped;
     }
-    if (source && source->narrowed && source->type == target) {
-        narrow_into(array, target, out, options.narrow, layout);
-        return;
+    PyObject* view = PyArray_View(array, descr, nullptr);  // steals descr
+    if (view == nullptr) throw_numpy_failure("npybridge: a view of the " + array_text(array));
+    return object::steal(view);
+}
+
+inline copy_values values_for(PyArrayObject* array, const std::optional<numpy_dtype_match>& match,
+                              const dtype& target) {
+    if (const std::optional<ml_dtypes_subbyte> sub = ml_dtypes_subbyte_kind(PyArray_DESCR(array))) {
+        return {low_bits_as_bytes(array, sub->bits, sub->is_signed),
+                numpy_dtype_match{dtype(sub->is_signed ? dtype_enum::Int8 : dtype_enum::Uint8), false}};
     }
-    if (source && source->type.id() == dtype_enum::BFloat16 && target.id() != dtype_enum::BFloat16 &&
-        descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF) {
-        // bfloat16 (npybridge's, ml_dtypes' or MegEngine's) into another dtype: its values are float32 values,
-        // so it converts as a float32 array would, by the same rules on NumPy 1 and 2 whatever casts the
-        // user dtype registered (float16, complex64, integers, ...).
-        const object as_float = bfloat16_as_float32(array);
-        fill_copy(reinterpret_cast<PyArrayObject*>(as_float.get()),
-                  numpy_dtype_match{dtype(dtype_enum::Float32), false}, target, out, layout, packing, options,
-                  named != nullptr ? named : PyArray_DESCR(array));
-        return;
+    if (!match || match->type.info().form != numpy_form::user_dtype || match->type == target) {
+        return {through_own_user_dtype(array, match), match};
     }
-    const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
-    if (source && same_storage(*source, target) &&
-        static_cast<std::size_t>(PyArray_ITEMSIZE(array)) == target.info().element_size) {
-        // The same values in another layout or byte order: the tiled copier.
-        copy_plan plan;
-        const std::size_t itemsize = target.info().element_size;
-        if (copy_plan_of(array, contiguous, itemsize, plan)) {
-            without_gil_if_large(plan.count() * itemsize,
-                                 [&] { copy_strided(plan, PyArray_DATA(array), out, itemsize, swap_unit_of(array)); });
-            return;
-        }
+    if (match->type.id() == dtype_enum::BFloat16) {
+        return {bfloat16_as_float32(array), numpy_dtype_match{dtype(dtype_enum::Float32), false}};
     }
-    // The casting numpy may do: any byte order / layout change of the same
-    // storage; with narrowing='wrap' anything; with 'reject' only a cast that
-    // cannot lose a value; with 'checked' numpy's unsafe cast where every
-    // value is checked first (integers into any integer, float or complex
-    // dtype, floats into float and complex dtypes, complex into complex),
-    // else a cast within the kind.
-    const bool same = source && same_storage(*source, target);
-    const char kind = descr_kind(PyArray_DESCR(array));
-    const std::optional<value_bounds> bounds = storage_bounds(target.info());
-    const bool into_complex = target.info().category == dtype_category::complex;
-    const bool value_checked =
-        options.narrow == narrowing::checked && !same && bounds &&
-        (kind == 'i' || kind == 'u' || (kind == 'f' && bounds->floating) || (kind == 'c' && into_complex));
-    if (value_checked && target.id() == dtype_enum::Float32 && (kind == 'i' || kind == 'u') &&
-        PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array) &&
-        static_cast<std::size_t>(PyArray_NDIM(array)) == layout.ndim) {
-        // The common narrowing (numpy's int64 / int32 into Float32): converted and checked in one pass.
-        const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
-        auto* floats = static_cast<float*>(out);
-        const void* data = PyArray_DATA(array);
-        std::size_t bad = n;
-        std::string value;
-        const auto convert = [&](const auto* in) {
-            bad = without_gil_if_large(n * sizeof(*in), [&] { return convert_exact_to_float32(in, floats, n); });
-            if (bad != n) value = inexact_text(in[bad], *bounds);
-        };
-        switch (PyArray_ITEMSIZE(array) * (kind == 'i' ? 1 : -1)) {
-            case 4: convert(static_cast<const std::int32_t*>(data)); break;
-            case 8: convert(static_cast<const std::int64_t*>(data)); break;
-            case -4: convert(static_cast<const std::uint32_t*>(data)); break;
-            case -8: convert(static_cast<const std::uint64_t*>(data)); break;
-            default: bad = n + 1; break;  // narrower integers: always exact, numpy's cast below
-        }
-        if (bad < n) {
-            throw value_range_error("narrowing " + array_dtype_text + " to Float32: value " + value + " at index " +
-                                    index_text(bad, layout) +
-                                    " does not fit Float32 (narrowing='checked'; 'wrap' casts anyway)");
-        }
-        if (bad == n) return;
+    return {bytes_as(array, NPY_INT8), numpy_dtype_match{dtype(dtype_enum::Int8), false}};  // intbN
+}
+
+/// The facts plan_fill asks of the values; numpy is asked about its casts only where the mode needs them.
+inline value_facts value_facts_of(const copy_values& values, const dtype& target, narrowing mode) {
+    PyArrayObject* array = values.get();
+    value_facts facts;
+    facts.type = values.match ? &values.match->type : nullptr;
+    facts.narrowed = values.match && values.match->narrowed;
+    facts.kind = descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF ? 'V' : descr_kind(PyArray_DESCR(array));
+    facts.itemsize = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
+    facts.empty = PyArray_SIZE(array) == 0;
+    const bool checked_foreign = mode == narrowing::checked && std::string_view("biufc").find(facts.kind) == std::string_view::npos;
+    if ((mode != narrowing::checked || checked_foreign) && !target.info().is_packed &&
+        target.info().form != numpy_form::none) {
+        const object descr = to_numpy_dtype(target, user_dtype_choice::own);
+        auto* to = reinterpret_cast<PyArray_Descr*>(descr.get());
+        facts.numpy_safe = PyArray_CanCastArrayTo(array, to, NPY_SAFE_CASTING);
+        facts.numpy_casts = facts.numpy_safe || PyArray_CanCastArrayTo(array, to, NPY_UNSAFE_CASTING);
     }
-    const NPY_CASTING casting = same || options.narrow == narrowing::wrap ? NPY_UNSAFE_CASTING
-                                : options.narrow == narrowing::reject     ? NPY_SAFE_CASTING
-                                : value_checked                           ? NPY_UNSAFE_CASTING
-                                                                          : NPY_SAME_KIND_CASTING;
-    object view = array_over(target, out, contiguous, true, user_dtype_choice::own);
+    return facts;
+}
+
+/// numpy's cast of the array's values into memory of `target` with `into`'s element strides (its copy loops
+/// release the GIL themselves for large copies); a 0-d array fills a shape-(1,) tensor.
+inline void cast_into(PyArrayObject* array, const dtype& target, void* out, const tensor_layout& into) {
+    object view = array_over(target, out, into, true, user_dtype_choice::own);
     auto* destination = reinterpret_cast<PyArrayObject*>(view.get());
-    if (!PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), casting)) {
-        const char* word = casting == NPY_SAFE_CASTING        ? "safe"
-                           : casting == NPY_SAME_KIND_CASTING ? "same_kind"
-                                                              : "unsafe";
-        const char* advice = options.narrow == narrowing::reject
-                                 ? " (narrowing='reject' allows no cast that can lose values; "
-                                   "'checked' checks every value, 'wrap' casts anyway)"
-                             : options.narrow == narrowing::checked ? " (narrowing='wrap' allows any cast numpy has)"
-                                                                    : " (numpy has no cast between them)";
-        throw dtype_error("cannot cast numpy " + array_dtype_text + " to " + target.to_string() + " with casting='" +
-                          word + "'" + advice);
-    }
-    if (value_checked && !PyArray_CanCastArrayTo(array, PyArray_DESCR(destination), NPY_SAFE_CASTING)) {
-        if (const auto unfit = first_unfit_value(array, *bounds)) {
-            throw value_range_error("narrowing " + array_dtype_text + " to " + std::string(target.name()) + ": value " +
-                                    unfit->second + " at index " + index_text(unfit->first, layout) + " does not fit " +
-                                    std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
-        }
-    }
-    if (target.id() == dtype_enum::BFloat16 && fill_bfloat16(array, out, layout.count())) return;
-    // numpy's copy loops release the GIL themselves for large copies.
-    object source_view = object::borrow(reinterpret_cast<PyObject*>(array));
-    if (PyArray_NDIM(array) != PyArray_NDIM(destination)) {  // 0-d array into a shape-(1,) tensor
+    object source = object::borrow(reinterpret_cast<PyObject*>(array));
+    if (PyArray_NDIM(array) != PyArray_NDIM(destination)) {
         PyArray_Dims dims{PyArray_DIMS(destination), PyArray_NDIM(destination)};
         PyObject* reshaped = PyArray_Newshape(array, &dims, NPY_CORDER);
         if (reshaped == nullptr) throw_numpy_failure("npybridge: reshape of a 0-d array");
-        source_view = object::steal(reshaped);
+        source = object::steal(reshaped);
     }
-    if (PyArray_CopyInto(destination, reinterpret_cast<PyArrayObject*>(source_view.get())) != 0) {
+    if (PyArray_CopyInto(destination, reinterpret_cast<PyArrayObject*>(source.get())) != 0) {
         throw_numpy_failure("npybridge: copying " + array_text(array));
     }
+}
+
+/// Same values, another layout or byte order: the tiled copier into memory of `into`'s element strides (numpy's
+/// copy when the copier cannot take the shape).
+inline void copy_same(PyArrayObject* array, const dtype& target, void* out, const tensor_layout& into) {
+    const std::size_t itemsize = target.info().element_size;
+    copy_plan plan;
+    if (static_cast<std::size_t>(PyArray_ITEMSIZE(array)) == itemsize && copy_plan_of(array, into, itemsize, plan)) {
+        without_gil_if_large(plan.count() * itemsize,
+                             [&] { copy_strided(plan, PyArray_DATA(array), out, itemsize, swap_unit_of(array)); });
+        return;
+    }
+    cast_into(array, target, out, into);
+}
+
+/// Integers into Float32, checked and converted in one pass (contiguous, aligned, native int32 / int64 /
+/// uint32 / uint64 only; false for anything else). Writes as it goes: for fresh memory only.
+inline bool convert_exact_into_float32(PyArrayObject* array, const std::string& array_dtype, void* out,
+                                       const tensor_layout& layout) {
+    const char kind = descr_kind(PyArray_DESCR(array));
+    if (!PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array) ||
+        (kind != 'i' && kind != 'u') || PyArray_ITEMSIZE(array) < 4) {
+        return false;
+    }
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
+    const value_bounds bounds = *storage_bounds(info(dtype_enum::Float32));
+    const auto convert = [&](const auto* in) {
+        const std::size_t bad = without_gil_if_large(
+            n * sizeof(*in), [&] { return convert_exact_to_float32(in, static_cast<float*>(out), n); });
+        if (bad != n) {
+            throw_unfit_value(array_dtype, dtype(dtype_enum::Float32), value_check::exact,
+                              unfit_value{bad, inexact_text(in[bad], bounds)}, layout);
+        }
+    };
+    const void* data = PyArray_DATA(array);
+    if (kind == 'i') {
+        PyArray_ITEMSIZE(array) == 4 ? convert(static_cast<const std::int32_t*>(data))
+                                     : convert(static_cast<const std::int64_t*>(data));
+    } else {
+        PyArray_ITEMSIZE(array) == 4 ? convert(static_cast<const std::uint32_t*>(data))
+                                     : convert(static_cast<const std::uint64_t*>(data));
+    }
+    return true;
+}
+
+/// Where a fill writes: the tensor's memory (fresh, or an existing dense tensor when copy_into checks first)
+/// and the layout the messages' indexes use.
+struct fill_target {
+    const dtype& type;
+    void* out;
+    const tensor_layout& layout;
+    lowbit_layout packing = lowbit_layout::compact;
+    /// Every value is checked before the first is written (copy_into's existing memory).
+    bool check_first = false;
+};
+
+/// Runs a fill plan: the plan's check, then its route. Decides nothing: plan_fill did.
+inline void run_fill(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
+                     const fill_target& into, narrowing mode) {
+    PyArrayObject* array = values.get();
+    const dtype& target = into.type;
+    if (plan.route == fill_route::refuse) throw_refusal(plan.refused, array_dtype, values.match, target, mode);
+    if (plan.route == fill_route::nothing) return;
+    const tensor_layout contiguous = tensor_layout::contiguous(into.layout.shape.data(), into.layout.ndim);
+    if (plan.route == fill_route::pack) {
+        object bytes = lowbit_values(array, target, into.layout);
+        pack_values(reinterpret_cast<PyArrayObject*>(bytes.get()), target, into.out, into.packing, into.layout);
+        return;
+    }
+    if (plan.route == fill_route::narrow) {
+        narrow_into(array, target, into.out, mode, into.layout, into.check_first);
+        return;
+    }
+    if (plan.check == value_check::exact && !into.check_first && target.id() == dtype_enum::Float32 &&
+        static_cast<std::size_t>(PyArray_NDIM(array)) == into.layout.ndim &&
+        convert_exact_into_float32(array, array_dtype, into.out, into.layout)) {
+        return;
+    }
+    if (plan.check != value_check::none) {
+        if (const auto unfit = first_unfit_value(array, *storage_bounds(target.info()))) {
+            if (plan.route == fill_route::same) {
+                throw_invalid_code(target.info(), unfit->text, index_text(unfit->index, into.layout));
+            }
+            throw_unfit_value(array_dtype, target, plan.check, *unfit, into.layout);
+        }
+    }
+    if (plan.route == fill_route::same) {
+        copy_same(array, target, into.out, contiguous);
+    } else if (!(target.id() == dtype_enum::BFloat16 && fill_bfloat16(array, into.out, into.layout.count()))) {
+        cast_into(array, target, into.out, contiguous);
+    }
+    if (plan.settle_codes) settle_codes(into.out, target, mode, into.layout);
+}
+
+/// A staged (fresh, dense) tensor's values into the destination's memory: packed bits kept around a packed
+/// sub-tensor, element strides otherwise. Nothing here can fail.
+inline void copy_staged(const tensor& staged, const fill_target& into) {
+    const dtype_enum id = into.type.id();
+    const std::size_t count = staged.count();
+    if (into.type.info().is_packed) {
+        if (into.layout.is_dense_packed(id, into.packing)) {
+            copy_packed_dense(id, staged.data(), {count, staged.layout().innermost()}, into.out, staged.packing());
+            return;
+        }
+        std::vector<std::uint8_t> values(count);
+        unpack(id, staged.data(), {count, staged.layout().innermost()}, values.data(), staged.packing());
+        pack_strided(id, values.data(), into.layout.shape.data(), into.layout.strides.data(), into.layout.ndim,
+                     into.out);
+        return;
+    }
+    const std::size_t itemsize = into.type.info().element_size;
+    copy_plan plan;
+    plan.ndim = into.layout.ndim;
+    for (std::size_t i = 0; i < plan.ndim; ++i) {
+        plan.shape[i] = into.layout.shape[i];
+        plan.src[i] = staged.layout().strides[i] * static_cast<std::ptrdiff_t>(itemsize);
+        plan.dst[i] = into.layout.strides[i] * static_cast<std::ptrdiff_t>(itemsize);
+    }
+    without_gil_if_large(count * itemsize, [&] { copy_strided(plan, staged.data(), into.out, itemsize); });
+}
+
+/// Runs a fill plan into an existing tensor's memory (copy_into). Straight in when nothing can fail halfway:
+/// the same values, or a checked-first conversion into dense memory the array does not overlap. Anything else
+/// (packing, wrapping codes, strided or overlapped memory) fills a fresh tensor first, so that an error leaves
+/// the destination as it was.
+inline void fill_existing(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
+                          const fill_target& into, narrowing mode) {
+    PyArrayObject* array = values.get();
+    const dtype& target = into.type;
+    if (plan.route == fill_route::refuse) throw_refusal(plan.refused, array_dtype, values.match, target, mode);
+    if (plan.route == fill_route::nothing) return;
+    const bool packed = target.info().is_packed;
+    const bool wraps_codes = plan.settle_codes && mode == narrowing::wrap;
+    const byte_span span = packed ? byte_span{into.out, 0} : span_of(into.out, into.layout, target.info().element_size);
+    const bool overlaps = !packed && array_overlaps(array, span.begin, span.bytes);
+    if (plan.route == fill_route::same && !wraps_codes) {
+        if (plan.check != value_check::none) {
+            if (const auto unfit = first_unfit_value(array, *storage_bounds(target.info()))) {
+                throw_invalid_code(target.info(), unfit->text, index_text(unfit->index, into.layout));
+            }
+        }
+        overlaps ? cast_into(array, target, into.out, into.layout) : copy_same(array, target, into.out, into.layout);
+        return;
+    }
+    if (!packed && !wraps_codes && !overlaps && into.layout.is_contiguous()) {
+        run_fill(plan, values, array_dtype, into, mode);
+        return;
+    }
+    const tensor staged = tensor::empty(target, into.layout.shape.data(), into.layout.ndim, into.packing);
+    run_fill(plan, values, array_dtype, fill_target{target, staged.data(), staged.layout(), into.packing}, mode);
+    copy_staged(staged, into);
 }
 
 /// The array for an object: the object itself when it is an ndarray, else

@@ -1,4 +1,5 @@
-// npybridge/core/detail/narrowing_kernels.hpp — int64 -> int32 and float64 -> float32 with a per-value fit check: portable and SSE2.
+// npybridge/core/detail/narrowing_kernels.hpp — value checks of checked narrowing (int64 -> int32 and float64 ->
+// float32 with a per-value fit check, portable and SSE2; ranges, whole numbers, exactly held integers).
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -222,6 +224,62 @@ std::size_t first_overflow(const T* in, std::size_t n, T overflow) noexcept {
         }
     }
     return n;
+}
+
+/// Whether a float is a whole number, read from its bits (not from FPU arithmetic, which flush-to-zero mode
+/// would change for subnormals): NaN and infinities are not; -0.0 is.
+template <class T>
+bool is_whole(T value) noexcept {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        using bits_t = std::conditional_t<std::is_same_v<T, float>, std::uint32_t, std::uint64_t>;
+        constexpr int mantissa = std::numeric_limits<T>::digits - 1;
+        constexpr int bias = std::numeric_limits<T>::max_exponent - 1;
+        bits_t bits;
+        std::memcpy(&bits, &value, sizeof bits);
+        const int exponent = static_cast<int>((bits >> mantissa) & ((bits_t{1} << (sizeof(T) * 8 - 1 - mantissa)) - 1));
+        const bits_t fraction = bits & ((bits_t{1} << mantissa) - 1);
+        if (exponent == 2 * bias + 1) return false;           // NaN, infinity
+        if (exponent < bias) return exponent == 0 && fraction == 0;  // |value| < 1: only zero
+        const int fraction_bits = mantissa - (exponent - bias);
+        return fraction_bits <= 0 || (fraction & ((bits_t{1} << fraction_bits) - 1)) == 0;
+    } else {
+        return value == value && std::trunc(value) == value && value - value == 0;
+    }
+}
+
+/// Index of the first value that is not a whole number in [lo, hi] (NaN and infinities are not), n when
+/// every one is: floats into integer, bool and quantized dtypes under narrowing='checked'.
+template <class T>
+std::size_t first_not_whole(const T* in, std::size_t n, double lo, double hi) noexcept {
+    const auto bad = [&](T value) {
+        const auto wide = static_cast<std::conditional_t<(sizeof(T) > 8), long double, double>>(value);
+        return !(wide >= lo && wide <= hi) || !is_whole(value);
+    };
+    constexpr std::size_t block = 4096;
+    for (std::size_t start = 0; start < n; start += block) {
+        const std::size_t end = std::min(n, start + block);
+        bool any = false;
+        for (std::size_t i = start; i < end; ++i) any |= bad(in[i]);
+        if (!any) continue;
+        for (std::size_t i = start; i < end; ++i) {
+            if (bad(in[i])) return i;
+        }
+    }
+    return n;
+}
+
+/// `magnitude` rounded to `digits` significant bits, ties to even, in integer arithmetic: the value an
+/// integer becomes in a float with that significand (float32 24, float16 11, bfloat16 8), rounded once.
+inline double round_to_digits(std::uint64_t magnitude, unsigned digits) noexcept {
+    if (magnitude == 0) return 0;
+    const int width = 64 - __builtin_clzll(magnitude);
+    if (width <= static_cast<int>(digits)) return static_cast<double>(magnitude);
+    const int shift = width - static_cast<int>(digits);
+    std::uint64_t kept = magnitude >> shift;
+    const std::uint64_t rest = magnitude & ((std::uint64_t{1} << shift) - 1);
+    const std::uint64_t half = std::uint64_t{1} << (shift - 1);
+    if (rest > half || (rest == half && (kept & 1) != 0)) ++kept;
+    return std::ldexp(static_cast<double>(kept), shift);
 }
 
 /// The smallest magnitude that rounds to infinity in a binary float format

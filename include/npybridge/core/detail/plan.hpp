@@ -1,0 +1,309 @@
+// npybridge/core/detail/plan.hpp — how an incoming array becomes a tensor, decided in one place. Every entry point
+// (to_tensor, copy_into, from_dlpack, and the binding casters through to_tensor) gathers facts, asks the planner
+// and runs what it answers; executors take no decisions (docs/policies.md).
+#pragma once
+
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/value_bounds.hpp>
+#include <npybridge/core/dtype.hpp>
+#include <npybridge/core/options.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+/// Why an array's memory does not back the tensor, in the order the planner asks: the first that applies is
+/// the copy reason (docs/policies.md's table is printed from borrow_causes below).
+enum class copy_cause : std::uint8_t {
+    none,                ///< borrowed
+    copy_requested,      ///< borrow_policy::copy
+    packed_target,       ///< a packed dtype: numpy holds one byte per element
+    foreign_dtype,       ///< the array's dtype has no MegBrain dtype: a cast
+    narrowing,           ///< int64 / float64 narrowed to Int32 / Float32
+    other_dtype,         ///< another dtype
+    byte_order,          ///< non-native byte order
+    partial_strides,     ///< a stride is not a whole number of elements
+    misaligned,          ///< the data is not aligned for the element type
+    refused_strides,     ///< the tensor type cannot describe the strides
+    invalid_codes,       ///< narrowing='wrap': values that are not codes of the dtype (QuantizedS1)
+    read_only_writable,  ///< read-only memory, and a writable tensor was asked for
+    read_only_unmarked,  ///< read-only memory, a tensor type that cannot mark it, no reading_only()
+    read_only_scoped,    ///< the same with scoped(): no owner remembers the memory is read-only
+};
+
+/// One row of docs/policies.md's decision table: the copy reason's first word and when it applies.
+struct cause_row {
+    copy_cause cause;
+    const char* word;
+    const char* when;
+};
+
+/// The borrow checks in the planner's order (plan_borrow asks them top to bottom).
+inline constexpr cause_row borrow_causes[] = {
+    {copy_cause::copy_requested, "copy requested", "`borrow_policy::copy` was asked for"},
+    {copy_cause::packed_target, "dtype:", "the tensor's dtype is packed (numpy holds one byte per element)"},
+    {copy_cause::foreign_dtype, "dtype:", "the array's dtype has no MegBrain dtype and must be cast"},
+    {copy_cause::narrowing, "dtype:", "int64 / float64 must be narrowed to Int32 / Float32"},
+    {copy_cause::other_dtype, "dtype:",
+     "the array's dtype is not the tensor's (a plain array may become a quantized tensor of its storage type, "
+     "int8 → QuantizedS8, without a copy)"},
+    {copy_cause::byte_order, "byte order:", "the array is not in native byte order"},
+    {copy_cause::partial_strides, "strides:", "a stride is not a whole number of elements"},
+    {copy_cause::misaligned, "alignment:", "the data pointer is not aligned for the element type"},
+    {copy_cause::refused_strides, "strides:",
+     "the tensor type's adapter cannot describe the strides (e.g. no negative strides)"},
+    {copy_cause::invalid_codes, "codes:",
+     "`narrowing='wrap'` and a value is not a code of the dtype (QuantizedS1: 0 and 1); "
+     "`checked` and `reject` refuse it instead"},
+    {copy_cause::read_only_writable, "read-only:",
+     "the array is read-only and a writable tensor was asked for (`to_tensor_options().writable()`)"},
+    {copy_cause::read_only_unmarked, "read-only:",
+     "the array is read-only, the tensor type cannot mark memory read-only, and the caller did not say "
+     "`reading_only()`"},
+    {copy_cause::read_only_scoped, "read-only:",
+     "the same, borrowed `scoped()`: no owner is kept to remember that the memory is read-only"},
+};
+
+/// Whether a tensor type marks borrowed memory read-only (its adapter's writable() reports the flag it was
+/// borrowed with). `unknown` until a borrow shows it: the planner then asks for that borrow to be checked.
+enum class read_only_marking : std::uint8_t { unknown, marks, cannot };
+
+/// What the planner knows of the array's memory: its dtype as npybridge reads it and its layout's flags.
+struct memory_facts {
+    const dtype* type = nullptr;   ///< the array's dtype; nullptr when it has none (a cast)
+    bool narrowed = false;         ///< int64 / float64 read as Int32 / Float32
+    bool native_order = true;
+    bool whole_elements = true;    ///< every stride that matters is a whole number of elements
+    bool aligned = true;
+    bool strides_accepted = true;  ///< the tensor type's adapter describes the strides
+    bool writable = true;
+    bool codes_fit = true;         ///< every value is a code of the tensor's dtype (asked when checks_codes)
+};
+
+/// A plain array that becomes a quantized tensor of its storage (int8 → QuantizedS8) keeps its bytes: the
+/// array's integers are the codes, as in MegEngine.
+inline bool same_storage(const dtype& source, bool narrowed, const dtype& target) noexcept {
+    if (narrowed) return false;
+    if (source == target) return true;
+    const dtype_info& from = source.info();
+    const dtype_info& to = target.info();
+    return to.is_quantized && !from.is_quantized && !to.is_packed && !from.is_packed &&
+           from.category == dtype_category::integer && from.storage == to.storage;
+}
+
+/// Whether values that keep their storage must be checked against the dtype's codes (QuantizedS1).
+inline bool checks_codes(const memory_facts& facts, const dtype& target) noexcept {
+    return facts.type != nullptr && codes_narrower_by_row[table_index(target.id())] &&
+           same_storage(*facts.type, facts.narrowed, target);
+}
+
+/// Why a copy cannot be made.
+enum class refusal : std::uint8_t {
+    none,
+    requantizing,     ///< quantized codes into another quantized dtype
+    dropping_params,  ///< quantized codes into a plain dtype
+    kind,             ///< checked: a change of kind no value check covers (complex into a real dtype)
+    unsafe,           ///< reject: a cast that can lose values
+    no_cast,          ///< numpy has no cast (or, under checked, a dtype only numpy knows, without a safe cast)
+    no_numpy_form,    ///< the tensor's dtype has no numpy form (Byte)
+    not_integers,     ///< a packed dtype takes integers (and, under checked, whole floats)
+};
+
+/// Quantized codes mean something only with their scale and zero point: they go only into the same quantized
+/// dtype (packed or not), and anything else would requantize or drop the params silently.
+inline refusal quantized_refusal(const dtype* source, const dtype& target) noexcept {
+    if (source == nullptr || !source->is_quantized() || *source == target) return refusal::none;
+    return target.is_quantized() ? refusal::requantizing : refusal::dropping_params;
+}
+
+/// The borrow decision: copy_cause::none to borrow, else why the memory is copied. `marking` unknown with
+/// read-only memory answers none and sets `check_marking`: borrow, and if the tensor came back writable, ask
+/// again with read_only_marking::cannot.
+struct borrow_verdict {
+    copy_cause cause = copy_cause::none;
+    bool check_marking = false;
+    /// must_borrow and a cause: the caller's error is the cause's reason.
+    bool refused = false;
+    /// checked / reject and a value that is not a code (codes_fit false): an invalid-code error.
+    bool invalid_code = false;
+    /// Quantized codes that would change meaning (refusal::requantizing / dropping_params): refused first.
+    refusal quantized = refusal::none;
+};
+
+/// A cause of a copy: under must_borrow, the reason of a refusal.
+constexpr borrow_verdict refuse_or_copy(copy_cause cause, const to_tensor_options& options) noexcept {
+    return {cause, false, options.policy == borrow_policy::must_borrow, false};
+}
+
+inline borrow_verdict plan_borrow(const memory_facts& facts, const dtype& target, const to_tensor_options& options,
+                                     read_only_marking marking) noexcept {
+    if (const refusal quantized = quantized_refusal(facts.type, target); quantized != refusal::none) {
+        return {copy_cause::other_dtype, false, true, false, quantized};
+    }
+    if (options.policy == borrow_policy::copy) return {copy_cause::copy_requested};
+    if (target.info().is_packed) return refuse_or_copy(copy_cause::packed_target, options);
+    if (facts.type == nullptr) return refuse_or_copy(copy_cause::foreign_dtype, options);
+    if (facts.narrowed) return refuse_or_copy(copy_cause::narrowing, options);
+    if (!same_storage(*facts.type, false, target)) return refuse_or_copy(copy_cause::other_dtype, options);
+    if (!facts.native_order) return refuse_or_copy(copy_cause::byte_order, options);
+    // Strides before alignment: NumPy calls an array with a 5-byte float32 stride unaligned even when its data
+    // pointer is, and the stride is the cause.
+    if (!facts.whole_elements) return refuse_or_copy(copy_cause::partial_strides, options);
+    if (!facts.aligned) return refuse_or_copy(copy_cause::misaligned, options);
+    if (!facts.strides_accepted) return refuse_or_copy(copy_cause::refused_strides, options);
+    if (!facts.codes_fit) {
+        if (options.narrow != narrowing::wrap) return {copy_cause::invalid_codes, false, false, true};
+        return refuse_or_copy(copy_cause::invalid_codes, options);
+    }
+    if (facts.writable) return {};
+    if (options.require_writable) return refuse_or_copy(copy_cause::read_only_writable, options);
+    // Read-only memory in a tensor type that cannot mark it would let C++ write what Python holds read-only:
+    // borrowed only on the caller's word that it reads, with an owner to remember the flag.
+    if (marking == read_only_marking::marks || (options.reads_only && options.keep_alive)) return {};
+    if (marking == read_only_marking::unknown) return {copy_cause::none, true};
+    return refuse_or_copy(options.keep_alive ? copy_cause::read_only_unmarked : copy_cause::read_only_scoped, options);
+}
+
+/// Per dtype row: whether an array of exactly that dtype may borrow without a look at its values (not packed;
+/// every value of its storage a code).
+inline constexpr std::array<bool, dtype_count> borrows_as_it_is = [] {
+    std::array<bool, dtype_count> rows{};
+    for (std::size_t i = 0; i < dtype_count; ++i) rows[i] = !dtype_table[i].is_packed && !codes_narrower_by_row[i];
+    return rows;
+}();
+
+/// The common borrow, the planner's first case, always inlined into to_tensor's and from_dlpack's fast paths:
+/// the array's own dtype as it is, in writable, native, aligned memory whose strides the tensor type takes.
+/// True means plan_borrow answers none for the same facts (a property test checks it over every input); false
+/// leaves the decision to plan_borrow.
+[[gnu::always_inline]] inline bool borrows_at_once(const dtype* type, bool native_aligned_writable,
+                                                   bool strides_accepted, const to_tensor_options& options) noexcept {
+    return type != nullptr && native_aligned_writable && strides_accepted && options.policy != borrow_policy::copy &&
+           borrows_as_it_is[table_index(type->id())] && (!options.type || *options.type == *type);
+}
+
+/// How a copy fills the tensor's memory.
+enum class fill_route : std::uint8_t {
+    nothing,  ///< no elements
+    same,     ///< the same values in another layout or byte order (the tiled copier)
+    narrow,   ///< int64 → Int32, float64 → Float32, checked while copied
+    convert,  ///< another dtype: the values checked as `check` says, then cast (into BFloat16: rounded once)
+    pack,     ///< one byte per value into a packed dtype, each a valid code
+    refuse,   ///< see `refusal`
+};
+
+/// What is checked of each value before a convert or pack writes (narrowing='checked').
+enum class value_check : std::uint8_t {
+    none,      ///< every value of the source type fits
+    range,     ///< integers into an integer, bool or quantized dtype: in [lo, hi]
+    exact,     ///< integers into a float: held exactly, and not overflowing
+    overflow,  ///< floats into a narrower float, complex into a narrower complex: no finite value overflows
+    whole,     ///< floats into an integer, bool or quantized dtype: whole, in [lo, hi], not NaN
+};
+
+struct fill_plan {
+    fill_route route = fill_route::refuse;
+    value_check check = value_check::none;
+    refusal refused = refusal::none;
+    /// A dtype with fewer codes than its storage (QuantizedS1): the filled memory is settled last (checked and
+    /// reject refuse a value that is not a code, wrap wraps it), so no route stores an invalid code.
+    bool settle_codes = false;
+};
+
+/// What the planner knows of the values a copy reads, once user dtypes are read as their values (bfloat16 as
+/// float32, intbN and ml_dtypes' int4 / uint4 / int2 as int8 / uint8).
+struct value_facts {
+    const dtype* type = nullptr;  ///< npybridge's dtype of the values; nullptr: none (a dtype only numpy knows)
+    bool narrowed = false;
+    char kind = 0;                ///< numpy's kind: 'b', 'i', 'u', 'f', 'c'; anything else is a type only numpy knows
+    std::size_t itemsize = 0;
+    bool empty = false;
+    bool numpy_safe = false;      ///< numpy casts the values to the target without losing any (reject asks)
+    bool numpy_casts = false;     ///< numpy has a cast to the target at all (wrap asks)
+};
+
+/// Whether every value of a numpy (kind, itemsize) fits `bounds` unchanged, so no value needs a look.
+constexpr bool every_value_fits(char kind, std::size_t itemsize, const value_bounds& bounds) noexcept {
+    const unsigned bits = static_cast<unsigned>(itemsize * 8);
+    if (kind == 'b') return true;
+    if (kind == 'i' || kind == 'u') {
+        const unsigned value_bits = kind == 'i' ? bits - 1 : bits;
+        if (bounds.floating) return value_bits <= bounds.digits;
+        if (bits >= 64) return false;
+        const std::int64_t lo = kind == 'i' ? -(std::int64_t{1} << (bits - 1)) : 0;
+        const std::int64_t hi = kind == 'i' ? (std::int64_t{1} << (bits - 1)) - 1 : (std::int64_t{1} << bits) - 1;
+        return lo >= bounds.lo && hi <= bounds.hi;
+    }
+    if (kind == 'f' || kind == 'c') {
+        // A float fits a float of at least its significand (float16 into Float32, float32 into Complex64).
+        const unsigned digits = (kind == 'c' ? bits / 2 : bits) == 16 ? 11 : (kind == 'c' ? bits / 2 : bits) == 32 ? 24 : 53;
+        return bounds.floating && digits <= bounds.digits;
+    }
+    return false;
+}
+
+/// The check narrowing='checked' makes of values of `kind` going into `target` (npybridge's rule, whatever casts a
+/// user dtype registered); refusal::kind when no check can make the change safe.
+constexpr value_check checked_value_check(char kind, const dtype_info& target, refusal& refused) noexcept {
+    const bool complex_target = target.category == dtype_category::complex;
+    const bool float_target = target.category == dtype_category::floating || complex_target;
+    if (kind == 'b') return value_check::none;
+    if (kind == 'i' || kind == 'u') return float_target ? value_check::exact : value_check::range;
+    if (kind == 'f') return float_target ? value_check::overflow : value_check::whole;
+    if (kind == 'c' && complex_target) return value_check::overflow;
+    refused = refusal::kind;
+    return value_check::none;
+}
+
+/// How a copy fills fresh (or checked-first existing) memory of `target` from the values.
+inline fill_plan plan_fill(const value_facts& values, const dtype& target, narrowing mode) noexcept {
+    const dtype_info& to = target.info();
+    if (const refusal quantized = quantized_refusal(values.type, target); quantized != refusal::none) {
+        return {fill_route::refuse, value_check::none, quantized};
+    }
+    if (values.empty) return {fill_route::nothing};
+    const bool builtin_kind = values.kind == 'b' || values.kind == 'i' || values.kind == 'u' || values.kind == 'f' ||
+                              values.kind == 'c';
+    const bool settle = codes_narrower_by_row[table_index(target.id())];
+    if (values.type != nullptr && !to.is_packed && same_storage(*values.type, values.narrowed, target)) {
+        return {fill_route::same, settle && mode != narrowing::wrap ? value_check::range : value_check::none,
+                refusal::none, settle};
+    }
+    if (values.type != nullptr && values.narrowed && *values.type == target) {
+        return {mode == narrowing::reject ? fill_route::refuse : fill_route::narrow, value_check::none,
+                mode == narrowing::reject ? refusal::unsafe : refusal::none};
+    }
+    if (to.form == numpy_form::none && !to.is_packed) return {fill_route::refuse, value_check::none, refusal::no_numpy_form};
+    const fill_route route = to.is_packed ? fill_route::pack : fill_route::convert;
+    if (to.is_packed && values.kind != 'b' && values.kind != 'i' && values.kind != 'u' &&
+        !(values.kind == 'f' && mode == narrowing::checked)) {
+        return {fill_route::refuse, value_check::none, refusal::not_integers};
+    }
+    if (mode == narrowing::reject) {
+        if (to.is_packed || values.numpy_safe) return {route, value_check::none, refusal::none, settle};
+        return {fill_route::refuse, value_check::none, refusal::unsafe};
+    }
+    if (mode == narrowing::wrap) {
+        // Into BFloat16 npybridge rounds every built-in kind itself; packing takes integers.
+        if (to.is_packed || values.numpy_casts || (builtin_kind && target.id() == dtype_enum::BFloat16)) {
+            return {route, value_check::none, refusal::none, settle};
+        }
+        return {fill_route::refuse, value_check::none, refusal::no_cast};
+    }
+    if (!builtin_kind) {  // a dtype only numpy knows (ml_dtypes' float8, ...): its values cannot be checked
+        return values.numpy_safe ? fill_plan{route, value_check::none, refusal::none, settle}
+                                 : fill_plan{fill_route::refuse, value_check::none, refusal::no_cast};
+    }
+    refusal refused = refusal::none;
+    const value_check check = checked_value_check(values.kind, to, refused);
+    if (refused != refusal::none) return {fill_route::refuse, value_check::none, refused};
+    const std::optional<value_bounds> bounds = storage_bounds(to);
+    if (!bounds || every_value_fits(values.kind, values.itemsize, *bounds)) return {route, value_check::none, refusal::none, settle};
+    return {route, check, refusal::none, settle};
+}
+
+}  // namespace detail
+}  // namespace npybridge

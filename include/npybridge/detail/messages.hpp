@@ -1,0 +1,174 @@
+// npybridge/detail/messages.hpp — every copy reason and refusal of a conversion, rendered from the planner's codes
+// (core/detail/plan.hpp) in one place: the public function first, then the culprit, then the way out.
+#pragma once
+
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/plan.hpp>
+#include <npybridge/core/errors.hpp>
+#include <npybridge/core/lowbit.hpp>
+#include <npybridge/core/tensor.hpp>
+#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/python.hpp>
+#include <npybridge/python_errors.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+inline std::string index_text(std::size_t flat, const tensor_layout& layout) {
+    std::vector<std::size_t> index(layout.ndim);
+    for (std::size_t i = layout.ndim; i-- > 0;) {
+        const std::size_t extent = layout.shape[i] == 0 ? 1 : layout.shape[i];
+        index[i] = flat % extent;
+        flat /= extent;
+    }
+    return tuple_text(index.data(), index.size());
+}
+
+inline std::string array_text(PyArrayObject* array) {
+    tensor_layout shape;
+    shape.ndim = std::min<std::size_t>(static_cast<std::size_t>(PyArray_NDIM(array)), NPYBRIDGE_MAX_NDIM);
+    for (std::size_t i = 0; i < shape.ndim; ++i)
+        shape.shape[i] = static_cast<std::size_t>(PyArray_DIM(array, static_cast<int>(i)));
+    std::string dims = static_cast<std::size_t>(PyArray_NDIM(array)) > NPYBRIDGE_MAX_NDIM
+                           ? std::to_string(PyArray_NDIM(array)) + "-d"
+                           : shape.shape_text();
+    return "array of shape " + dims + " and dtype " + descr_text(PyArray_DESCR(array));
+}
+
+inline std::string strides_text(PyArrayObject* array) {
+    return tuple_text(PyArray_STRIDES(array), static_cast<std::size_t>(PyArray_NDIM(array)));
+}
+
+/// A Python error raised by numpy while converting, as a conversion_error that carries numpy's message.
+[[noreturn]] inline void throw_numpy_failure(const std::string& what) {
+    python_error cause;
+    std::string message = cause.what();
+    const auto last_line = message.rfind('\n');
+    if (last_line != std::string::npos) message = message.substr(last_line + 1);
+    throw conversion_error(what + ": " + message);
+}
+
+/// A value that is not one of a packed or narrow-coded dtype's codes.
+[[noreturn]] inline void throw_invalid_code(const dtype_info& type, const std::string& value,
+                                            const std::string& index) {
+    throw value_range_error(std::string(type.name) + ": value " + value + " at index " + index + " is not valid (" +
+                            std::string(type.name) + " holds " + valid_set_text(type) + ")");
+}
+
+/// The first value a check found, by its index in the array's coordinates and its text.
+struct unfit_value {
+    std::size_t index = 0;
+    std::string text;
+};
+
+/// The copy reason for `cause` (must_borrow's refusal says the same), naming what the array has.
+inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
+                                    const std::optional<numpy_dtype_match>& source, const dtype& target,
+                                    const tensor_layout& layout, const std::optional<unfit_value>& code = {}) {
+    const std::string descr = descr_text(PyArray_DESCR(array));
+    switch (cause) {
+        case copy_cause::none: return {};
+        case copy_cause::copy_requested: return "copy requested";
+        case copy_cause::packed_target:
+            return "dtype: " + std::string(target.name()) + " is packed (" + std::to_string(target.info().bits) +
+                   " bits per element); numpy holds one byte per element";
+        case copy_cause::foreign_dtype: return "dtype: " + descr + " must be cast to " + target.to_string();
+        case copy_cause::narrowing: return "dtype: " + descr + " must be narrowed to " + target.to_string();
+        case copy_cause::other_dtype:
+            return "dtype: the array is " + (source ? source->type.to_string() : descr) + ", the tensor wants " +
+                   target.to_string();
+        case copy_cause::byte_order: return "byte order: the array is " + descr + " in non-native byte order";
+        case copy_cause::partial_strides:
+            return "strides: " + strides_text(array) + " bytes are not whole " +
+                   std::to_string(PyArray_ITEMSIZE(array)) + "-byte elements";
+        case copy_cause::misaligned:
+            return "alignment: the data at " + std::to_string(reinterpret_cast<std::uintptr_t>(PyArray_DATA(array))) +
+                   " is not aligned for " + descr;
+        case copy_cause::refused_strides:
+            return "strides: " + strides_text(array) + " bytes cannot be described by this tensor type";
+        case copy_cause::invalid_codes:
+            return "codes: value " + (code ? code->text : std::string("?")) + " at index " +
+                   (code ? index_text(code->index, layout) : std::string("?")) + " is not a " +
+                   std::string(target.name()) + " code (narrowing='wrap' copies, wrapping each code into " +
+                   valid_set_text(target.info()) + ")";
+        case copy_cause::read_only_writable:
+            return "read-only: the array is read-only and a writable tensor was asked for";
+        case copy_cause::read_only_unmarked:
+            return "read-only: the array is read-only and this tensor type cannot mark memory read-only, so C++ "
+                   "could write through it (to_tensor_options().reading_only() borrows it for reading)";
+        case copy_cause::read_only_scoped:
+            return "read-only: the array is read-only, this tensor type cannot mark memory read-only, and a scoped "
+                   "borrow (keep_alive=false) keeps no owner to remember it";
+    }
+    return {};
+}
+
+/// must_borrow's error: the array, then why its memory cannot be shared.
+[[noreturn]] inline void throw_must_borrow(PyArrayObject* array, const std::string& reason) {
+    throw conversion_error("must_borrow: cannot share the memory of the " + array_text(array) + ": " + reason);
+}
+
+/// The error of a checked value that the tensor's dtype does not hold: the array's dtype (the caller's, when
+/// it was read through a stand-in), the value and its index, then the way out.
+[[noreturn]] inline void throw_unfit_value(const std::string& array_dtype, const dtype& target, value_check check,
+                                           const unfit_value& unfit, const tensor_layout& layout) {
+    const std::string name(target.name());
+    const std::string way_out =
+        check == value_check::whole
+            ? (target.is_quantized() ? "narrowing='checked' takes whole numbers in range as codes; quantize() "
+                                       "converts real values, 'wrap' casts as NumPy does"
+                                     : "narrowing='checked' takes whole numbers in range; 'wrap' casts as NumPy does")
+            : "narrowing='checked'; 'wrap' casts anyway";
+    const std::string what = check == value_check::whole ? " is not held exactly by " : " does not fit ";
+    throw value_range_error("narrowing " + array_dtype + " to " + name + ": value " + unfit.text + " at index " +
+                            index_text(unfit.index, layout) + what + name + " (" + way_out + ")");
+}
+
+/// The error of a copy the planner refused.
+[[noreturn]] inline void throw_refusal(refusal why, const std::string& array_dtype,
+                                       const std::optional<numpy_dtype_match>& source, const dtype& target,
+                                       narrowing mode) {
+    const std::string to = target.to_string();
+    switch (why) {
+        case refusal::requantizing:
+        case refusal::dropping_params: {
+            const std::string from = source->type.to_string();
+            throw dtype_error((why == refusal::requantizing
+                                   ? "requantizing is not supported: the array is " + from + ", the tensor wants " + to
+                                   : "the array holds " + from + " codes; converting them to " + to +
+                                         " would drop the quantization parameters") +
+                              " (take the raw codes with a view of the plain numpy dtype, e.g. a.view(np." +
+                              std::string(source->type.info().numpy_name()) + "), or dequantize first)");
+        }
+        case refusal::kind:
+            throw dtype_error("cannot cast numpy " + array_dtype + " to " + to +
+                              " with narrowing='checked': complex numbers go only into complex dtypes "
+                              "(narrowing='wrap' casts as NumPy does, keeping the real parts)");
+        case refusal::unsafe:
+            throw dtype_error("cannot cast numpy " + array_dtype + " to " + to +
+                              " with casting='safe' (narrowing='reject' allows no cast that can lose values; "
+                              "'checked' checks every value, 'wrap' casts anyway)");
+        case refusal::no_numpy_form:
+            throw dtype_error("cannot convert numpy " + array_dtype + " to " + to + ": " +
+                              std::string(target.name()) + " has no numpy form (only its own bytes go into it)");
+        case refusal::not_integers:
+            throw dtype_error(std::string(target.name()) + " takes integer values" +
+                              (mode == narrowing::checked ? std::string(" (and whole floats)") : std::string()) +
+                              ", got numpy " + array_dtype);
+        case refusal::no_cast:
+        case refusal::none: break;
+    }
+    throw dtype_error("cannot cast numpy " + array_dtype + " to " + to +
+                      (mode == narrowing::wrap ? " (numpy has no cast between them)"
+                                               : " with casting='safe': npybridge cannot check values of " +
+                                                     array_dtype + " (narrowing='wrap' allows any cast numpy has)"));
+}
+
+}  // namespace detail
+}  // namespace npybridge
