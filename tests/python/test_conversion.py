@@ -178,11 +178,15 @@ def test_numpy_dtypes_without_a_tensor_dtype_are_named(dtype):
     assert str(a.dtype) in str(error.value) or "structured" in str(error.value)
 
 
-def test_explicit_dtype_casts_within_a_kind_and_refuses_lossy_kinds():
+def test_explicit_dtype_converts_values_held_exactly_and_refuses_the_rest():
     t = Tensor.from_numpy(np.arange(3, dtype=np.int16), dtype="float32")
     assert t.dtype_name == "Float32" and not t.borrowed
-    with pytest.raises(nbx.DTypeError, match="cannot cast numpy float64 to Int8"):
-        Tensor.from_numpy(np.array([1.5]), dtype="Int8")
+    assert Tensor.from_numpy(np.array([-3.0, 127.0]), dtype="Int8").numpy().tolist() == [-3, 127]
+    with pytest.raises(nbx.ValueRangeError, match=r"narrowing float64 to Int8: value 1\.5 at index \(1,\) is not "
+                                                  r"held exactly by Int8 .*'wrap' casts as NumPy does"):
+        Tensor.from_numpy(np.array([2.0, 1.5]), dtype="Int8")
+    with pytest.raises(nbx.DTypeError, match="cannot cast numpy complex128 to Float32 with narrowing='checked'"):
+        Tensor.from_numpy(np.array([1 + 2j]), dtype="Float32")
     assert Tensor.from_numpy(np.array([1.5, 300.0]), dtype="Int8", narrowing="wrap").dtype_name == "Int8"
 
 
@@ -373,8 +377,11 @@ def test_packed_values_outside_the_set_are_named_by_index():
         Tensor.from_numpy(np.array([[1, 3], [2, -1]], dtype=np.int8), dtype="IntB2")
     with pytest.raises(nbx.ValueRangeError, match=r"IntB4: value 300 at index \(2,\)"):
         Tensor.from_numpy([1, 3, 300], dtype="IntB4")
+    assert Tensor.from_numpy([1.0, 3.0], dtype="IntB4").numpy().tolist() == [1, 3]  # whole floats are codes
+    with pytest.raises(nbx.ValueRangeError, match=r"IntB4: value 1\.5 at index \(1,\) is not valid"):
+        Tensor.from_numpy([1.0, 1.5], dtype="IntB4")
     with pytest.raises(nbx.DTypeError, match="IntB4 takes integer values, got numpy float64"):
-        Tensor.from_numpy([1.0, 3.0], dtype="IntB4")
+        Tensor.from_numpy([1.0, 3.0], dtype="IntB4", narrowing="wrap")
 
 
 def test_packed_tensors_cannot_be_shared():

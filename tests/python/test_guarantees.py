@@ -198,7 +198,7 @@ def test_tiny_scales_are_judged_the_same_in_every_fpu_mode(mode):
 
 @pytest.mark.parametrize("target, error, text", [
     ("Float16", nbx.ValueRangeError, "narrowing bfloat16 to Float16: value 70144"),
-    ("Int8", nbx.DTypeError, "cannot cast numpy bfloat16 to Int8"),
+    ("Int8", nbx.ValueRangeError, "narrowing bfloat16 to Int8: value 70144"),
 ])
 def test_errors_for_a_bfloat16_input_name_bfloat16(target, error, text):
     with pytest.raises(error) as raised:
@@ -526,14 +526,11 @@ def test_checked_narrowing_changes_no_value_beyond_one_rounding(case, target):
         assert "at index (0,)" in str(error) and target in str(error)
         if target in INT_RANGES:
             lo, hi = INT_RANGES[target]
-            assert not lo <= x <= hi
+            assert not (lo <= x <= hi and x.denominator == 1)  # refused: out of range, or not a whole number
         else:
             rounded = round_fraction(x, *FLOAT_FORMATS[target])
             # Refused: it would overflow, or it is an integer the float does not hold exactly.
             assert rounded is None or (dtype.kind in "iu" and rounded != x)
-        return
-    except nbx.DTypeError:
-        assert dtype.kind == "f" and target in INT_RANGES  # float into integer: another kind, refused by name
         return
     if target in INT_RANGES:
         assert stored == x

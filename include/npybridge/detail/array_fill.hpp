@@ -141,13 +141,13 @@ inline copy_values values_for(PyArrayObject* array, const std::optional<numpy_dt
         return {low_bits_as_bytes(array, sub->bits, sub->is_signed),
                 numpy_dtype_match{dtype(sub->is_signed ? dtype_enum::Int8 : dtype_enum::Uint8), false}};
     }
+    if (match && match->type.info().form == numpy_form::user_dtype && match->type.info().is_packed) {
+        return {bytes_as(array, NPY_INT8), numpy_dtype_match{dtype(dtype_enum::Int8), false}};  // intbN
+    }
     if (!match || match->type.info().form != numpy_form::user_dtype || match->type == target) {
         return {through_own_user_dtype(array, match), match};
     }
-    if (match->type.id() == dtype_enum::BFloat16) {
-        return {bfloat16_as_float32(array), numpy_dtype_match{dtype(dtype_enum::Float32), false}};
-    }
-    return {bytes_as(array, NPY_INT8), numpy_dtype_match{dtype(dtype_enum::Int8), false}};  // intbN
+    return {bfloat16_as_float32(array), numpy_dtype_match{dtype(dtype_enum::Float32), false}};
 }
 
 /// The facts plan_fill asks of the values; numpy is asked about its casts only where the mode needs them.
