@@ -3,6 +3,7 @@
 // linked against the MegEngine wheel's libmegengine_shared.so. It imports before or after `import megengine`
 // (one library instance). tests/python/test_megbrain.py is its suite.
 #include <npybridge/bind/pybind11.hpp>
+#include <npybridge/dlpack.hpp>
 #include <npybridge/megbrain_compat.hpp>
 #include <npybridge/user_dtypes.hpp>
 
@@ -129,6 +130,24 @@ mgb::HostTensorND megbrain_pack(py::handle values, py::handle dtype) {
     return made;
 }
 
+/// npybridge::from_dlpack into a HostTensorND: (tensor, borrowed, copy_reason or None). `meth` as np2tensor's.
+py::tuple from_dlpack(py::handle producer, const std::string& meth) {
+    npb::to_tensor_options options;
+    if (meth == "must_borrow") options.with(npb::borrow_policy::must_borrow);
+    if (meth == "borrow_for_reading") options.reading_only();
+    if (meth == "copy") options.with(npb::borrow_policy::copy);
+    npb::to_tensor_result<mgb::HostTensorND> made = npb::from_dlpack<mgb::HostTensorND>(producer.ptr(), options);
+    return py::make_tuple(made.tensor, made.borrowed,
+                          made.copy_reason.empty() ? py::object(py::none()) : py::cast(made.copy_reason));
+}
+
+/// npybridge::to_dlpack of a HostTensorND as a DLPack 1.x capsule (read-only when its owner says so).
+py::object to_dlpack(const mgb::HostTensorND& tensor) {
+    npb::dlpack_options options;
+    options.max_version = npb::dlpack::api_version{1, 1};
+    return py::reinterpret_steal<py::object>(npb::to_dlpack(tensor, options).release());
+}
+
 /// A real MegBrain call that fails: its exception reaches Python with MegBrain's message.
 void megbrain_error() { mgb::DType::from_enum(mgb::DTypeEnum::QuantizedS8); }
 
@@ -175,5 +194,7 @@ PYBIND11_MODULE(npybridge_megbrain_example, m) {
           py::arg("zero_point") = py::none());
     m.def("dtype_np2mgb", &dtype_np2mgb, py::arg("np_dtype"));
     m.def("megbrain_pack", &megbrain_pack, py::arg("values"), py::arg("dtype"));
+    m.def("from_dlpack", &from_dlpack, py::arg("producer"), py::arg("meth") = "borrow");
+    m.def("to_dlpack", &to_dlpack, py::arg("tensor"));
     m.def("megbrain_error", &megbrain_error);
 }

@@ -237,10 +237,14 @@ TEST_CASE("copy_into checks shape and dtype and leaves the destination as it was
         test::owned wrong_shape = test::eval("np.zeros((3, 2), dtype=np.int32)");
         CHECK_THAT(test::message_of<npb::conversion_error>([&] { npb::copy_into(wrong_shape.get(), destination); }),
                    Contains("does not match the tensor's shape (2, 3)"));
-        test::owned wrong_dtype = test::eval("np.zeros((2, 3), dtype=np.float32)");
-        // to_tensor's rules: float32 into Int32 is not a cast `checked` allows (another kind).
-        CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::copy_into(wrong_dtype.get(), destination); }),
-                   Contains("cannot cast numpy float32 to Int32"));
+        test::owned not_whole = test::eval("np.array([[1, 2, 3], [4, 5.5, 6]], dtype=np.float32)");
+        // to_tensor's rules: floats go into Int32 only as whole numbers, every one checked before any is written.
+        CHECK_THAT(test::message_of<npb::value_range_error>([&] { npb::copy_into(not_whole.get(), destination); }),
+                   Contains("narrowing float32 to Int32: value 5.5 at index (1, 1) is not held exactly by Int32"));
+        CHECK(values[0] == 7);
+        test::owned complex = test::eval("np.zeros((2, 3), dtype=np.complex64)");
+        CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::copy_into(complex.get(), destination); }),
+                   Contains("cannot cast numpy complex64 to Int32"));
         CHECK(values[0] == 7);
     }
     SECTION("packed destination: an invalid value leaves the bytes as they were") {

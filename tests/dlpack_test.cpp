@@ -5,6 +5,7 @@
 
 #include <npybridge/dlpack.hpp>
 
+#include "tests/support/megbrain_like.hpp"
 #include "tests/support/python.hpp"
 
 #include <atomic>
@@ -63,7 +64,69 @@ test::owned legacy_capsule() {
     })};
 }
 
+/// A tensor type that cannot mark memory read-only, as MegBrain's HostTensorND: writable() is always true.
+struct unmarked_tensor : megbrain_like::host_tensor {};
+
 }  // namespace
+
+template <>
+struct npybridge::tensor_adapter<unmarked_tensor> : npybridge::tensor_adapter<megbrain_like::host_tensor> {
+    using base = npybridge::tensor_adapter<megbrain_like::host_tensor>;
+    static bool writable(const unmarked_tensor&) { return true; }
+    static unmarked_tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable,
+                                  owner_handle owner, const placement& where) {
+        unmarked_tensor t;
+        static_cast<megbrain_like::host_tensor&>(t) = base::borrow(type, data, layout, writable, std::move(owner), where);
+        t.read_only = false;
+        return t;
+    }
+    static unmarked_tensor make(const dtype& type, const tensor_layout& layout, lowbit_layout packing,
+                                const placement& where) {
+        unmarked_tensor t;
+        static_cast<megbrain_like::host_tensor&>(t) = base::make(type, layout, packing, where);
+        return t;
+    }
+};
+
+TEST_CASE("read-only DLPack memory follows to_tensor's rule in a tensor type that cannot mark it", "[dlpack][plan]") {
+    deleted = 0;
+    const std::string unmarked =
+        "read-only: the array is read-only and this tensor type cannot mark memory read-only, so C++ could write "
+        "through it (to_tensor_options().reading_only() borrows it for reading)";
+    SECTION("by default a copy, with to_tensor's reason") {
+        test::owned capsule = versioned_capsule(npb::dlpack::flag_read_only);
+        auto r = npb::from_dlpack<unmarked_tensor>(capsule.get());
+        CHECK_FALSE(r.borrowed);
+        CHECK(r.copy_reason == unmarked);
+        CHECK(static_cast<const float*>(r.tensor.ptr)[5] == 5.0f);
+        test::owned array = test::eval("__import__('numpy').arange(6, dtype='float32')");
+        PyArray_CLEARFLAGS(reinterpret_cast<PyArrayObject*>(array.get()), NPY_ARRAY_WRITEABLE);
+        auto same = npb::to_tensor<unmarked_tensor>(array.get());
+        CHECK_FALSE(same.borrowed);
+        CHECK(same.copy_reason == r.copy_reason);
+    }
+    SECTION("reading_only() borrows, and the owner remembers the memory is read-only") {
+        test::owned capsule = versioned_capsule(npb::dlpack::flag_read_only);
+        auto r = npb::from_dlpack<unmarked_tensor>(capsule.get(), npb::to_tensor_options().reading_only());
+        CHECK(r.borrowed);
+        CHECK_FALSE(npb::is_writable(r.tensor));
+    }
+    SECTION("must_borrow refuses, naming the reason") {
+        test::owned capsule = versioned_capsule(npb::dlpack::flag_read_only);
+        CHECK_THAT(test::message_of<npb::conversion_error>([&] {
+                       npb::from_dlpack<unmarked_tensor>(capsule.get(),
+                                                         npb::to_tensor_options().with(npb::borrow_policy::must_borrow));
+                   }),
+                   Contains("must_borrow: cannot share the memory of the array of shape (2, 3) and dtype float32: " +
+                            unmarked));
+    }
+    SECTION("a type that marks memory read-only borrows it read-only") {
+        test::owned capsule = versioned_capsule(npb::dlpack::flag_read_only);
+        auto r = npb::from_dlpack<megbrain_like::host_tensor>(capsule.get());
+        CHECK(r.borrowed);
+        CHECK(r.tensor.read_only);
+    }
+}
 
 TEST_CASE("an imported DLPack tensor calls its producer's deleter exactly once, when the tensor goes", "[dlpack]") {
     deleted = 0;

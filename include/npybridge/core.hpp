@@ -10,6 +10,7 @@
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/layout.hpp>
 #include <npybridge/core/lowbit.hpp>
+#include <npybridge/core/options.hpp>
 #include <npybridge/core/owner.hpp>
 #include <npybridge/core/quantization.hpp>
 #include <npybridge/core/reflect.hpp>

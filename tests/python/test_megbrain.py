@@ -288,6 +288,28 @@ def test_read_only_memory_is_copied_unless_the_caller_only_reads():
     assert mb.ndarray_from_tensor(t, share="must_unshare").flags.writeable  # a copy is the caller's
 
 
+def test_read_only_dlpack_memory_is_copied_unless_the_caller_only_reads():
+    # The same rule through DLPack (and the buffer protocol) as for arrays: one planner decides for every door.
+    data = bytes(np.arange(6, dtype=np.float32).tobytes())
+    reader = mb.np2tensor(np.frombuffer(data, np.float32), meth="borrow_for_reading")  # read-only by its owner
+    t, borrowed, reason = mb.from_dlpack(mb.to_dlpack(reader))
+    assert not borrowed and t.data_ptr != reader.data_ptr
+    assert reason.startswith("read-only: the array is read-only and this tensor type cannot mark memory read-only")
+    assert t.numpy().tolist() == list(range(6))
+    with pytest.raises(mb.ConversionError, match="must_borrow.*read-only"):
+        mb.from_dlpack(mb.to_dlpack(reader), meth="must_borrow")
+    t, borrowed, reason = mb.from_dlpack(mb.to_dlpack(reader), meth="borrow_for_reading")
+    assert borrowed and reason is None and t.data_ptr == reader.data_ptr
+    assert not t.numpy().flags.writeable
+    # A writable producer is borrowed straight.
+    writer = mb.np2tensor(owning(np.arange(6, dtype=np.float32)))
+    t, borrowed, reason = mb.from_dlpack(mb.to_dlpack(writer))
+    assert borrowed and t.data_ptr == writer.data_ptr
+    # The buffer protocol: a bytes object is read-only memory too.
+    t = mb.np2tensor(memoryview(data))
+    assert t.data_ptr != np.frombuffer(data, np.uint8).ctypes.data
+
+
 # ---- MegEngine's own arrays ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("make,name", [(lambda: D.qint8(0.5), "QuantizedS8"), (lambda: D.quint8(0.25, 7), "Quantized8Asymm"),
