@@ -92,6 +92,155 @@ inline std::string needs_codes_text(const dtype& type) {
            ") with the codes option (dlpack_options::codes, __dlpack__(codes=True)) and carry the rest yourself";
 }
 
+/// The DLPack type a tensor exports as, after the checks of __dlpack__'s arguments: the CPU device only, a
+/// DLPack type for the dtype (quantized ones need `codes`), a read-only tensor only as a versioned capsule
+/// (or a copy), packed data only dense.
+inline dlpack::data_type exportable_type(const dtype& type, const tensor_layout& layout, lowbit_layout packing,
+                                         bool writable, const dlpack_options& options) {
+    if (options.device && (options.device->device_type != dlpack::cpu || options.device->device_id != 0)) {
+        throw dlpack_error("__dlpack__: dl_device " +
+                           dlpack::device_text(options.device->device_type, options.device->device_id) +
+                           " is not possible: npybridge tensors live in CPU memory (kDLCPU, 0)");
+    }
+    const dtype_info& entry = type.info();
+    const std::optional<dlpack::data_type> dl_type = dlpack_types[options.codes ? 1 : 0][table_index(entry.id)];
+    if (!dl_type) throw dtype_error(needs_codes_text(type));
+    if (layout.ndim > copy_max_ndim) throw dlpack_error("__dlpack__: too many dimensions");
+    const bool versioned = options.max_version && options.max_version->major >= 1;
+    if (!versioned && !writable && !options.copy.value_or(false)) {
+        throw dlpack_error(
+            std::string("__dlpack__: the tensor is read-only and the legacy DLPack capsule cannot say so; ") +
+            (options.copy ? "pass copy=True, or " : "") +
+            "ask for max_version=(1, 0) or newer (a read-only DLPack 1.x capsule)");
+    }
+    if (entry.is_packed && !layout.is_dense_packed(entry.id, packing)) {
+        throw dlpack_error("__dlpack__: a strided packed " + type.to_string() + " tensor cannot be described");
+    }
+    return *dl_type;
+}
+
+/// A fresh, dense copy of a tensor's memory for copy=True (packed: its bytes as they are).
+inline tensor export_copy(const dtype& type, const void* data, const tensor_layout& layout, lowbit_layout packing) {
+    const dtype_info& entry = type.info();
+    tensor fresh = tensor::empty(type, layout.shape.data(), layout.ndim, packing);
+    if (entry.is_packed) {
+        std::memcpy(fresh.data(), data, fresh.storage_bytes());
+    } else if (layout.count() != 0) {
+        copy_plan plan;
+        plan.ndim = layout.ndim;
+        for (std::size_t i = 0; i < layout.ndim; ++i) {
+            plan.shape[i] = layout.shape[i];
+            plan.src[i] = layout.strides[i] * static_cast<std::ptrdiff_t>(entry.element_size);
+            plan.dst[i] = fresh.layout().strides[i] * static_cast<std::ptrdiff_t>(entry.element_size);
+        }
+        without_gil_if_large(layout.count() * entry.element_size,
+                             [&] { copy_strided(plan, data, fresh.data(), entry.element_size); });
+    }
+    return fresh;
+}
+
+/// The capsule over one export block (it owns the block from here on).
+inline object export_capsule(std::unique_ptr<dlpack_export> made, const dlpack::tensor_view& view, bool versioned,
+                             std::uint64_t flags) {
+    dlpack_export* block = made.get();
+    PyObject* capsule;
+    if (versioned) {
+        block->versioned = {dlpack::supported, block, &dlpack_export::delete_versioned, flags, view};
+        capsule = PyCapsule_New(&block->versioned, dlpack::versioned_capsule_name, dlpack_capsule_destructor);
+    } else {
+        block->legacy = {view, block, &dlpack_export::delete_legacy};
+        capsule = PyCapsule_New(&block->legacy, dlpack::capsule_name, dlpack_capsule_destructor);
+    }
+    if (capsule == nullptr) throw python_error();
+    made.release();
+    return object::steal(capsule);
+}
+
+/// Checks an imported DLPack tensor npybridge can read (CPU memory, at most copy_max_ndim dimensions, a shape,
+/// no negative extents or lanes); returns whether it has no elements.
+inline bool checked_import_view(const consumed_capsule& taken) {
+    const dlpack::tensor_view& view = taken.view;
+    if (view.device.device_type != dlpack::cpu) {
+        throw dlpack_error("from_dlpack: the DLPack tensor is on " +
+                           dlpack::device_text(view.device.device_type, view.device.device_id) +
+                           "; npybridge reads CPU memory only (kDLCPU)");
+    }
+    if (view.ndim < 0 || static_cast<std::size_t>(view.ndim) > copy_max_ndim) {
+        throw conversion_error("from_dlpack: a DLPack tensor of " + std::to_string(view.ndim) +
+                               " dimensions; npybridge holds at most " + std::to_string(NPYBRIDGE_MAX_NDIM));
+    }
+    if (view.ndim > 0 && view.shape == nullptr) {
+        throw dlpack_error("from_dlpack: the DLPack tensor's shape is NULL with ndim = " + std::to_string(view.ndim));
+    }
+    std::size_t extents[copy_max_ndim] = {};
+    for (std::int32_t i = 0; i < view.ndim; ++i) {
+        if (view.shape[i] < 0) throw conversion_error("from_dlpack: negative extent in the DLPack tensor's shape");
+        extents[i] = static_cast<std::size_t>(view.shape[i]);
+    }
+    // A shape no memory can hold is a lie.
+    const bool empty = tensor_layout::checked_count(extents, static_cast<std::size_t>(view.ndim)) == 0;
+    check_dlpack_view(view, taken.flags);
+    if (view.dtype.lanes != 1) {
+        throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(view.dtype) +
+                          " (vector lanes) has no MegBrain dtype");
+    }
+    return empty;
+}
+
+/// The planner's first case over DLPack memory: a plain dtype as it is, writable, aligned, strides the tensor
+/// type takes, borrowed straight (no numpy array in between); nullopt leaves the decision to the general path.
+template <class Tensor>
+std::optional<to_tensor_result<Tensor>> dlpack_borrow_at_once(consumed_capsule& taken, bool empty,
+                                                              const to_tensor_options& options,
+                                                              const placement_t<Tensor>& where) {
+    using adapter = tensor_adapter<Tensor>;
+    const dlpack::tensor_view& view = taken.view;
+    const dtype* plain = view.dtype.bits >= 8 ? plain_dtype_of(view.dtype) : nullptr;
+    if (plain == nullptr || (taken.flags & dlpack::flag_read_only) != 0 ||
+        static_cast<std::size_t>(view.ndim) > ndim_limit<Tensor> || (view.ndim == 0 && !adapter::has_scalar)) {
+        return std::nullopt;
+    }
+    void* data = dlpack_first_byte(view);
+    tensor_layout layout;
+    layout.ndim = static_cast<std::size_t>(view.ndim);
+    std::ptrdiff_t stride = 1;
+    for (std::size_t i = layout.ndim; i-- > 0;) {
+        layout.shape[i] = static_cast<std::size_t>(view.shape[i]);
+        // Size-1 dimensions (and every one of an empty tensor) get the contiguous stride: theirs is never used.
+        const bool own = view.strides != nullptr && view.shape[i] > 1 && !empty;
+        layout.strides[i] = own ? static_cast<std::ptrdiff_t>(view.strides[i]) : stride;
+        stride *= static_cast<std::ptrdiff_t>(view.shape[i] == 0 ? 1 : view.shape[i]);
+    }
+    const bool aligned = reinterpret_cast<std::uintptr_t>(data) % plain->info().element_size == 0;
+    if (!borrows_at_once(plain, aligned, adapter::accepts_strides(layout), options)) return std::nullopt;
+    const dtype type = *plain;
+    std::optional<to_tensor_result<Tensor>> result;
+    result.emplace(std::in_place,
+                   [&] { return adapter_borrow_at<Tensor>(type, data, layout, true, std::move(taken.owner), where); },
+                   true);
+    return result;
+}
+
+/// Padded sub-byte data (one element per byte, DLPack's IS_SUBBYTE_TYPE_PADDED): the values extracted into a
+/// new array, so the tensor is always a copy.
+template <class Tensor>
+to_tensor_result<Tensor> padded_from_dlpack(consumed_capsule& taken, const to_tensor_options& options,
+                                            const placement_t<Tensor>& where) {
+    const dlpack::tensor_view& view = taken.view;
+    const std::string what =
+        "padded sub-byte DLPack " + dlpack::type_text(view.dtype) + " data (one element per byte) is unpacked into a copy";
+    if (options.policy == borrow_policy::must_borrow) throw conversion_error("must_borrow: " + what);
+    object descr = object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_UINT8)));
+    const bool writable = (taken.flags & dlpack::flag_read_only) == 0;
+    object bytes = array_over_dlpack(view, descr.get(), 1, writable, taken.owner);
+    object values = low_bits_as_bytes(reinterpret_cast<PyArrayObject*>(bytes.get()), view.dtype.bits,
+                                      view.dtype.code == dlpack::int_code);
+    to_tensor_result<Tensor> result = to_tensor<Tensor>(values.get(), options, where);
+    result.borrowed = false;  // (it may have borrowed the extracted values)
+    result.copy_reason = what;
+    return result;
+}
+
 }  // namespace detail
 
 /// Tensor → DLPack capsule (new reference), with the semantics of the array
@@ -108,48 +257,17 @@ template <class Tensor>
 object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
     static_assert(check_adapter<Tensor>());
     using adapter = tensor_adapter<Tensor>;
-    if (options.device && (options.device->device_type != dlpack::cpu || options.device->device_id != 0)) {
-        throw dlpack_error("__dlpack__: dl_device " +
-                           dlpack::device_text(options.device->device_type, options.device->device_id) +
-                           " is not possible: npybridge tensors live in CPU memory (kDLCPU, 0)");
-    }
     const dtype type = adapter::dtype_of(source);
-    const dtype_info& entry = type.info();
-    const std::optional<dlpack::data_type> dl_type = detail::dlpack_types[options.codes ? 1 : 0][table_index(entry.id)];
-    if (!dl_type) throw dtype_error(detail::needs_codes_text(type));
     const tensor_layout layout = adapter::layout_of(source);
-    if (layout.ndim > detail::copy_max_ndim) throw dlpack_error("__dlpack__: too many dimensions");
-    const bool versioned = options.max_version && options.max_version->major >= 1;
     const bool writable = is_writable(source);
-    bool copy = options.copy.value_or(false);
-    if (!versioned && !writable && !copy) {
-        throw dlpack_error(
-            std::string("__dlpack__: the tensor is read-only and the legacy DLPack capsule cannot say so; ") +
-            (options.copy ? "pass copy=True, or " : "") +
-            "ask for max_version=(1, 0) or newer (a read-only DLPack 1.x capsule)");
-    }
-    const lowbit_layout packing = entry.is_packed ? adapter::packed_layout(source) : lowbit_layout::compact;
-    if (entry.is_packed && !layout.is_dense_packed(entry.id, packing)) {
-        throw dlpack_error("__dlpack__: a strided packed " + type.to_string() + " tensor cannot be described");
-    }
-
+    const lowbit_layout packing = type.info().is_packed ? adapter::packed_layout(source) : lowbit_layout::compact;
+    const dlpack::data_type dl_type = detail::exportable_type(type, layout, packing, writable, options);
+    const bool versioned = options.max_version && options.max_version->major >= 1;
+    const bool copy = options.copy.value_or(false);
     auto made = std::make_unique<detail::dlpack_export>();
     void* data = adapter::data(source);
     if (copy) {
-        tensor fresh = tensor::empty(type, layout.shape.data(), layout.ndim, packing);
-        if (entry.is_packed) {
-            std::memcpy(fresh.data(), data, fresh.storage_bytes());
-        } else if (layout.count() != 0) {
-            detail::copy_plan plan;
-            plan.ndim = layout.ndim;
-            for (std::size_t i = 0; i < layout.ndim; ++i) {
-                plan.shape[i] = layout.shape[i];
-                plan.src[i] = layout.strides[i] * static_cast<std::ptrdiff_t>(entry.element_size);
-                plan.dst[i] = fresh.layout().strides[i] * static_cast<std::ptrdiff_t>(entry.element_size);
-            }
-            detail::without_gil_if_large(layout.count() * entry.element_size,
-                                         [&] { detail::copy_strided(plan, data, fresh.data(), entry.element_size); });
-        }
+        tensor fresh = detail::export_copy(type, data, layout, packing);
         data = fresh.data();
         made->owner = fresh.take_owner();
     } else {
@@ -157,32 +275,16 @@ object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
     }
     const tensor_layout& described = copy ? tensor_layout::contiguous(layout.shape.data(), layout.ndim) : layout;
     for (std::size_t i = 0; i < layout.ndim; ++i) made->shape[i] = static_cast<std::int64_t>(layout.shape[i]);
-    if (entry.is_packed) {
-        detail::packed_strides(described, entry.bits, packing, made->strides);
+    if (type.info().is_packed) {
+        detail::packed_strides(described, type.info().bits, packing, made->strides);
     } else {
         for (std::size_t i = 0; i < layout.ndim; ++i) made->strides[i] = described.strides[i];
     }
-    const dlpack::tensor_view view{data,
-                                   dlpack::device_spec{dlpack::cpu, 0},
-                                   static_cast<std::int32_t>(layout.ndim),
-                                   *dl_type,
-                                   made->shape,
-                                   made->strides,
-                                   0};
-    detail::dlpack_export* block = made.get();
-    PyObject* capsule;
-    if (versioned) {
-        block->versioned = {dlpack::supported, block, &detail::dlpack_export::delete_versioned,
-                            (writable || copy ? 0 : dlpack::flag_read_only) | (copy ? dlpack::flag_is_copied : 0),
-                            view};
-        capsule = PyCapsule_New(&block->versioned, dlpack::versioned_capsule_name, detail::dlpack_capsule_destructor);
-    } else {
-        block->legacy = {view, block, &detail::dlpack_export::delete_legacy};
-        capsule = PyCapsule_New(&block->legacy, dlpack::capsule_name, detail::dlpack_capsule_destructor);
-    }
-    if (capsule == nullptr) throw python_error();
-    made.release();  // the capsule owns it now
-    return object::steal(capsule);
+    const dlpack::tensor_view view{data,     dlpack::device_spec{dlpack::cpu, 0}, static_cast<std::int32_t>(layout.ndim),
+                                   dl_type,  made->shape,
+                                   made->strides, 0};
+    const std::uint64_t flags = (writable || copy ? 0 : dlpack::flag_read_only) | (copy ? dlpack::flag_is_copied : 0);
+    return detail::export_capsule(std::move(made), view, versioned, flags);
 }
 
 /// Any DLPack producer (an object with __dlpack__, or a capsule) → Tensor,
@@ -201,78 +303,18 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
     static_assert(check_adapter<Tensor>());
     object capsule = detail::dlpack_capsule_of(obj);
     detail::consumed_capsule taken = detail::consume_capsule(capsule.get());
+    const bool empty = detail::checked_import_view(taken);
     const dlpack::tensor_view& view = taken.view;
-    if (view.device.device_type != dlpack::cpu) {
-        throw dlpack_error("from_dlpack: the DLPack tensor is on " +
-                           dlpack::device_text(view.device.device_type, view.device.device_id) +
-                           "; npybridge reads CPU memory only (kDLCPU)");
-    }
-    if (view.ndim < 0 || static_cast<std::size_t>(view.ndim) > detail::copy_max_ndim) {
-        throw conversion_error("from_dlpack: a DLPack tensor of " + std::to_string(view.ndim) +
-                               " dimensions; npybridge holds at most " + std::to_string(NPYBRIDGE_MAX_NDIM));
-    }
-    if (view.ndim > 0 && view.shape == nullptr) {
-        throw dlpack_error("from_dlpack: the DLPack tensor's shape is NULL with ndim = " + std::to_string(view.ndim));
-    }
-    std::size_t extents[detail::copy_max_ndim] = {};
-    for (std::int32_t i = 0; i < view.ndim; ++i) {
-        if (view.shape[i] < 0) throw conversion_error("from_dlpack: negative extent in the DLPack tensor's shape");
-        extents[i] = static_cast<std::size_t>(view.shape[i]);
-    }
-    // A shape no memory can hold is a lie.
-    const bool empty = tensor_layout::checked_count(extents, static_cast<std::size_t>(view.ndim)) == 0;
-    detail::check_dlpack_view(view, taken.flags);
-    if (view.dtype.lanes != 1) {
-        throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(view.dtype) +
-                          " (vector lanes) has no MegBrain dtype");
-    }
-    using adapter = tensor_adapter<Tensor>;
     const bool read_only = (taken.flags & dlpack::flag_read_only) != 0;
-    // The planner's first case: a plain dtype as it is, writable, aligned, strides the tensor type takes, borrowed
-    // straight (no numpy array in between). Anything else, read-only memory included, is an ndarray over the
-    // DLPack memory that to_tensor plans like any other.
-    if (const dtype* plain = view.dtype.bits >= 8 ? detail::plain_dtype_of(view.dtype) : nullptr;
-        plain != nullptr && !read_only && static_cast<std::size_t>(view.ndim) <= detail::ndim_limit<Tensor> &&
-        (view.ndim > 0 || adapter::has_scalar)) {
-        const std::size_t itemsize = plain->info().element_size;
-        void* data = detail::dlpack_first_byte(view);
-        tensor_layout layout;
-        layout.ndim = static_cast<std::size_t>(view.ndim);
-        std::ptrdiff_t stride = 1;
-        for (std::size_t i = layout.ndim; i-- > 0;) {
-            layout.shape[i] = static_cast<std::size_t>(view.shape[i]);
-            // Size-1 dimensions (and every one of an empty tensor) get the contiguous stride: theirs is never used.
-            layout.strides[i] = view.strides != nullptr && view.shape[i] > 1 && !empty
-                                    ? static_cast<std::ptrdiff_t>(view.strides[i])
-                                    : stride;
-            stride *= static_cast<std::ptrdiff_t>(view.shape[i] == 0 ? 1 : view.shape[i]);
-        }
-        const bool aligned = reinterpret_cast<std::uintptr_t>(data) % itemsize == 0;
-        if (detail::borrows_at_once(plain, aligned, adapter::accepts_strides(layout), options)) {
-            const dtype type = *plain;
-            return {std::in_place,
-                    [&] { return detail::adapter_borrow_at<Tensor>(type, data, layout, true, std::move(taken.owner), where); },
-                    true};
-        }
-    }
+    if (auto borrowed = detail::dlpack_borrow_at_once<Tensor>(taken, empty, options, where)) return std::move(*borrowed);
     to_tensor_options kept = options;
     kept.keep_alive = true;
     if (view.dtype.bits < 8) {
         if ((taken.flags & dlpack::flag_subbyte_padded) == 0)
             return detail::packed_from_dlpack<Tensor>(view, kept, where);
-        // One element per byte: the values are extracted into a new array, so the tensor is always a copy.
-        const std::string what = "padded sub-byte DLPack " + dlpack::type_text(view.dtype) +
-                                 " data (one element per byte) is unpacked into a copy";
-        if (options.policy == borrow_policy::must_borrow) throw conversion_error("must_borrow: " + what);
-        object descr = object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_UINT8)));
-        object bytes = detail::array_over_dlpack(view, descr.get(), 1, !read_only, taken.owner);
-        object values = detail::low_bits_as_bytes(reinterpret_cast<PyArrayObject*>(bytes.get()), view.dtype.bits,
-                                                  view.dtype.code == dlpack::int_code);
-        to_tensor_result<Tensor> result = to_tensor<Tensor>(values.get(), kept, where);
-        result.borrowed = false;  // (it may have borrowed the extracted values)
-        result.copy_reason = what;
-        return result;
+        return detail::padded_from_dlpack<Tensor>(taken, kept, where);
     }
+    // Anything else, read-only memory included: an ndarray over the DLPack memory, planned as any other.
     object descr = detail::numpy_descr_for(view.dtype);
     const auto itemsize = static_cast<std::size_t>(detail::descr_elsize(reinterpret_cast<PyArray_Descr*>(descr.get())));
     object array = detail::array_over_dlpack(view, descr.get(), itemsize, !read_only, taken.owner);

@@ -217,6 +217,80 @@ inline int find_registered(const char* name, PyObject*& type) {
 
 }  // namespace detail
 
+namespace detail {
+
+using found_user_dtypes = std::array<user_dtype_found, user_dtype_count>;
+
+inline const char* user_dtype_name(std::size_t slot) { return info(user_dtype_ids[slot]).numpy.chars.data(); }
+
+/// The type and its numpy type number from `owner.<name>` (a registry module, ml_dtypes); false with an error.
+inline bool adopt_type(PyObject* owner, const char* name, user_dtype_found& into) {
+    object type = object::steal(PyObject_GetAttrString(owner, name));
+    PyArray_Descr* descr = nullptr;
+    if (!type || !PyArray_DescrConverter(type.get(), &descr)) return false;
+    into.type_num = descr_type_num(descr);
+    Py_DECREF(descr);
+    into.type = type.release();
+    return true;
+}
+
+/// No registry module: types an npybridge module registered before (the registry may have been removed from
+/// sys.modules: NumPy still has them), ml_dtypes' bfloat16 when it is there (same 2-byte layout), and the
+/// rest registered now, under `module`'s name.
+inline bool find_or_register(PyObject* module, found_user_dtypes& found) {
+    for (std::size_t slot = 0; slot < user_dtype_count; ++slot) {
+        found[slot].type_num = find_registered(user_dtype_name(slot), found[slot].type);
+    }
+    object module_name = object::steal(PyModule_GetNameObject(module));
+    if (!module_name) return false;
+    const char* name = PyUnicode_AsUTF8(module_name.get());
+    if (name == nullptr) return false;
+    user_dtype_found& bf16 = found[user_dtype_slot(dtype_enum::BFloat16)];
+    if (bf16.type_num < 0) {
+        object ml_dtypes = object::steal(PyImport_ImportModule("ml_dtypes"));
+        if (!ml_dtypes || !adopt_type(ml_dtypes.get(), "bfloat16", bf16)) PyErr_Clear();
+    }
+    return register_missing(name, std::make_index_sequence<user_dtype_count>{});
+}
+
+/// The registry module the next npybridge module finds the types in.
+inline bool make_registry(PyObject* sys_modules, const found_user_dtypes& found) {
+    object made = object::steal(PyModule_New(registry_module));
+    if (!made) return false;
+    for (std::size_t slot = 0; slot < user_dtype_count; ++slot) {
+        Py_INCREF(found[slot].type);
+        if (PyModule_AddObject(made.get(), user_dtype_name(slot), found[slot].type) != 0) return false;
+    }
+    return PyDict_SetItemString(sys_modules, registry_module, made.get()) == 0;
+}
+
+/// What was found, in the public user_dtype_set, the hooks and `module`'s attributes.
+inline bool publish_user_dtypes(PyObject* module, const found_user_dtypes& found, user_dtype_set& state) {
+    const auto at = [&](dtype_enum id) -> const user_dtype_found& { return found[user_dtype_slot(id)]; };
+    state.bfloat16 = at(dtype_enum::BFloat16).type_num;
+    state.intb1 = at(dtype_enum::IntB1).type_num;
+    state.intb2 = at(dtype_enum::IntB2).type_num;
+    state.intb4 = at(dtype_enum::IntB4).type_num;
+    state.bfloat16_type = at(dtype_enum::BFloat16).type;
+    state.intb1_type = at(dtype_enum::IntB1).type;
+    state.intb2_type = at(dtype_enum::IntB2).type;
+    state.intb4_type = at(dtype_enum::IntB4).type;
+    // ml_dtypes' bfloat16 carries no mark of npybridge's.
+    state.bfloat16_from_ml_dtypes = PyObject_HasAttrString(state.bfloat16_type, registration_mark) == 0;
+    user_dtype_descr_hook = user_descr_for;
+    user_dtype_lookup_hook = user_dtype_of;
+    for (std::size_t slot = 0; slot < user_dtype_count; ++slot) {
+        Py_INCREF(found[slot].type);
+        if (PyModule_AddObject(module, user_dtype_name(slot), found[slot].type) != 0) {
+            Py_DECREF(found[slot].type);
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace detail
+
 /// Registers bfloat16, intb1, intb2 and intb4 with NumPy, at most once per
 /// interpreter: when another npybridge module already did, its dtypes are
 /// reused; when ml_dtypes is importable, its bfloat16 is used. The scalar types
@@ -226,77 +300,20 @@ inline int find_registered(const char* name, PyObject*& type) {
 template <class = void>
 bool register_user_dtypes(PyObject* module) {
     if (!import_numpy() || !import_numpy_ufuncs()) return false;
-    auto& found = detail::user_dtypes_found();
-    auto name_of = [](std::size_t slot) { return info(detail::user_dtype_ids[slot]).numpy.chars.data(); };
-    const std::size_t bf16 = detail::user_dtype_slot(dtype_enum::BFloat16);
-    user_dtype_set& state = detail::user_dtypes_state();
-
-    object sys_modules = object::borrow(PyImport_GetModuleDict());
-    PyObject* registry = PyDict_GetItemString(sys_modules.get(), detail::registry_module);
+    detail::found_user_dtypes& found = detail::user_dtypes_found();
+    PyObject* sys_modules = PyImport_GetModuleDict();
+    PyObject* registry = PyDict_GetItemString(sys_modules, detail::registry_module);
     const bool known = found[0].type != nullptr;  // this module registered or found them before
     if (!known && registry != nullptr) {
         for (std::size_t slot = 0; slot < detail::user_dtype_count; ++slot) {
-            object type = object::steal(PyObject_GetAttrString(registry, name_of(slot)));
-            PyArray_Descr* descr = nullptr;
-            if (!type || !PyArray_DescrConverter(type.get(), &descr)) return false;
-            found[slot].type_num = detail::descr_type_num(descr);
-            Py_DECREF(descr);
-            found[slot].type = type.release();
+            if (!detail::adopt_type(registry, detail::user_dtype_name(slot), found[slot])) return false;
         }
-    } else if (!known) {
-        // Registered by an npybridge module before (the registry module may
-        // have been removed from sys.modules): NumPy still has those types.
-        for (std::size_t slot = 0; slot < detail::user_dtype_count; ++slot) {
-            found[slot].type_num = detail::find_registered(name_of(slot), found[slot].type);
-        }
-        PyObject* module_name_obj = PyModule_GetNameObject(module);
-        if (module_name_obj == nullptr) return false;
-        const std::string module_name = PyUnicode_AsUTF8(module_name_obj);
-        Py_DECREF(module_name_obj);
-        // bfloat16: ml_dtypes' when it is there (same 2-byte layout), else ours.
-        if (found[bf16].type_num < 0) {
-            object ml_dtypes = object::steal(PyImport_ImportModule("ml_dtypes"));
-            object type = ml_dtypes ? object::steal(PyObject_GetAttrString(ml_dtypes.get(), "bfloat16")) : object{};
-            PyArray_Descr* descr = nullptr;
-            if (type && PyArray_DescrConverter(type.get(), &descr)) {
-                found[bf16].type_num = detail::descr_type_num(descr);
-                found[bf16].type = type.release();
-                Py_DECREF(descr);
-            } else {
-                PyErr_Clear();
-            }
-        }
-        if (!detail::register_missing(module_name, std::make_index_sequence<detail::user_dtype_count>{})) return false;
+    } else if (!known && !detail::find_or_register(module, found)) {
+        return false;
     }
-    if (registry == nullptr) {  // the registry for the next module (again, if it was removed)
-        object made = object::steal(PyModule_New(detail::registry_module));
-        if (!made) return false;
-        for (std::size_t slot = 0; slot < detail::user_dtype_count; ++slot) {
-            Py_INCREF(found[slot].type);
-            if (PyModule_AddObject(made.get(), name_of(slot), found[slot].type) != 0) return false;
-        }
-        if (PyDict_SetItemString(sys_modules.get(), detail::registry_module, made.get()) != 0) return false;
-    }
-    // The public view of what was found (ml_dtypes' bfloat16 carries no mark of npybridge's).
-    state.bfloat16 = found[bf16].type_num;
-    state.intb1 = found[detail::user_dtype_slot(dtype_enum::IntB1)].type_num;
-    state.intb2 = found[detail::user_dtype_slot(dtype_enum::IntB2)].type_num;
-    state.intb4 = found[detail::user_dtype_slot(dtype_enum::IntB4)].type_num;
-    state.bfloat16_type = found[bf16].type;
-    state.intb1_type = found[detail::user_dtype_slot(dtype_enum::IntB1)].type;
-    state.intb2_type = found[detail::user_dtype_slot(dtype_enum::IntB2)].type;
-    state.intb4_type = found[detail::user_dtype_slot(dtype_enum::IntB4)].type;
-    state.bfloat16_from_ml_dtypes = PyObject_HasAttrString(found[bf16].type, detail::registration_mark) == 0;
-    user_dtype_descr_hook = detail::user_descr_for;
-    user_dtype_lookup_hook = detail::user_dtype_of;
-    for (std::size_t slot = 0; slot < detail::user_dtype_count; ++slot) {
-        Py_INCREF(found[slot].type);
-        if (PyModule_AddObject(module, name_of(slot), found[slot].type) != 0) {
-            Py_DECREF(found[slot].type);
-            return false;
-        }
-    }
-    return true;
+    // The registry again for the next module, if it was removed.
+    if (registry == nullptr && !detail::make_registry(sys_modules, found)) return false;
+    return detail::publish_user_dtypes(module, found, detail::user_dtypes_state());
 }
 
 /// This interpreter's user dtypes (valid after register_user_dtypes()).

@@ -283,30 +283,9 @@ std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::si
     return unfit_value{bad / parts, parts == 2 ? "(" + text(in[bad]) + "+" + text(in[bad + 1]) + "j)" : text(in[bad])};
 }
 
-/// The first value of the array (C order) that does not go into `bounds` unchanged: its index and its text.
-/// Read in its own type when the array is C-contiguous, aligned and native (no copy; float32 read as float32,
-/// so flush-to-zero mode changes no subnormal on the way); else widened by numpy to int64 / uint64 / double
-/// (long double when wider). Kinds other than integers, floats and complex numbers are numpy's to judge.
-inline std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds) {
-    const char kind = descr_kind(PyArray_DESCR(array));
-    if (kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c') return std::nullopt;
-    const std::size_t parts = kind == 'c' ? 2 : 1;
-    const auto real_size = static_cast<std::size_t>(PyArray_ITEMSIZE(array)) / parts;
-    const bool own = PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array) &&
-                     (kind == 'i' || kind == 'u' || real_size == 4 || real_size == 8);
-    object wide;
-    if (!own) {
-        const bool long_real = real_size > 8;
-        const int wide_type = kind == 'i'   ? NPY_INT64
-                              : kind == 'u' ? NPY_UINT64
-                              : kind == 'f' ? (long_real ? NPY_LONGDOUBLE : NPY_DOUBLE)
-                                            : (long_real ? NPY_CLONGDOUBLE : NPY_CDOUBLE);
-        wide = contiguous_as(array, wide_type, NPY_SAFE_CASTING, "checked narrowing");
-    }
-    auto* values = own ? array : reinterpret_cast<PyArrayObject*>(wide.get());
-    const void* data = PyArray_DATA(values);
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(values));
-    const auto size = static_cast<int>(PyArray_ITEMSIZE(values) / static_cast<npy_intp>(parts));
+/// The first unfit value of `n` values at `data`, read as numpy's (kind, size of one real part) says.
+inline std::optional<unfit_value> first_unfit_in(char kind, npy_intp size, const void* data, std::size_t n,
+                                                 std::size_t parts, const value_bounds& bounds) {
     switch (kind == 'i' ? size : kind == 'u' ? -size : 100 + size) {
         case 1: return first_unfit_integer(static_cast<const std::int8_t*>(data), n, bounds);
         case 2: return first_unfit_integer(static_cast<const std::int16_t*>(data), n, bounds);
@@ -320,6 +299,33 @@ inline std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const 
         case 108: return first_unfit_float(static_cast<const double*>(data), n, parts, bounds);
         default: return first_unfit_float(static_cast<const long double*>(data), n, parts, bounds);
     }
+}
+
+/// The numpy type first_unfit_value widens an array of `kind` to when it cannot read it in place.
+inline int widened_type(char kind, std::size_t real_size) noexcept {
+    const bool long_real = real_size > 8;
+    if (kind == 'i' || kind == 'u') return kind == 'i' ? NPY_INT64 : NPY_UINT64;
+    if (kind == 'f') return long_real ? NPY_LONGDOUBLE : NPY_DOUBLE;
+    return long_real ? NPY_CLONGDOUBLE : NPY_CDOUBLE;
+}
+
+/// The first value of the array (C order) that does not go into `bounds` unchanged: its index and its text.
+/// Read in its own type when the array is C-contiguous, aligned and native (no copy; float32 read as float32,
+/// so flush-to-zero mode changes no subnormal on the way); else widened by numpy to int64 / uint64 / double
+/// (long double when wider). Kinds other than integers, floats and complex numbers are numpy's to judge.
+inline std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds) {
+    const char kind = descr_kind(PyArray_DESCR(array));
+    if (kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c') return std::nullopt;
+    const std::size_t parts = kind == 'c' ? 2 : 1;
+    const auto real_size = static_cast<std::size_t>(PyArray_ITEMSIZE(array)) / parts;
+    const bool in_place = PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array) &&
+                          (kind == 'i' || kind == 'u' || real_size == 4 || real_size == 8);
+    const object values = in_place ? object::borrow(reinterpret_cast<PyObject*>(array))
+                                   : contiguous_as(array, widened_type(kind, real_size), NPY_SAFE_CASTING,
+                                                   "checked narrowing");
+    auto* read = reinterpret_cast<PyArrayObject*>(values.get());
+    return first_unfit_in(kind, PyArray_ITEMSIZE(read) / static_cast<npy_intp>(parts), PyArray_DATA(read),
+                          static_cast<std::size_t>(PyArray_SIZE(read)), parts, bounds);
 }
 
 /// int64 -> Int32 / float64 -> Float32 into `out` (contiguous). checked: the

@@ -69,44 +69,54 @@ inline object bfloat16_as_float32(PyArrayObject* array) {
     return result;
 }
 
+/// The plain numpy type fill_bfloat16 reads values of a (kind, itemsize) as, every value exactly; -1 for none.
+inline int bfloat16_source_type(char kind, npy_intp itemsize) noexcept {
+    const npy_intp real = kind == 'c' ? itemsize / 2 : itemsize;
+    const int precision = real <= 4 ? 0 : real == 8 ? 1 : 2;
+    switch (kind) {
+        case 'b': return NPY_BOOL;
+        case 'i': return NPY_INT64;
+        case 'u': return NPY_UINT64;
+        case 'f': return precision == 0 ? NPY_FLOAT32 : precision == 1 ? NPY_DOUBLE : NPY_LONGDOUBLE;
+        case 'c': return precision == 0 ? NPY_CFLOAT : precision == 1 ? NPY_CDOUBLE : NPY_CLONGDOUBLE;
+        default: return -1;
+    }
+}
+
+/// Each value (each complex number's real part: `step` 2) rounded once to nearest even.
+template <class T>
+void round_each_to_bfloat16(const void* data, std::size_t step, bfloat16* out, std::size_t count) {
+    const auto* in = static_cast<const T*>(data);
+    for (std::size_t i = 0; i < count; ++i) out[i] = round_to_bfloat16(in[i * step]);
+}
+
 /// Fills contiguous BFloat16 memory from a builtin-typed array, each value rounded ONCE to nearest even by
 /// npybridge's own conversion (docs/dtypes.md): whichever bfloat16 type NumPy knows (ml_dtypes' casts
 /// round float64 twice, through float32) and whatever the FPU's mode. Bools give 1 for any nonzero byte;
-/// complex numbers their real part. Returns false for an array of another kind (numpy's to cast).
+/// complex numbers their real part (narrowing='wrap' only). Returns false for an array of another kind
+/// (numpy's to cast).
 inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
-    const char kind = descr_kind(PyArray_DESCR(array));
-    const npy_intp itemsize = PyArray_ITEMSIZE(array);
-    const bool complex = kind == 'c';
-    const npy_intp real_size = complex ? itemsize / 2 : itemsize;
-    const int wide = kind == 'b'                                  ? NPY_BOOL
-                     : kind == 'i'                                ? NPY_INT64
-                     : kind == 'u'                                ? NPY_UINT64
-                     : (kind == 'f' || complex) && real_size <= 4 ? (complex ? NPY_CFLOAT : NPY_FLOAT32)
-                     : (kind == 'f' || complex) && real_size == 8 ? (complex ? NPY_CDOUBLE : NPY_DOUBLE)
-                     : (kind == 'f' || complex)                   ? (complex ? NPY_CLONGDOUBLE : NPY_LONGDOUBLE)
-                                                                  : -1;
-    if (wide < 0 || descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF) return false;
+    const int wide = descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF
+                         ? -1
+                         : bfloat16_source_type(descr_kind(PyArray_DESCR(array)), PyArray_ITEMSIZE(array));
+    if (wide < 0) return false;
     const object values = contiguous_as(array, wide, NPY_SAFE_CASTING, "bfloat16 conversion");
     const void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(values.get()));
     auto* result = static_cast<bfloat16*>(out);
-    const std::size_t step = complex ? 2 : 1;  // the real part of each complex number
-    const auto convert = [&](const auto* in) {
-        for (std::size_t i = 0; i < count; ++i) result[i] = round_to_bfloat16(in[i * step]);
-    };
+    const std::size_t step = PyTypeNum_ISCOMPLEX(wide) ? 2 : 1;
     switch (wide) {
         case NPY_BOOL: {
             const auto* in = static_cast<const npy_bool*>(data);
-            for (std::size_t i = 0; i < count; ++i)
-                result[i] = bfloat16{static_cast<std::uint16_t>(in[i] ? 0x3F80u : 0u)};
+            for (std::size_t i = 0; i < count; ++i) result[i] = bfloat16{static_cast<std::uint16_t>(in[i] ? 0x3F80u : 0u)};
             break;
         }
-        case NPY_INT64: convert(static_cast<const std::int64_t*>(data)); break;
-        case NPY_UINT64: convert(static_cast<const std::uint64_t*>(data)); break;
+        case NPY_INT64: round_each_to_bfloat16<std::int64_t>(data, step, result, count); break;
+        case NPY_UINT64: round_each_to_bfloat16<std::uint64_t>(data, step, result, count); break;
         case NPY_FLOAT32:
-        case NPY_CFLOAT: convert(static_cast<const float*>(data)); break;
+        case NPY_CFLOAT: round_each_to_bfloat16<float>(data, step, result, count); break;
         case NPY_DOUBLE:
-        case NPY_CDOUBLE: convert(static_cast<const double*>(data)); break;
-        default: convert(static_cast<const long double*>(data)); break;
+        case NPY_CDOUBLE: round_each_to_bfloat16<double>(data, step, result, count); break;
+        default: round_each_to_bfloat16<long double>(data, step, result, count); break;
     }
     return true;
 }

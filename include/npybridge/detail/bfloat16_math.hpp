@@ -310,68 +310,96 @@ struct bf16_loop {
 };
 
 /// Every ufunc npybridge's bfloat16 computes in bfloat16 (the same set as ml_dtypes' bfloat16, so that a
-/// program sees the same result dtypes with either). Comparisons are register_comparisons()'s. A template over
-/// the element type, so the sixty-odd loops are compiled only where the user dtypes are registered.
+/// program sees the same result dtypes with either), as data: numpy's name and the loop registered for it.
+/// Comparisons are register_comparisons()'s. A template over the element type, so the sixty-odd loops are
+/// compiled only where the user dtypes are registered.
+template <class Bfloat16>
+struct bf16_ufunc_table {
+    static_assert(std::is_same_v<Bfloat16, bfloat16>, "npybridge: these loops are bfloat16's");
+    using b = Bfloat16;
+    struct row {
+        const char* name;
+        bool (*register_for)(PyObject* numpy, const char* name);
+    };
+    static constexpr row rows[] = {
+        {"add", &bf16_loop<bf16_math::add, b, b>::register_for},
+        {"subtract", &bf16_loop<bf16_math::subtract, b, b>::register_for},
+        {"multiply", &bf16_loop<bf16_math::multiply, b, b>::register_for},
+        {"divide", &bf16_loop<bf16_math::divide, b, b>::register_for},  // also np.true_divide
+        {"logaddexp", &bf16_loop<bf16_math::logaddexp, b, b>::register_for},
+        {"logaddexp2", &bf16_loop<bf16_math::logaddexp2, b, b>::register_for},
+        {"negative", &bf16_loop<bf16_math::negative, b>::register_for},
+        {"positive", &bf16_loop<bf16_math::positive, b>::register_for},
+        {"floor_divide", &bf16_loop<bf16_math::floor_divide, b, b>::register_for},
+        {"power", &bf16_loop<bf16_math::power, b, b>::register_for},
+        {"remainder", &bf16_loop<bf16_math::remainder, b, b>::register_for},  // also np.mod
+        {"fmod", &bf16_loop<bf16_math::fmod, b, b>::register_for},
+        {"divmod", &bf16_loop<bf16_math::divmod, b, b>::register_for},
+        {"absolute", &bf16_loop<bf16_math::absolute, b>::register_for},
+        {"fabs", &bf16_loop<bf16_math::absolute, b>::register_for},
+        {"rint", &bf16_loop<bf16_math::rint, b>::register_for},
+        {"sign", &bf16_loop<bf16_math::sign, b>::register_for},
+        {"heaviside", &bf16_loop<bf16_math::heaviside, b, b>::register_for},
+        {"conjugate", &bf16_loop<bf16_math::positive, b>::register_for},
+        {"exp", &bf16_loop<bf16_math::exp, b>::register_for},
+        {"exp2", &bf16_loop<bf16_math::exp2, b>::register_for},
+        {"expm1", &bf16_loop<bf16_math::expm1, b>::register_for},
+        {"log", &bf16_loop<bf16_math::log, b>::register_for},
+        {"log2", &bf16_loop<bf16_math::log2, b>::register_for},
+        {"log10", &bf16_loop<bf16_math::log10, b>::register_for},
+        {"log1p", &bf16_loop<bf16_math::log1p, b>::register_for},
+        {"sqrt", &bf16_loop<bf16_math::sqrt, b>::register_for},
+        {"square", &bf16_loop<bf16_math::square, b>::register_for},
+        {"cbrt", &bf16_loop<bf16_math::cbrt, b>::register_for},
+        {"reciprocal", &bf16_loop<bf16_math::reciprocal, b>::register_for},
+        {"sin", &bf16_loop<bf16_math::sin, b>::register_for},
+        {"cos", &bf16_loop<bf16_math::cos, b>::register_for},
+        {"tan", &bf16_loop<bf16_math::tan, b>::register_for},
+        {"arcsin", &bf16_loop<bf16_math::arcsin, b>::register_for},
+        {"arccos", &bf16_loop<bf16_math::arccos, b>::register_for},
+        {"arctan", &bf16_loop<bf16_math::arctan, b>::register_for},
+        {"arctan2", &bf16_loop<bf16_math::arctan2, b, b>::register_for},
+        {"hypot", &bf16_loop<bf16_math::hypot, b, b>::register_for},
+        {"sinh", &bf16_loop<bf16_math::sinh, b>::register_for},
+        {"cosh", &bf16_loop<bf16_math::cosh, b>::register_for},
+        {"tanh", &bf16_loop<bf16_math::tanh, b>::register_for},
+        {"arcsinh", &bf16_loop<bf16_math::arcsinh, b>::register_for},
+        {"arccosh", &bf16_loop<bf16_math::arccosh, b>::register_for},
+        {"arctanh", &bf16_loop<bf16_math::arctanh, b>::register_for},
+        {"deg2rad", &bf16_loop<bf16_math::deg2rad, b>::register_for},
+        {"rad2deg", &bf16_loop<bf16_math::rad2deg, b>::register_for},
+        {"maximum", &bf16_loop<bf16_math::maximum, b, b>::register_for},
+        {"minimum", &bf16_loop<bf16_math::minimum, b, b>::register_for},
+        {"fmax", &bf16_loop<bf16_math::fmax, b, b>::register_for},
+        {"fmin", &bf16_loop<bf16_math::fmin, b, b>::register_for},
+        {"logical_and", &bf16_loop<bf16_math::logical_and, b, b>::register_for},
+        {"logical_or", &bf16_loop<bf16_math::logical_or, b, b>::register_for},
+        {"logical_xor", &bf16_loop<bf16_math::logical_xor, b, b>::register_for},
+        {"logical_not", &bf16_loop<bf16_math::logical_not, b>::register_for},
+        {"isfinite", &bf16_loop<bf16_math::is_finite, b>::register_for},
+        {"isinf", &bf16_loop<bf16_math::is_inf, b>::register_for},
+        {"isnan", &bf16_loop<bf16_math::is_nan_op, b>::register_for},
+        {"signbit", &bf16_loop<bf16_math::signbit, b>::register_for},
+        {"copysign", &bf16_loop<bf16_math::copysign, b, b>::register_for},
+        {"modf", &bf16_loop<bf16_math::modf, b>::register_for},
+        {"ldexp", &bf16_loop<bf16_math::ldexp, b, int>::register_for},
+        {"frexp", &bf16_loop<bf16_math::frexp, b>::register_for},
+        {"floor", &bf16_loop<bf16_math::floor, b>::register_for},
+        {"ceil", &bf16_loop<bf16_math::ceil, b>::register_for},
+        {"trunc", &bf16_loop<bf16_math::trunc, b>::register_for},
+        {"nextafter", &bf16_loop<bf16_math::nextafter, b, b>::register_for},
+        {"spacing", &bf16_loop<bf16_math::spacing, b>::register_for},
+    };
+};
+
 template <class Bfloat16>
 bool register_bfloat16_ufuncs() {
-    static_assert(std::is_same_v<Bfloat16, bfloat16>, "npybridge: these loops are bfloat16's");
     object numpy = object::steal(PyImport_ImportModule("numpy"));
     if (!numpy) return false;
-    namespace m = bf16_math;
-    using b = Bfloat16;
-    PyObject* np = numpy.get();
-    return bf16_loop<m::add, b, b>::register_for(np, "add") &&
-           bf16_loop<m::subtract, b, b>::register_for(np, "subtract") &&
-           bf16_loop<m::multiply, b, b>::register_for(np, "multiply") &&
-           bf16_loop<m::divide, b, b>::register_for(np, "divide") &&  // also np.true_divide
-           bf16_loop<m::logaddexp, b, b>::register_for(np, "logaddexp") &&
-           bf16_loop<m::logaddexp2, b, b>::register_for(np, "logaddexp2") &&
-           bf16_loop<m::negative, b>::register_for(np, "negative") &&
-           bf16_loop<m::positive, b>::register_for(np, "positive") &&
-           bf16_loop<m::floor_divide, b, b>::register_for(np, "floor_divide") &&
-           bf16_loop<m::power, b, b>::register_for(np, "power") &&
-           bf16_loop<m::remainder, b, b>::register_for(np, "remainder") &&  // also np.mod
-           bf16_loop<m::fmod, b, b>::register_for(np, "fmod") &&
-           bf16_loop<m::divmod, b, b>::register_for(np, "divmod") &&
-           bf16_loop<m::absolute, b>::register_for(np, "absolute") &&
-           bf16_loop<m::absolute, b>::register_for(np, "fabs") && bf16_loop<m::rint, b>::register_for(np, "rint") &&
-           bf16_loop<m::sign, b>::register_for(np, "sign") &&
-           bf16_loop<m::heaviside, b, b>::register_for(np, "heaviside") &&
-           bf16_loop<m::positive, b>::register_for(np, "conjugate") && bf16_loop<m::exp, b>::register_for(np, "exp") &&
-           bf16_loop<m::exp2, b>::register_for(np, "exp2") && bf16_loop<m::expm1, b>::register_for(np, "expm1") &&
-           bf16_loop<m::log, b>::register_for(np, "log") && bf16_loop<m::log2, b>::register_for(np, "log2") &&
-           bf16_loop<m::log10, b>::register_for(np, "log10") && bf16_loop<m::log1p, b>::register_for(np, "log1p") &&
-           bf16_loop<m::sqrt, b>::register_for(np, "sqrt") && bf16_loop<m::square, b>::register_for(np, "square") &&
-           bf16_loop<m::cbrt, b>::register_for(np, "cbrt") &&
-           bf16_loop<m::reciprocal, b>::register_for(np, "reciprocal") &&
-           bf16_loop<m::sin, b>::register_for(np, "sin") && bf16_loop<m::cos, b>::register_for(np, "cos") &&
-           bf16_loop<m::tan, b>::register_for(np, "tan") && bf16_loop<m::arcsin, b>::register_for(np, "arcsin") &&
-           bf16_loop<m::arccos, b>::register_for(np, "arccos") && bf16_loop<m::arctan, b>::register_for(np, "arctan") &&
-           bf16_loop<m::arctan2, b, b>::register_for(np, "arctan2") &&
-           bf16_loop<m::hypot, b, b>::register_for(np, "hypot") && bf16_loop<m::sinh, b>::register_for(np, "sinh") &&
-           bf16_loop<m::cosh, b>::register_for(np, "cosh") && bf16_loop<m::tanh, b>::register_for(np, "tanh") &&
-           bf16_loop<m::arcsinh, b>::register_for(np, "arcsinh") &&
-           bf16_loop<m::arccosh, b>::register_for(np, "arccosh") &&
-           bf16_loop<m::arctanh, b>::register_for(np, "arctanh") &&
-           bf16_loop<m::deg2rad, b>::register_for(np, "deg2rad") &&
-           bf16_loop<m::rad2deg, b>::register_for(np, "rad2deg") &&
-           bf16_loop<m::maximum, b, b>::register_for(np, "maximum") &&
-           bf16_loop<m::minimum, b, b>::register_for(np, "minimum") &&
-           bf16_loop<m::fmax, b, b>::register_for(np, "fmax") && bf16_loop<m::fmin, b, b>::register_for(np, "fmin") &&
-           bf16_loop<m::logical_and, b, b>::register_for(np, "logical_and") &&
-           bf16_loop<m::logical_or, b, b>::register_for(np, "logical_or") &&
-           bf16_loop<m::logical_xor, b, b>::register_for(np, "logical_xor") &&
-           bf16_loop<m::logical_not, b>::register_for(np, "logical_not") &&
-           bf16_loop<m::is_finite, b>::register_for(np, "isfinite") &&
-           bf16_loop<m::is_inf, b>::register_for(np, "isinf") &&
-           bf16_loop<m::is_nan_op, b>::register_for(np, "isnan") &&
-           bf16_loop<m::signbit, b>::register_for(np, "signbit") &&
-           bf16_loop<m::copysign, b, b>::register_for(np, "copysign") &&
-           bf16_loop<m::modf, b>::register_for(np, "modf") && bf16_loop<m::ldexp, b, int>::register_for(np, "ldexp") &&
-           bf16_loop<m::frexp, b>::register_for(np, "frexp") && bf16_loop<m::floor, b>::register_for(np, "floor") &&
-           bf16_loop<m::ceil, b>::register_for(np, "ceil") && bf16_loop<m::trunc, b>::register_for(np, "trunc") &&
-           bf16_loop<m::nextafter, b, b>::register_for(np, "nextafter") &&
-           bf16_loop<m::spacing, b>::register_for(np, "spacing");
+    for (const auto& row : bf16_ufunc_table<Bfloat16>::rows) {
+        if (!row.register_for(numpy.get(), row.name)) return false;
+    }
+    return true;
 }
 
 // ---- ArrFuncs a float has: fill (arange) and dot ------------------------------------------

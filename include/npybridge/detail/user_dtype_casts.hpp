@@ -278,12 +278,10 @@ bool register_comparisons(int type_num) {
     return true;
 }
 
-/// Registers one user dtype: its scalar type (a subclass of np.generic named
-/// `<module>.<name>`), ArrFuncs, casts and comparison loops.
+/// The scalar type of one user dtype (a subclass of np.generic named `<module>.<name>`), marked so that any
+/// npybridge module finds the registration again (find_registered). New reference, or nullptr with an error.
 template <class UserDtype>
-bool register_one(const std::string& module_name) {
-    // bfloat16's type character is ml_dtypes' ('E'); 'f' would be float32's.
-    const char type_char = UserDtype::is_float ? 'E' : 'i';
+PyObject* make_scalar_type(const std::string& module_name) {
     using storage = typename UserDtype::storage;
     static const std::string qualified = module_name + "." + UserDtype::name;
     static PyMethodDef methods[] = {
@@ -333,14 +331,17 @@ bool register_one(const std::string& module_name) {
     static PyType_Spec spec = {qualified.c_str(), static_cast<int>(sizeof(scalar_object<storage>)), 0,
                                Py_TPFLAGS_DEFAULT, slots};
     object bases = object::steal(PyTuple_Pack(1, reinterpret_cast<PyObject*>(&PyGenericArrType_Type)));
-    if (!bases) return false;
-    PyObject* type = PyType_FromSpecWithBases(&spec, bases.get());
-    if (type == nullptr) return false;
-    UserDtype::type_object() = type;
-    // The mark by which any npybridge module finds this registration again (find_registered).
+    if (!bases) return nullptr;
+    object type = object::steal(PyType_FromSpecWithBases(&spec, bases.get()));
+    if (!type) return nullptr;
     object mark = object::steal(PyUnicode_FromString(UserDtype::name));
-    if (!mark || PyObject_SetAttrString(type, registration_mark, mark.get()) != 0) return false;
+    if (!mark || PyObject_SetAttrString(type.get(), registration_mark, mark.get()) != 0) return nullptr;
+    return type.release();
+}
 
+/// The ArrFuncs of one user dtype (static: numpy keeps the pointer).
+template <class UserDtype>
+PyArray_ArrFuncs* array_funcs() {
     static PyArray_ArrFuncs funcs;
     PyArray_InitArrFuncs(&funcs);
     funcs.getitem = array_getitem<UserDtype>;
@@ -357,7 +358,13 @@ bool register_one(const std::string& module_name) {
     } else {
         funcs.fill = intb_fill<info(UserDtype::id).bits>;
     }
+    return &funcs;
+}
 
+/// numpy's type number for one user dtype's scalar type, registered; negative with an error.
+template <class UserDtype>
+int register_data_type(PyObject* type) {
+    using storage = typename UserDtype::storage;
 #if NPY_ABI_VERSION >= 0x02000000
     static PyArray_DescrProto proto;
 #else
@@ -368,7 +375,7 @@ bool register_one(const std::string& module_name) {
     Py_SET_REFCNT(reinterpret_cast<PyObject*>(&proto), 1);
     proto.typeobj = reinterpret_cast<PyTypeObject*>(type);
     proto.kind = 'V';
-    proto.type = type_char;
+    proto.type = UserDtype::is_float ? 'E' : 'i';  // bfloat16's type character is ml_dtypes' ('f' is float32's)
     proto.byteorder = sizeof(storage) > 1 ? '=' : '|';
     // bfloat16's loops never need Python, and its scalar is made by NumPy from the element's bytes (the value
     // sits right after the object header, where NumPy puts it); intbN's casts raise Python errors.
@@ -376,24 +383,37 @@ bool register_one(const std::string& module_name) {
     proto.type_num = 0;
     proto.elsize = static_cast<int>(sizeof(storage));
     proto.alignment = static_cast<int>(alignof(storage));
-    proto.f = &funcs;
+    proto.f = array_funcs<UserDtype>();
     proto.hash = -1;
-    const int type_num = PyArray_RegisterDataType(&proto);
+    return PyArray_RegisterDataType(&proto);
+}
+
+/// bfloat16.dtype, and np.dtype("bfloat16") through numpy.sctypeDict, as ml_dtypes' type has them.
+template <class UserDtype>
+bool name_the_dtype(PyObject* type, PyArray_Descr* descr) {
+    if (PyObject_SetAttrString(type, "dtype", reinterpret_cast<PyObject*>(descr)) != 0) return false;
+    if constexpr (!UserDtype::is_float) return true;
+    object numpy = object::steal(PyImport_ImportModule("numpy"));
+    object names = numpy ? object::steal(PyObject_GetAttrString(numpy.get(), "sctypeDict")) : object{};
+    if (!names) return false;
+    if (!PyDict_Check(names.get()) || PyDict_GetItemString(names.get(), UserDtype::name) != nullptr) return true;
+    return PyDict_SetItemString(names.get(), UserDtype::name, type) == 0;
+}
+
+/// Registers one user dtype: its scalar type, ArrFuncs, casts and comparison loops (and bfloat16's ufuncs).
+template <class UserDtype>
+bool register_one(const std::string& module_name) {
+    PyObject* type = make_scalar_type<UserDtype>(module_name);  // kept for the process, as numpy keeps it
+    if (type == nullptr) return false;
+    UserDtype::type_object() = type;
+    const int type_num = register_data_type<UserDtype>(type);
     if (type_num < 0) return false;
     UserDtype::type_num() = type_num;
     PyArray_Descr* descr = PyArray_DescrFromType(type_num);
     if (descr == nullptr) return false;
-    // bfloat16.dtype and np.dtype("bfloat16"), as ml_dtypes' type has them.
-    bool ok = PyObject_SetAttrString(type, "dtype", reinterpret_cast<PyObject*>(descr)) == 0;
-    if (ok && UserDtype::is_float) {
-        object numpy = object::steal(PyImport_ImportModule("numpy"));
-        object names = numpy ? object::steal(PyObject_GetAttrString(numpy.get(), "sctypeDict")) : object{};
-        ok = names && PyDict_Check(names.get()) && PyDict_GetItemString(names.get(), UserDtype::name) == nullptr
-                 ? PyDict_SetItemString(names.get(), UserDtype::name, type) == 0
-                 : static_cast<bool>(names);
-    }
-    ok = ok && register_casts<UserDtype>(descr, type_num) && register_comparisons<UserDtype>(type_num);
-    if constexpr (UserDtype::is_float) ok = ok && register_bfloat16_ufuncs<storage>();
+    bool ok = name_the_dtype<UserDtype>(type, descr) && register_casts<UserDtype>(descr, type_num) &&
+              register_comparisons<UserDtype>(type_num);
+    if constexpr (UserDtype::is_float) ok = ok && register_bfloat16_ufuncs<typename UserDtype::storage>();
     Py_DECREF(descr);
     return ok;
 }

@@ -258,51 +258,55 @@ constexpr value_check checked_value_check(char kind, const dtype_info& target, r
     return value_check::none;
 }
 
+constexpr bool is_number_kind(char kind) noexcept {
+    return kind == 'b' || kind == 'i' || kind == 'u' || kind == 'f' || kind == 'c';
+}
+
+constexpr fill_plan refused_fill(refusal why) noexcept { return {fill_route::refuse, value_check::none, why}; }
+
+/// narrowing='checked': npybridge's kind rule, and a look at the values unless every value of the source type fits.
+inline fill_plan plan_checked_fill(const value_facts& values, const dtype_info& to) noexcept {
+    const fill_route route = to.is_packed ? fill_route::pack : fill_route::convert;
+    if (!is_number_kind(values.kind)) {  // a dtype only numpy knows (ml_dtypes' float8, ...): no value check
+        return values.numpy_safe && !to.is_packed ? fill_plan{route} : refused_fill(refusal::no_cast);
+    }
+    refusal refused = refusal::none;
+    const value_check check = checked_value_check(values.kind, to, refused);
+    if (refused != refusal::none) return refused_fill(refused);
+    const std::optional<value_bounds> bounds = storage_bounds(to);
+    if (!bounds || every_value_fits(values.kind, values.itemsize, *bounds)) return {route};
+    return {route, check};
+}
+
+/// narrowing='wrap' (any cast numpy has; npybridge rounds every number kind into BFloat16 itself) and 'reject'
+/// (numpy's safe casts only). Packed dtypes take integers, checked against their codes.
+inline fill_plan plan_unchecked_fill(const value_facts& values, const dtype& target, narrowing mode) noexcept {
+    const bool integers = values.kind == 'b' || values.kind == 'i' || values.kind == 'u';
+    if (target.info().is_packed) return integers ? fill_plan{fill_route::pack} : refused_fill(refusal::not_integers);
+    if (mode == narrowing::reject) return values.numpy_safe ? fill_plan{fill_route::convert} : refused_fill(refusal::unsafe);
+    const bool rounds_itself = is_number_kind(values.kind) && target.id() == dtype_enum::BFloat16;
+    return values.numpy_casts || rounds_itself ? fill_plan{fill_route::convert} : refused_fill(refusal::no_cast);
+}
+
 /// How a copy fills fresh (or checked-first existing) memory of `target` from the values.
 inline fill_plan plan_fill(const value_facts& values, const dtype& target, narrowing mode) noexcept {
-    const dtype_info& to = target.info();
     if (const refusal quantized = quantized_refusal(values.type, target); quantized != refusal::none) {
-        return {fill_route::refuse, value_check::none, quantized};
+        return refused_fill(quantized);
     }
     if (values.empty) return {fill_route::nothing};
-    const bool builtin_kind = values.kind == 'b' || values.kind == 'i' || values.kind == 'u' || values.kind == 'f' ||
-                              values.kind == 'c';
+    const dtype_info& to = target.info();
     const bool settle = codes_narrower_by_row[table_index(target.id())];
     if (values.type != nullptr && !to.is_packed && same_storage(*values.type, values.narrowed, target)) {
         return {fill_route::same, settle && mode != narrowing::wrap ? value_check::range : value_check::none,
                 refusal::none, settle};
     }
     if (values.type != nullptr && values.narrowed && *values.type == target) {
-        return {mode == narrowing::reject ? fill_route::refuse : fill_route::narrow, value_check::none,
-                mode == narrowing::reject ? refusal::unsafe : refusal::none};
+        return mode == narrowing::reject ? refused_fill(refusal::unsafe) : fill_plan{fill_route::narrow};
     }
-    if (to.form == numpy_form::none && !to.is_packed) return {fill_route::refuse, value_check::none, refusal::no_numpy_form};
-    const fill_route route = to.is_packed ? fill_route::pack : fill_route::convert;
-    if (to.is_packed && values.kind != 'b' && values.kind != 'i' && values.kind != 'u' &&
-        !(values.kind == 'f' && mode == narrowing::checked)) {
-        return {fill_route::refuse, value_check::none, refusal::not_integers};
-    }
-    if (mode == narrowing::reject) {
-        if (to.is_packed || values.numpy_safe) return {route, value_check::none, refusal::none, settle};
-        return {fill_route::refuse, value_check::none, refusal::unsafe};
-    }
-    if (mode == narrowing::wrap) {
-        // Into BFloat16 npybridge rounds every built-in kind itself; packing takes integers.
-        if (to.is_packed || values.numpy_casts || (builtin_kind && target.id() == dtype_enum::BFloat16)) {
-            return {route, value_check::none, refusal::none, settle};
-        }
-        return {fill_route::refuse, value_check::none, refusal::no_cast};
-    }
-    if (!builtin_kind) {  // a dtype only numpy knows (ml_dtypes' float8, ...): its values cannot be checked
-        return values.numpy_safe ? fill_plan{route, value_check::none, refusal::none, settle}
-                                 : fill_plan{fill_route::refuse, value_check::none, refusal::no_cast};
-    }
-    refusal refused = refusal::none;
-    const value_check check = checked_value_check(values.kind, to, refused);
-    if (refused != refusal::none) return {fill_route::refuse, value_check::none, refused};
-    const std::optional<value_bounds> bounds = storage_bounds(to);
-    if (!bounds || every_value_fits(values.kind, values.itemsize, *bounds)) return {route, value_check::none, refusal::none, settle};
-    return {route, check, refusal::none, settle};
+    if (to.form == numpy_form::none && !to.is_packed) return refused_fill(refusal::no_numpy_form);
+    fill_plan plan = mode == narrowing::checked ? plan_checked_fill(values, to) : plan_unchecked_fill(values, target, mode);
+    plan.settle_codes = settle && plan.route != fill_route::refuse;
+    return plan;
 }
 
 }  // namespace detail
