@@ -288,3 +288,27 @@ def test_intb_arithmetic_gives_megengines_values_and_dtypes(name):
     for op in (np.sum, np.mean, np.max, np.min, lambda a: np.cumsum(a)[-1], lambda a: (a + a)[0]):
         assert op(own).dtype == op(theirs).dtype and op(own) == op(theirs)
         assert op(ours) == op(theirs)
+
+
+# ---- floats into quantized, integer and bool dtypes: MegEngine's codes where every value is a whole number --------
+
+@pytest.mark.parametrize("make, values", [
+    (lambda: D.qint8(0.5), np.arange(-4, 6)),
+    (lambda: D.quint8(0.25, 7), np.arange(0, 10)),
+    (lambda: D.qint32(0.125), np.array([-70000, 0, 3, 2 ** 20])),
+    (lambda: np.dtype("int16"), np.array([-300, -0.0, 7])),
+    (lambda: np.dtype("bool"), np.array([0, 1, 1, 0])),
+])
+@pytest.mark.parametrize("source", ["float16", "float32", "float64"])
+def test_whole_floats_convert_to_megengines_values_and_the_rest_are_refused(make, values, source):
+    dtype = make()
+    with np.errstate(all="ignore"):
+        array = values.astype(source)
+    if not np.array_equal(array.astype(np.float64), values.astype(np.float64)):
+        pytest.skip(f"{source} does not hold these values")
+    ours = np.frombuffer(Tensor.from_numpy(array, dtype=dtype).storage(), np.dtype(dtype.str))
+    theirs = mge.Tensor(array, dtype=dtype).numpy()
+    assert ours.tobytes() == np.ascontiguousarray(theirs).tobytes()
+    # Where MegEngine truncates and wraps (1.5 -> 1, 300 -> 44 in an int8), npybridge refuses by index.
+    with pytest.raises(nbx.ValueRangeError, match=r"at index \(1,\) is not held exactly"):
+        Tensor.from_numpy(np.array([array[0], 1.5], source), dtype=dtype)
