@@ -188,20 +188,19 @@ inline bool checked_import_view(const consumed_capsule& taken) {
 }
 
 /// The planner's first case over DLPack memory: a plain dtype as it is, writable, aligned, strides the tensor
-/// type takes, borrowed straight (no numpy array in between); nullopt leaves the decision to the general path.
+/// type takes. Fills `layout` and returns the dtype to borrow straight (no numpy array in between), or nullptr
+/// to leave the decision to the general path. Always inlined: from_dlpack builds the tensor in place.
 template <class Tensor>
-std::optional<to_tensor_result<Tensor>> dlpack_borrow_at_once(consumed_capsule& taken, bool empty,
-                                                              const to_tensor_options& options,
-                                                              const placement_t<Tensor>& where) {
+[[gnu::always_inline]] inline const dtype* dlpack_borrow_at_once(const consumed_capsule& taken, bool empty,
+                                                                 const to_tensor_options& options,
+                                                                 tensor_layout& layout) {
     using adapter = tensor_adapter<Tensor>;
     const dlpack::tensor_view& view = taken.view;
     const dtype* plain = view.dtype.bits >= 8 ? plain_dtype_of(view.dtype) : nullptr;
     if (plain == nullptr || (taken.flags & dlpack::flag_read_only) != 0 ||
         static_cast<std::size_t>(view.ndim) > ndim_limit<Tensor> || (view.ndim == 0 && !adapter::has_scalar)) {
-        return std::nullopt;
+        return nullptr;
     }
-    void* data = dlpack_first_byte(view);
-    tensor_layout layout;
     layout.ndim = static_cast<std::size_t>(view.ndim);
     std::ptrdiff_t stride = 1;
     for (std::size_t i = layout.ndim; i-- > 0;) {
@@ -211,14 +210,8 @@ std::optional<to_tensor_result<Tensor>> dlpack_borrow_at_once(consumed_capsule& 
         layout.strides[i] = own ? static_cast<std::ptrdiff_t>(view.strides[i]) : stride;
         stride *= static_cast<std::ptrdiff_t>(view.shape[i] == 0 ? 1 : view.shape[i]);
     }
-    const bool aligned = reinterpret_cast<std::uintptr_t>(data) % plain->info().element_size == 0;
-    if (!borrows_at_once(plain, aligned, adapter::accepts_strides(layout), options)) return std::nullopt;
-    const dtype type = *plain;
-    std::optional<to_tensor_result<Tensor>> result;
-    result.emplace(std::in_place,
-                   [&] { return adapter_borrow_at<Tensor>(type, data, layout, true, std::move(taken.owner), where); },
-                   true);
-    return result;
+    const bool aligned = reinterpret_cast<std::uintptr_t>(dlpack_first_byte(view)) % plain->info().element_size == 0;
+    return borrows_at_once(plain, aligned, adapter::accepts_strides(layout), options) ? plain : nullptr;
 }
 
 /// Padded sub-byte data (one element per byte, DLPack's IS_SUBBYTE_TYPE_PADDED): the values extracted into a
@@ -306,7 +299,14 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
     const bool empty = detail::checked_import_view(taken);
     const dlpack::tensor_view& view = taken.view;
     const bool read_only = (taken.flags & dlpack::flag_read_only) != 0;
-    if (auto borrowed = detail::dlpack_borrow_at_once<Tensor>(taken, empty, options, where)) return std::move(*borrowed);
+    tensor_layout layout;
+    if (const dtype* plain = detail::dlpack_borrow_at_once<Tensor>(taken, empty, options, layout)) {
+        const dtype type = *plain;
+        void* data = detail::dlpack_first_byte(view);
+        return {std::in_place,
+                [&] { return detail::adapter_borrow_at<Tensor>(type, data, layout, true, std::move(taken.owner), where); },
+                true};
+    }
     to_tensor_options kept = options;
     kept.keep_alive = true;
     if (view.dtype.bits < 8) {
