@@ -76,7 +76,8 @@ struct npybridge::tensor_adapter<unmarked_tensor> : npybridge::tensor_adapter<me
     static unmarked_tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable,
                                   owner_handle owner, const placement& where) {
         unmarked_tensor t;
-        static_cast<megbrain_like::host_tensor&>(t) = base::borrow(type, data, layout, writable, std::move(owner), where);
+        static_cast<megbrain_like::host_tensor&>(t) =
+            base::borrow(type, data, layout, writable, std::move(owner), where);
         t.read_only = false;
         return t;
     }
@@ -114,8 +115,8 @@ TEST_CASE("read-only DLPack memory follows to_tensor's rule in a tensor type tha
     SECTION("must_borrow refuses, naming the reason") {
         test::owned capsule = versioned_capsule(npb::dlpack::flag_read_only);
         CHECK_THAT(test::message_of<npb::conversion_error>([&] {
-                       npb::from_dlpack<unmarked_tensor>(capsule.get(),
-                                                         npb::to_tensor_options().with(npb::borrow_policy::must_borrow));
+                       npb::from_dlpack<unmarked_tensor>(
+                           capsule.get(), npb::to_tensor_options().with(npb::borrow_policy::must_borrow));
                    }),
                    Contains("must_borrow: cannot share the memory of the array of shape (2, 3) and dtype float32: " +
                             unmarked));

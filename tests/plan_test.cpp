@@ -46,11 +46,10 @@ TEST_CASE("the planner's first case borrows only where the whole planner borrows
                 facts.strides_accepted = bits & 32;
                 facts.writable = bits & 64;
                 const npb::dtype target = options.type.value_or(type);
-                const bool fast = npb::detail::borrows_at_once(&type, facts.native_order && facts.aligned &&
-                                                                          facts.writable,
-                                                               facts.strides_accepted, options);
-                for (const auto marking : {read_only_marking::unknown, read_only_marking::marks,
-                                           read_only_marking::cannot}) {
+                const bool fast = npb::detail::borrows_at_once(
+                    &type, facts.native_order && facts.aligned && facts.writable, facts.strides_accepted, options);
+                for (const auto marking :
+                     {read_only_marking::unknown, read_only_marking::marks, read_only_marking::cannot}) {
                     const auto verdict = npb::detail::plan_borrow(facts, target, options, marking);
                     const bool borrows = verdict.cause == copy_cause::none && !verdict.check_marking &&
                                          verdict.quantized == refusal::none;
@@ -68,8 +67,7 @@ TEST_CASE("the planner's first case borrows only where the whole planner borrows
     CHECK(agreed > 10000);
 }
 
-TEST_CASE("the borrow checks run in the order of docs/policies.md's table, the first that fails the reason",
-          "[plan]") {
+TEST_CASE("the borrow checks run in the order of docs/policies.md's table, the first that fails the reason", "[plan]") {
     const npb::dtype f32(npb::dtype_enum::Float32);
     npb::detail::memory_facts all_wrong;
     all_wrong.type = &f32;
@@ -114,11 +112,12 @@ TEST_CASE("the borrow checks run in the order of docs/policies.md's table, the f
     CHECK(cause(facts, f32) == copy_cause::none);
 
     // The table lists every cause once per row, in this order.
-    const copy_cause order[] = {copy_cause::copy_requested,  copy_cause::packed_target,     copy_cause::foreign_dtype,
-                                copy_cause::narrowing,       copy_cause::other_dtype,       copy_cause::byte_order,
-                                copy_cause::partial_strides, copy_cause::misaligned,        copy_cause::refused_strides,
-                                copy_cause::invalid_codes,   copy_cause::read_only_writable,
-                                copy_cause::read_only_unmarked, copy_cause::read_only_scoped};
+    const copy_cause order[] = {
+        copy_cause::copy_requested,  copy_cause::packed_target,      copy_cause::foreign_dtype,
+        copy_cause::narrowing,       copy_cause::other_dtype,        copy_cause::byte_order,
+        copy_cause::partial_strides, copy_cause::misaligned,         copy_cause::refused_strides,
+        copy_cause::invalid_codes,   copy_cause::read_only_writable, copy_cause::read_only_unmarked,
+        copy_cause::read_only_scoped};
     REQUIRE(std::size(npb::detail::borrow_causes) == std::size(order));
     for (std::size_t i = 0; i < std::size(order); ++i) CHECK(npb::detail::borrow_causes[i].cause == order[i]);
 }
@@ -154,7 +153,7 @@ TEST_CASE("read-only memory: borrowed where the type marks it or the caller only
 namespace {
 
 npb::detail::fill_plan plan_fill_of(char kind, std::size_t itemsize, npb::dtype_enum target,
-                            npb::narrowing mode = npb::narrowing::checked, const npb::dtype* type = nullptr) {
+                                    npb::narrowing mode = npb::narrowing::checked, const npb::dtype* type = nullptr) {
     npb::detail::value_facts values;
     values.type = type;
     values.kind = kind;
@@ -199,15 +198,15 @@ TEST_CASE("checked: what each kind of value goes into, and what is looked at", "
         empty.kind = 'c';
         empty.itemsize = 16;
         empty.empty = true;
-        CHECK(npb::detail::plan_fill(empty, npb::dtype(id::Bool), npb::narrowing::checked).route == fill_route::nothing);
+        CHECK(npb::detail::plan_fill(empty, npb::dtype(id::Bool), npb::narrowing::checked).route ==
+              fill_route::nothing);
         const npb::dtype s8 = npb::dtype::quantized(id::QuantizedS8, 0.5);
         const auto plan = plan_fill_of('i', 1, id::Float32, npb::narrowing::wrap, &s8);
         CHECK((plan.route == fill_route::refuse && plan.refused == refusal::dropping_params));
     }
 }
 
-TEST_CASE("wrap and reject: numpy's casts, npybridge's rounding into BFloat16, integers into packed dtypes",
-          "[plan]") {
+TEST_CASE("wrap and reject: numpy's casts, npybridge's rounding into BFloat16, integers into packed dtypes", "[plan]") {
     using id = npb::dtype_enum;
     CHECK(plan_fill_of('c', 16, id::BFloat16, npb::narrowing::wrap).route == fill_route::convert);
     CHECK(plan_fill_of('f', 8, id::IntB4, npb::narrowing::wrap).refused == refusal::not_integers);

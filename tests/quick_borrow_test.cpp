@@ -84,8 +84,7 @@ TEST_CASE("to_tensor's fast path borrows exactly the common borrows the planner 
     SECTION("writable() asked") { check_every_array<npb::tensor>(npb::to_tensor_options().writable(), marking::marks); }
     SECTION("scoped, must_borrow, copy") {
         check_every_array<npb::tensor>(npb::to_tensor_options().scoped(), marking::marks);
-        check_every_array<npb::tensor>(npb::to_tensor_options().with(npb::borrow_policy::must_borrow),
-                                       marking::marks);
+        check_every_array<npb::tensor>(npb::to_tensor_options().with(npb::borrow_policy::must_borrow), marking::marks);
         check_every_array<npb::tensor>(npb::to_tensor_options().with(npb::borrow_policy::copy), marking::marks);
     }
     SECTION("a requested dtype") {

@@ -127,7 +127,8 @@ to_tensor_result<Tensor> copied(PyArrayObject* array, const std::optional<numpy_
     const copy_values values = values_for(array, source, target);
     const fill_plan plan = plan_fill(value_facts_of(values, target, options.narrow), target, options.narrow);
     const std::string array_dtype = descr_text(PyArray_DESCR(array));
-    if (plan.route == fill_route::refuse) throw_refusal(plan.refused, array_dtype, values.match, target, options.narrow);
+    if (plan.route == fill_route::refuse)
+        throw_refusal(plan.refused, array_dtype, values.match, target, options.narrow);
     const tensor_layout contiguous = tensor_layout::contiguous(layout.shape.data(), layout.ndim);
     Tensor made = make_dense<Tensor>(target, contiguous, options.layout.value_or(default_layout(target.id())), where);
     const lowbit_layout packing = target.info().is_packed ? adapter::packed_layout(made) : lowbit_layout::compact;
@@ -356,7 +357,8 @@ void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& opti
     const detail::copy_values values = detail::values_for(array, detail::match_of(array, as_target), target);
     const detail::fill_plan plan =
         detail::plan_fill(detail::value_facts_of(values, target, options.narrow), target, options.narrow);
-    const lowbit_layout packing = target.info().is_packed ? adapter::packed_layout(destination) : lowbit_layout::compact;
+    const lowbit_layout packing =
+        target.info().is_packed ? adapter::packed_layout(destination) : lowbit_layout::compact;
     detail::fill_existing(plan, values, detail::descr_text(PyArray_DESCR(array)),
                           detail::fill_target{target, adapter::data(destination), into, packing, true}, options.narrow);
 }

@@ -220,8 +220,8 @@ template <class Tensor>
 to_tensor_result<Tensor> padded_from_dlpack(consumed_capsule& taken, const to_tensor_options& options,
                                             const placement_t<Tensor>& where) {
     const dlpack::tensor_view& view = taken.view;
-    const std::string what =
-        "padded sub-byte DLPack " + dlpack::type_text(view.dtype) + " data (one element per byte) is unpacked into a copy";
+    const std::string what = "padded sub-byte DLPack " + dlpack::type_text(view.dtype) +
+                             " data (one element per byte) is unpacked into a copy";
     if (options.policy == borrow_policy::must_borrow) throw conversion_error("must_borrow: " + what);
     object descr = object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_UINT8)));
     const bool writable = (taken.flags & dlpack::flag_read_only) == 0;
@@ -273,9 +273,13 @@ object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
     } else {
         for (std::size_t i = 0; i < layout.ndim; ++i) made->strides[i] = described.strides[i];
     }
-    const dlpack::tensor_view view{data,     dlpack::device_spec{dlpack::cpu, 0}, static_cast<std::int32_t>(layout.ndim),
-                                   dl_type,  made->shape,
-                                   made->strides, 0};
+    const dlpack::tensor_view view{data,
+                                   dlpack::device_spec{dlpack::cpu, 0},
+                                   static_cast<std::int32_t>(layout.ndim),
+                                   dl_type,
+                                   made->shape,
+                                   made->strides,
+                                   0};
     const std::uint64_t flags = (writable || copy ? 0 : dlpack::flag_read_only) | (copy ? dlpack::flag_is_copied : 0);
     return detail::export_capsule(std::move(made), view, versioned, flags);
 }
@@ -303,9 +307,10 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
     if (const dtype* plain = detail::dlpack_borrow_at_once<Tensor>(taken, empty, options, layout)) {
         const dtype type = *plain;
         void* data = detail::dlpack_first_byte(view);
-        return {std::in_place,
-                [&] { return detail::adapter_borrow_at<Tensor>(type, data, layout, true, std::move(taken.owner), where); },
-                true};
+        return {
+            std::in_place,
+            [&] { return detail::adapter_borrow_at<Tensor>(type, data, layout, true, std::move(taken.owner), where); },
+            true};
     }
     to_tensor_options kept = options;
     kept.keep_alive = true;

@@ -17,7 +17,6 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-
 /// What a numpy dtype becomes: the dtype, and whether its values must be
 /// narrowed (int64 -> Int32, float64 -> Float32) on the way in.
 struct numpy_dtype_match {

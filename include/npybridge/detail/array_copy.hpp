@@ -272,11 +272,12 @@ std::optional<unfit_value> first_unfit_integer(const T* in, std::size_t n, const
 /// The first float (or complex part, `parts` 2) of `in` that `bounds` does not hold: overflowing a float target;
 /// not a whole number in [lo, hi] for integer, bool and quantized targets.
 template <class T>
-std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::size_t parts, const value_bounds& bounds) {
+std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::size_t parts,
+                                             const value_bounds& bounds) {
     const std::size_t count = n * parts;
-    std::size_t bad = bounds.floating ? first_overflow<T>(in, count, static_cast<T>(bounds.overflow))
-                                      : first_not_whole<T>(in, count, static_cast<double>(bounds.lo),
-                                                           static_cast<double>(bounds.hi));
+    std::size_t bad =
+        bounds.floating ? first_overflow<T>(in, count, static_cast<T>(bounds.overflow))
+                        : first_not_whole<T>(in, count, static_cast<double>(bounds.lo), static_cast<double>(bounds.hi));
     if (bad == count) return std::nullopt;
     bad -= bad % parts;
     const auto text = [](T v) { return number_text(static_cast<double>(v)); };
@@ -320,9 +321,9 @@ inline std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const 
     const auto real_size = static_cast<std::size_t>(PyArray_ITEMSIZE(array)) / parts;
     const bool in_place = PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array) &&
                           (kind == 'i' || kind == 'u' || real_size == 4 || real_size == 8);
-    const object values = in_place ? object::borrow(reinterpret_cast<PyObject*>(array))
-                                   : contiguous_as(array, widened_type(kind, real_size), NPY_SAFE_CASTING,
-                                                   "checked narrowing");
+    const object values =
+        in_place ? object::borrow(reinterpret_cast<PyObject*>(array))
+                 : contiguous_as(array, widened_type(kind, real_size), NPY_SAFE_CASTING, "checked narrowing");
     auto* read = reinterpret_cast<PyArrayObject*>(values.get());
     return first_unfit_in(kind, PyArray_ITEMSIZE(read) / static_cast<npy_intp>(parts), PyArray_DATA(read),
                           static_cast<std::size_t>(PyArray_SIZE(read)), parts, bounds);

@@ -107,7 +107,8 @@ inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
     switch (wide) {
         case NPY_BOOL: {
             const auto* in = static_cast<const npy_bool*>(data);
-            for (std::size_t i = 0; i < count; ++i) result[i] = bfloat16{static_cast<std::uint16_t>(in[i] ? 0x3F80u : 0u)};
+            for (std::size_t i = 0; i < count; ++i)
+                result[i] = bfloat16{static_cast<std::uint16_t>(in[i] ? 0x3F80u : 0u)};
             break;
         }
         case NPY_INT64: round_each_to_bfloat16<std::int64_t>(data, step, result, count); break;
@@ -169,7 +170,8 @@ inline value_facts value_facts_of(const copy_values& values, const dtype& target
     facts.kind = descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF ? 'V' : descr_kind(PyArray_DESCR(array));
     facts.itemsize = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
     facts.empty = PyArray_SIZE(array) == 0;
-    const bool checked_foreign = mode == narrowing::checked && std::string_view("biufc").find(facts.kind) == std::string_view::npos;
+    const bool checked_foreign =
+        mode == narrowing::checked && std::string_view("biufc").find(facts.kind) == std::string_view::npos;
     if ((mode != narrowing::checked || checked_foreign) && !target.info().is_packed &&
         target.info().form != numpy_form::none) {
         const object descr = to_numpy_dtype(target, user_dtype_choice::own);

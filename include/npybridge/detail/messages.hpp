@@ -155,8 +155,8 @@ inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
                               " with casting='safe' (narrowing='reject' allows no cast that can lose values; "
                               "'checked' checks every value, 'wrap' casts anyway)");
         case refusal::no_numpy_form:
-            throw dtype_error("cannot convert numpy " + array_dtype + " to " + to + ": " +
-                              std::string(target.name()) + " has no numpy form (only its own bytes go into it)");
+            throw dtype_error("cannot convert numpy " + array_dtype + " to " + to + ": " + std::string(target.name()) +
+                              " has no numpy form (only its own bytes go into it)");
         case refusal::not_integers:
             throw dtype_error(std::string(target.name()) + " takes integer values" +
                               (mode == narrowing::checked ? std::string(" (and whole floats)") : std::string()) +

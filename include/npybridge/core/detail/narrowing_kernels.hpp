@@ -238,7 +238,7 @@ bool is_whole(T value) noexcept {
         std::memcpy(&bits, &value, sizeof bits);
         const int exponent = static_cast<int>((bits >> mantissa) & ((bits_t{1} << (sizeof(T) * 8 - 1 - mantissa)) - 1));
         const bits_t fraction = bits & ((bits_t{1} << mantissa) - 1);
-        if (exponent == 2 * bias + 1) return false;           // NaN, infinity
+        if (exponent == 2 * bias + 1) return false;                  // NaN, infinity
         if (exponent < bias) return exponent == 0 && fraction == 0;  // |value| < 1: only zero
         const int fraction_bits = mantissa - (exponent - bias);
         return fraction_bits <= 0 || (fraction & ((bits_t{1} << fraction_bits) - 1)) == 0;

@@ -53,18 +53,18 @@ inline constexpr cause_row borrow_causes[] = {
     {copy_cause::byte_order, "byte order:", "the array is not in native byte order"},
     {copy_cause::partial_strides, "strides:", "a stride is not a whole number of elements"},
     {copy_cause::misaligned, "alignment:", "the data pointer is not aligned for the element type"},
-    {copy_cause::refused_strides, "strides:",
-     "the tensor type's adapter cannot describe the strides (e.g. no negative strides)"},
+    {copy_cause::refused_strides,
+     "strides:", "the tensor type's adapter cannot describe the strides (e.g. no negative strides)"},
     {copy_cause::invalid_codes, "codes:",
      "`narrowing='wrap'` and a value is not a code of the dtype (QuantizedS1: 0 and 1); "
      "`checked` and `reject` refuse it instead"},
-    {copy_cause::read_only_writable, "read-only:",
-     "the array is read-only and a writable tensor was asked for (`to_tensor_options().writable()`)"},
+    {copy_cause::read_only_writable,
+     "read-only:", "the array is read-only and a writable tensor was asked for (`to_tensor_options().writable()`)"},
     {copy_cause::read_only_unmarked, "read-only:",
      "the array is read-only, the tensor type cannot mark memory read-only, and the caller did not say "
      "`reading_only()`"},
-    {copy_cause::read_only_scoped, "read-only:",
-     "the same, borrowed `scoped()`: no owner is kept to remember that the memory is read-only"},
+    {copy_cause::read_only_scoped,
+     "read-only:", "the same, borrowed `scoped()`: no owner is kept to remember that the memory is read-only"},
 };
 
 /// Whether a tensor type marks borrowed memory read-only (its adapter's writable() reports the flag it was
@@ -73,14 +73,14 @@ enum class read_only_marking : std::uint8_t { unknown, marks, cannot };
 
 /// What the planner knows of the array's memory: its dtype as npybridge reads it and its layout's flags.
 struct memory_facts {
-    const dtype* type = nullptr;   ///< the array's dtype; nullptr when it has none (a cast)
-    bool narrowed = false;         ///< int64 / float64 read as Int32 / Float32
+    const dtype* type = nullptr;  ///< the array's dtype; nullptr when it has none (a cast)
+    bool narrowed = false;        ///< int64 / float64 read as Int32 / Float32
     bool native_order = true;
-    bool whole_elements = true;    ///< every stride that matters is a whole number of elements
+    bool whole_elements = true;  ///< every stride that matters is a whole number of elements
     bool aligned = true;
     bool strides_accepted = true;  ///< the tensor type's adapter describes the strides
     bool writable = true;
-    bool codes_fit = true;         ///< every value is a code of the tensor's dtype (asked when checks_codes)
+    bool codes_fit = true;  ///< every value is a code of the tensor's dtype (asked when checks_codes)
 };
 
 /// A plain array that becomes a quantized tensor of its storage (int8 → QuantizedS8) keeps its bytes: the
@@ -139,7 +139,7 @@ constexpr borrow_verdict refuse_or_copy(copy_cause cause, const to_tensor_option
 }
 
 inline borrow_verdict plan_borrow(const memory_facts& facts, const dtype& target, const to_tensor_options& options,
-                                     read_only_marking marking) noexcept {
+                                  read_only_marking marking) noexcept {
     if (const refusal quantized = quantized_refusal(facts.type, target); quantized != refusal::none) {
         return {copy_cause::other_dtype, false, true, false, quantized};
     }
@@ -218,11 +218,11 @@ struct fill_plan {
 struct value_facts {
     const dtype* type = nullptr;  ///< npybridge's dtype of the values; nullptr: none (a dtype only numpy knows)
     bool narrowed = false;
-    char kind = 0;                ///< numpy's kind: 'b', 'i', 'u', 'f', 'c'; anything else is a type only numpy knows
+    char kind = 0;  ///< numpy's kind: 'b', 'i', 'u', 'f', 'c'; anything else is a type only numpy knows
     std::size_t itemsize = 0;
     bool empty = false;
-    bool numpy_safe = false;      ///< numpy casts the values to the target without losing any (reject asks)
-    bool numpy_casts = false;     ///< numpy has a cast to the target at all (wrap asks)
+    bool numpy_safe = false;   ///< numpy casts the values to the target without losing any (reject asks)
+    bool numpy_casts = false;  ///< numpy has a cast to the target at all (wrap asks)
 };
 
 /// Whether every value of a numpy (kind, itemsize) fits `bounds` unchanged, so no value needs a look.
@@ -239,7 +239,9 @@ constexpr bool every_value_fits(char kind, std::size_t itemsize, const value_bou
     }
     if (kind == 'f' || kind == 'c') {
         // A float fits a float of at least its significand (float16 into Float32, float32 into Complex64).
-        const unsigned digits = (kind == 'c' ? bits / 2 : bits) == 16 ? 11 : (kind == 'c' ? bits / 2 : bits) == 32 ? 24 : 53;
+        const unsigned digits = (kind == 'c' ? bits / 2 : bits) == 16   ? 11
+                                : (kind == 'c' ? bits / 2 : bits) == 32 ? 24
+                                                                        : 53;
         return bounds.floating && digits <= bounds.digits;
     }
     return false;
@@ -283,7 +285,8 @@ inline fill_plan plan_checked_fill(const value_facts& values, const dtype_info& 
 inline fill_plan plan_unchecked_fill(const value_facts& values, const dtype& target, narrowing mode) noexcept {
     const bool integers = values.kind == 'b' || values.kind == 'i' || values.kind == 'u';
     if (target.info().is_packed) return integers ? fill_plan{fill_route::pack} : refused_fill(refusal::not_integers);
-    if (mode == narrowing::reject) return values.numpy_safe ? fill_plan{fill_route::convert} : refused_fill(refusal::unsafe);
+    if (mode == narrowing::reject)
+        return values.numpy_safe ? fill_plan{fill_route::convert} : refused_fill(refusal::unsafe);
     const bool rounds_itself = is_number_kind(values.kind) && target.id() == dtype_enum::BFloat16;
     return values.numpy_casts || rounds_itself ? fill_plan{fill_route::convert} : refused_fill(refusal::no_cast);
 }
@@ -304,7 +307,8 @@ inline fill_plan plan_fill(const value_facts& values, const dtype& target, narro
         return mode == narrowing::reject ? refused_fill(refusal::unsafe) : fill_plan{fill_route::narrow};
     }
     if (to.form == numpy_form::none && !to.is_packed) return refused_fill(refusal::no_numpy_form);
-    fill_plan plan = mode == narrowing::checked ? plan_checked_fill(values, to) : plan_unchecked_fill(values, target, mode);
+    fill_plan plan =
+        mode == narrowing::checked ? plan_checked_fill(values, to) : plan_unchecked_fill(values, target, mode);
     plan.settle_codes = settle && plan.route != fill_route::refuse;
     return plan;
 }

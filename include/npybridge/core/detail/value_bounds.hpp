@@ -34,13 +34,14 @@ inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
         return value_bounds{true, 0, 0, overflow_threshold(type.range.hi), digits};
     }
     if (type.category == dtype_category::boolean) return value_bounds{false, 0, 1, 0, 0};
-    if (type.is_packed) return type.is_signed ? value_bounds{false, -128, 127, 0, 0} : value_bounds{false, 0, 255, 0, 0};
+    if (type.is_packed)
+        return type.is_signed ? value_bounds{false, -128, 127, 0, 0} : value_bounds{false, 0, 255, 0, 0};
     if (type.category != dtype_category::integer && type.category != dtype_category::quantized) return std::nullopt;
     const unsigned bits = static_cast<unsigned>(type.element_size * 8);
     if (bits >= 64) return std::nullopt;
-    value_bounds bounds =
-        type.is_signed ? value_bounds{false, -(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1, 0, 0}
-                       : value_bounds{false, 0, (std::int64_t{1} << bits) - 1, 0, 0};
+    value_bounds bounds = type.is_signed ? value_bounds{false, -(std::int64_t{1} << (bits - 1)),
+                                                        (std::int64_t{1} << (bits - 1)) - 1, 0, 0}
+                                         : value_bounds{false, 0, (std::int64_t{1} << bits) - 1, 0, 0};
     bounds.lo = std::max(bounds.lo, static_cast<std::int64_t>(type.range.lo));
     bounds.hi = std::min(bounds.hi, static_cast<std::int64_t>(type.range.hi));
     return bounds;
@@ -73,8 +74,8 @@ inline constexpr std::array<bool, dtype_count> codes_narrower_by_row = [] {
 template <class Integer>
 std::string inexact_text(Integer value, const value_bounds& bounds) {
     const bool negative = value < 0;
-    const std::uint64_t magnitude = negative ? std::uint64_t{0} - static_cast<std::uint64_t>(value)
-                                             : static_cast<std::uint64_t>(value);
+    const std::uint64_t magnitude =
+        negative ? std::uint64_t{0} - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
     const double rounded = round_to_digits(magnitude, bounds.digits);
     return std::to_string(value) + " (not held exactly: it would become " + number_text(negative ? -rounded : rounded) +
            ")";
