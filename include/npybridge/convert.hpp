@@ -2,7 +2,9 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
-#include <npybridge/detail/array_copy.hpp>
+#include <npybridge/detail/array_layout.hpp>
+#include <npybridge/detail/lowbit_values.hpp>
+#include <npybridge/detail/value_checks.hpp>
 #include <npybridge/detail/array_fill.hpp>
 #include <npybridge/core/detail/plan.hpp>
 #include <npybridge/detail/messages.hpp>

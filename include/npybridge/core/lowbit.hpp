@@ -113,7 +113,7 @@ inline std::string valid_set_text(const dtype_info& type) {
 inline std::string flat_index_text(std::size_t i) { return std::to_string(i); }
 
 /// The first invalid element (error path only: one more scan, then throw), its
-/// index written by index_text (flat here; an array's coordinates in detail/array_copy.hpp).
+/// index written by index_text (flat here; an array's coordinates in detail/messages.hpp).
 template <class IndexText = std::string (*)(std::size_t)>
 [[noreturn]] void throw_first_invalid(const dtype_info& type, const lowbit_codec& codec, const std::uint8_t* src,
                                       std::size_t count, IndexText index_text = flat_index_text) {

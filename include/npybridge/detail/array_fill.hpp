@@ -3,7 +3,9 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
-#include <npybridge/detail/array_copy.hpp>
+#include <npybridge/detail/array_layout.hpp>
+#include <npybridge/detail/lowbit_values.hpp>
+#include <npybridge/detail/value_checks.hpp>
 #include <npybridge/core/errors.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/policies.hpp>

@@ -1,0 +1,96 @@
+// npybridge/detail/lowbit_values.hpp — the one-byte values packed dtypes are filled
+// from: ml_dtypes' and DLPack's sub-byte bytes read by their low bits, values checked to fit a byte, and the
+// packing itself (docs/lowbit.md).
+#pragma once
+
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/lowbit.hpp>
+#include <npybridge/detail/array_layout.hpp>
+#include <npybridge/detail/messages.hpp>
+#include <npybridge/detail/value_checks.hpp>
+#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/python.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+/// Sub-byte elements one per byte (DLPack's IS_SUBBYTE_TYPE_PADDED, and
+/// ml_dtypes' int4 / uint4): the value sits in the low `bits` bits; int
+/// codes are sign-extended. Gives an int8 / uint8 array of the values.
+inline object low_bits_as_bytes(PyArrayObject* bytes, unsigned bits, bool is_signed) {
+    object values = contiguous_copy(bytes, "low-bit values");
+    auto* array = reinterpret_cast<PyArrayObject*>(values.get());
+    if (values.get() == reinterpret_cast<PyObject*>(bytes)) {  // already contiguous: make it ours to change
+        PyObject* copied = PyArray_NewCopy(bytes, NPY_CORDER);
+        if (copied == nullptr) throw_numpy_failure("low-bit values");
+        values = object::steal(copied);
+        array = reinterpret_cast<PyArrayObject*>(copied);
+    }
+    auto* data = static_cast<std::uint8_t*>(PyArray_DATA(array));
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
+    const unsigned shift = 8 - bits;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto low = static_cast<std::uint8_t>(data[i] << shift);
+        data[i] = is_signed ? static_cast<std::uint8_t>(static_cast<std::int8_t>(low) >> shift)
+                            : static_cast<std::uint8_t>(low >> shift);
+    }
+    PyArray_Descr* descr = PyArray_DescrFromType(is_signed ? NPY_INT8 : NPY_UINT8);
+    PyObject* typed = PyArray_View(array, descr, nullptr);
+    if (typed == nullptr) throw_numpy_failure("low-bit values");
+    return object::steal(typed);
+}
+
+/// One byte per element, valid for the packed dtype, C order (new reference
+/// or the array itself). Integers of any width are checked against the
+/// dtype's valid set so that nothing wraps into a valid code.
+inline object lowbit_values(PyArrayObject* array, const dtype& target, const tensor_layout& layout) {
+    const dtype_info& type = target.info();
+    const int byte_type = type.is_signed ? NPY_INT8 : NPY_UINT8;
+    if (const std::optional<ml_dtypes_subbyte> kind = ml_dtypes_subbyte_kind(PyArray_DESCR(array))) {
+        // ml_dtypes' int1/2/4 and uint1/2/4: the low bits of each byte hold the value.
+        object values = low_bits_as_bytes(array, kind->bits, kind->is_signed);
+        return lowbit_values(reinterpret_cast<PyArrayObject*>(values.get()), target, layout);
+    }
+    if (user_dtype_lookup_hook != nullptr) {
+        const std::optional<dtype_enum> user = user_dtype_lookup_hook(descr_type_num(PyArray_DESCR(array)));
+        if (user && info(*user).is_packed) {  // an intbN array holds its odd values as int8 bytes
+            return contiguous_copy(array, std::string(type.name));
+        }
+    }
+    const char kind = descr_kind(PyArray_DESCR(array));
+    if (kind != 'i' && kind != 'u' && kind != 'b' && kind != 'f') {  // (floats: plan_fill lets whole ones in)
+        throw dtype_error(std::string(type.name) + " takes integer values, got numpy " +
+                          descr_text(PyArray_DESCR(array)));
+    }
+    if (descr_type_num(PyArray_DESCR(array)) == byte_type) return contiguous_copy(array, std::string(type.name));
+    if (PyArray_ITEMSIZE(array) == 1 && (kind == 'i') == type.is_signed && kind != 'b') {
+        return contiguous_as(array, byte_type, NPY_SAFE_CASTING, std::string(type.name));
+    }
+    // Only "a whole number that fits a byte" is checked here (integers of any width, uint64 too, so nothing
+    // wraps into a valid code); the packer's own codec judges the value set (and names the index) in pack_values.
+    const value_bounds byte_bounds = *storage_bounds(type);
+    if (const auto unfit = first_unfit_value(array, byte_bounds))
+        throw_invalid_code(type, unfit->text, index_text(unfit->index, layout));
+    return contiguous_as(array, byte_type, NPY_UNSAFE_CASTING, std::string(type.name));
+}
+
+/// Packs one-byte values into fresh storage; a bad value is named by its index in the array.
+inline void pack_values(PyArrayObject* values, const dtype& target, void* out, lowbit_layout packing,
+                        const tensor_layout& layout) {
+    const dtype_info& type = target.info();
+    const lowbit_codec codec = make_codec(type);
+    const auto* in = static_cast<const std::uint8_t*>(PyArray_DATA(values));
+    const std::size_t n = layout.count();
+    const bool ok = without_gil_if_large(n, [&] {
+        return pack_rows(active_lowbit_kernels(), codec, type.id, in, n, layout.innermost(), packing,
+                         static_cast<std::uint8_t*>(out));
+    });
+    if (!ok) throw_first_invalid(type, codec, in, n, [&](std::size_t i) { return index_text(i, layout); });
+}
+
+}  // namespace detail
+}  // namespace npybridge

@@ -1,0 +1,199 @@
+// npybridge/detail/value_checks.hpp — the value checks of narrowing='checked' over an
+// ndarray (the first value a dtype does not hold, by index), narrowing while copying, and QuantizedS1's codes
+// settled last (docs/policies.md).
+#pragma once
+
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/narrowing_kernels.hpp>
+#include <npybridge/core/detail/value_bounds.hpp>
+#include <npybridge/detail/array_layout.hpp>
+#include <npybridge/detail/messages.hpp>
+#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/policies.hpp>
+#include <npybridge/python.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+/// The first integer of `in` that `bounds` does not hold unchanged: outside [lo, hi] for integer targets; for
+/// float targets, overflowing or not held exactly.
+template <class T>
+std::optional<unfit_value> first_unfit_integer(const T* in, std::size_t n, const value_bounds& bounds) {
+    using limits = std::numeric_limits<T>;
+    std::size_t bad = n;
+    if (!bounds.floating) {
+        const T lo = bounds.lo <= static_cast<long double>(limits::min()) ? limits::min() : static_cast<T>(bounds.lo);
+        const T hi = bounds.hi >= static_cast<long double>(limits::max()) ? limits::max()
+                     : bounds.hi < 0                                      ? T{0}
+                                                                          : static_cast<T>(bounds.hi);
+        bad = first_outside<T>(in, n, lo, hi);
+        if (bad != n) return unfit_value{bad, std::to_string(in[bad])};
+        return std::nullopt;
+    }
+    const double limit = std::ceil(bounds.overflow) - 1;  // the largest integer below the overflow
+    if (limit < static_cast<double>(limits::max())) {
+        const auto top = static_cast<T>(limit);
+        bad = first_outside<T>(in, n, std::is_signed_v<T> ? static_cast<T>(-top) : T{0}, top);
+        if (bad != n) return unfit_value{bad, std::to_string(in[bad])};
+    }
+    if (sizeof(T) * 8 - (std::is_signed_v<T> ? 1 : 0) <= bounds.digits) return std::nullopt;
+    bad = first_inexact(in, n, bounds.digits);
+    if (bad != n) return unfit_value{bad, inexact_text(in[bad], bounds)};
+    return std::nullopt;
+}
+
+/// The first float (or complex part, `parts` 2) of `in` that `bounds` does not hold: overflowing a float target;
+/// not a whole number in [lo, hi] for integer, bool and quantized targets.
+template <class T>
+std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::size_t parts,
+                                             const value_bounds& bounds) {
+    const std::size_t count = n * parts;
+    std::size_t bad =
+        bounds.floating ? first_overflow<T>(in, count, static_cast<T>(bounds.overflow))
+                        : first_not_whole<T>(in, count, static_cast<double>(bounds.lo), static_cast<double>(bounds.hi));
+    if (bad == count) return std::nullopt;
+    bad -= bad % parts;
+    const auto text = [](T v) { return number_text(static_cast<double>(v)); };
+    return unfit_value{bad / parts, parts == 2 ? "(" + text(in[bad]) + "+" + text(in[bad + 1]) + "j)" : text(in[bad])};
+}
+
+/// The first unfit value of `n` values at `data`, read as numpy's (kind, size of one real part) says.
+inline std::optional<unfit_value> first_unfit_in(char kind, npy_intp size, const void* data, std::size_t n,
+                                                 std::size_t parts, const value_bounds& bounds) {
+    switch (kind == 'i' ? size : kind == 'u' ? -size : 100 + size) {
+        case 1: return first_unfit_integer(static_cast<const std::int8_t*>(data), n, bounds);
+        case 2: return first_unfit_integer(static_cast<const std::int16_t*>(data), n, bounds);
+        case 4: return first_unfit_integer(static_cast<const std::int32_t*>(data), n, bounds);
+        case 8: return first_unfit_integer(static_cast<const std::int64_t*>(data), n, bounds);
+        case -1: return first_unfit_integer(static_cast<const std::uint8_t*>(data), n, bounds);
+        case -2: return first_unfit_integer(static_cast<const std::uint16_t*>(data), n, bounds);
+        case -4: return first_unfit_integer(static_cast<const std::uint32_t*>(data), n, bounds);
+        case -8: return first_unfit_integer(static_cast<const std::uint64_t*>(data), n, bounds);
+        case 104: return first_unfit_float(static_cast<const float*>(data), n, parts, bounds);
+        case 108: return first_unfit_float(static_cast<const double*>(data), n, parts, bounds);
+        default: return first_unfit_float(static_cast<const long double*>(data), n, parts, bounds);
+    }
+}
+
+/// The numpy type first_unfit_value widens an array of `kind` to when it cannot read it in place.
+inline int widened_type(char kind, std::size_t real_size) noexcept {
+    const bool long_real = real_size > 8;
+    if (kind == 'i' || kind == 'u') return kind == 'i' ? NPY_INT64 : NPY_UINT64;
+    if (kind == 'f') return long_real ? NPY_LONGDOUBLE : NPY_DOUBLE;
+    return long_real ? NPY_CLONGDOUBLE : NPY_CDOUBLE;
+}
+
+/// The first value of the array (C order) that does not go into `bounds` unchanged: its index and its text.
+/// Read in its own type when the array is C-contiguous, aligned and native (no copy; float32 read as float32,
+/// so flush-to-zero mode changes no subnormal on the way); else widened by numpy to int64 / uint64 / double
+/// (long double when wider). Kinds other than integers, floats and complex numbers are numpy's to judge.
+inline std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds) {
+    const char kind = descr_kind(PyArray_DESCR(array));
+    if (kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c') return std::nullopt;
+    const std::size_t parts = kind == 'c' ? 2 : 1;
+    const auto real_size = static_cast<std::size_t>(PyArray_ITEMSIZE(array)) / parts;
+    const bool in_place = PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array) &&
+                          (kind == 'i' || kind == 'u' || real_size == 4 || real_size == 8);
+    const object values =
+        in_place ? object::borrow(reinterpret_cast<PyObject*>(array))
+                 : contiguous_as(array, widened_type(kind, real_size), NPY_SAFE_CASTING, "checked narrowing");
+    auto* read = reinterpret_cast<PyArrayObject*>(values.get());
+    return first_unfit_in(kind, PyArray_ITEMSIZE(read) / static_cast<npy_intp>(parts), PyArray_DATA(read),
+                          static_cast<std::size_t>(PyArray_SIZE(read)), parts, bounds);
+}
+
+/// int64 -> Int32 / float64 -> Float32 into `out` (contiguous). checked: the
+/// first value that does not fit is an error naming index and value.
+/// check_first: every value is checked before the first is written, so a bad
+/// value leaves `out` untouched (for copy_into; costs a second read).
+inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing mode,
+                        const tensor_layout& layout, bool check_first = false) {
+    const bool to_int = target.id() == dtype_enum::Int32;
+    const int type_num = descr_type_num(PyArray_DESCR(array));
+    const bool wide_source = PyArray_ITEMSIZE(array) == 8 &&
+                             (to_int ? type_num == NPY_LONG || type_num == NPY_LONGLONG : type_num == NPY_DOUBLE);
+    // int64 / float64 of any strides and byte order are gathered and narrowed
+    // in one pass (checking while gathering); anything else numpy first makes
+    // one of those.
+    object converted;
+    if (!wide_source) converted = contiguous_as(array, to_int ? NPY_INT64 : NPY_FLOAT64, NPY_SAFE_CASTING, "narrowing");
+    auto* src = wide_source ? array : reinterpret_cast<PyArrayObject*>(converted.get());
+    copy_plan plan;
+    if (!copy_plan_c_order(src, 4, plan)) {  // more dimensions than a plan holds: numpy flattens first
+        converted = contiguous_as(src, to_int ? NPY_INT64 : NPY_FLOAT64, NPY_SAFE_CASTING, "narrowing");
+        src = reinterpret_cast<PyArrayObject*>(converted.get());
+        plan.ndim = 1;
+        plan.shape[0] = static_cast<std::size_t>(PyArray_SIZE(src));
+        plan.src[0] = 8;
+        plan.dst[0] = 4;
+    }
+    const bool swap = !PyArray_ISNOTSWAPPED(src);
+    const void* data = PyArray_DATA(src);
+    const std::size_t n = plan.count();
+    const std::size_t bad = without_gil_if_large(n * 8, [&]() -> std::size_t {
+        auto first_bad = [&] {
+            return to_int ? first_unfit_strided<std::int64_t, std::int32_t>(plan, data, swap)
+                          : first_unfit_strided<double, float>(plan, data, swap);
+        };
+        if (check_first && mode == narrowing::checked) {
+            const std::size_t found = first_bad();
+            if (found != n) return found;
+        }
+        const bool all_fit = to_int ? narrow_strided<std::int64_t, std::int32_t>(plan, data, out, swap)
+                                    : narrow_strided<double, float>(plan, data, out, swap);
+        return all_fit || mode != narrowing::checked ? n : first_bad();
+    });
+    if (bad != n) {
+        std::ptrdiff_t offset = 0;
+        std::size_t rest = bad;
+        for (std::size_t k = plan.ndim; k-- > 0;) {
+            offset += static_cast<std::ptrdiff_t>(rest % plan.shape[k]) * plan.src[k];
+            rest /= plan.shape[k];
+        }
+        const auto* at = static_cast<const unsigned char*>(data) + offset;
+        const std::string value = to_int ? std::to_string(swap ? narrow_op<std::int64_t, std::int32_t, true>::load(at)
+                                                               : narrow_op<std::int64_t, std::int32_t, false>::load(at))
+                                         : number_text(swap ? narrow_op<double, float, true>::load(at)
+                                                            : narrow_op<double, float, false>::load(at));
+        throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
+                                ": value " + value + " at index " + index_text(bad, layout) + " does not fit " +
+                                std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
+    }
+}
+
+/// The last word on fresh memory of a dtype whose codes are fewer than its storage holds (QuantizedS1), after
+/// any cast (numpy's casts from ml_dtypes' int4 / uint4 / int2 check nothing): checked / reject refuse the
+/// first value that is not a code, naming its index; wrap wraps each into the code range (lo + (v - lo) mod
+/// (hi - lo + 1): for QuantizedS1's 0..1, the value's low bit). So no path stores a code outside the range.
+inline void settle_codes(void* out, const dtype& target, narrowing narrow, const tensor_layout& layout) {
+    const dtype_info& type = target.info();
+    if (!codes_narrower_than_storage(type)) return;
+    const std::size_t n = layout.count();
+    const auto lo = static_cast<long long>(type.range.lo), hi = static_cast<long long>(type.range.hi);
+    const long long span = hi - lo + 1;
+    const auto settle = [&](auto* values) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto v = static_cast<long long>(values[i]);
+            if (v >= lo && v <= hi) continue;
+            if (narrow != narrowing::wrap) throw_invalid_code(type, std::to_string(v), index_text(i, layout));
+            using value_t = std::remove_reference_t<decltype(values[i])>;
+            values[i] = static_cast<value_t>(lo + (((v - lo) % span) + span) % span);
+        }
+    };
+    const bool is_signed = type.is_signed;
+    switch (type.element_size) {
+        case 1: is_signed ? settle(static_cast<std::int8_t*>(out)) : settle(static_cast<std::uint8_t*>(out)); break;
+        case 2: is_signed ? settle(static_cast<std::int16_t*>(out)) : settle(static_cast<std::uint16_t*>(out)); break;
+        default: is_signed ? settle(static_cast<std::int32_t*>(out)) : settle(static_cast<std::uint32_t*>(out)); break;
+    }
+}
+
+}  // namespace detail
+}  // namespace npybridge
