@@ -22,6 +22,20 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
+/// A view of the array's bytes as `descr` (a type of the same size; steals the reference), in the array's byte
+/// order.
+inline object view_as(PyArrayObject* array, PyArray_Descr* descr) {
+    if (!PyArray_ISNOTSWAPPED(array)) {
+        PyArray_Descr* swapped = PyArray_DescrNewByteorder(descr, NPY_SWAP);
+        Py_DECREF(descr);
+        if (swapped == nullptr) throw_numpy_failure("npybridge: a byte-swapped view of the " + array_text(array));
+        descr = swapped;
+    }
+    PyObject* view = PyArray_View(array, descr, nullptr);  // steals descr
+    if (view == nullptr) throw_numpy_failure("npybridge: a view of the " + array_text(array));
+    return object::steal(view);
+}
+
 /// An array of another library's bfloat16 / intbN (user_dtypes.hpp recognizes MegEngine's and ml_dtypes')
 /// seen through npybridge's own user dtype: a view of the same bytes, so that every cast is npybridge's,
 /// whichever casts that library registered. Any other array is returned as it is.
@@ -34,30 +48,13 @@ inline object through_own_user_dtype(PyArrayObject* array, const std::optional<n
         Py_DECREF(own);
         return same;
     }
-    if (!PyArray_ISNOTSWAPPED(array)) {
-        PyArray_Descr* swapped = PyArray_DescrNewByteorder(own, NPY_SWAP);
-        Py_DECREF(own);
-        if (swapped == nullptr) throw_numpy_failure("npybridge: a byte-swapped view of the " + array_text(array));
-        own = swapped;
-    }
-    PyObject* view = PyArray_View(array, own, nullptr);  // steals own
-    if (view == nullptr) throw_numpy_failure("npybridge: a view of the " + array_text(array));
-    return object::steal(view);
+    return view_as(array, own);
 }
 
 /// A bfloat16 array (any library's: the same bytes) as a fresh float32 array, widened by bits: no cast a
 /// library registered and no FPU arithmetic (denormals-are-zero would flush subnormals), NaN payloads kept.
 inline object bfloat16_as_float32(PyArrayObject* array) {
-    PyArray_Descr* bits = PyArray_DescrFromType(NPY_UINT16);
-    if (!PyArray_ISNOTSWAPPED(array)) {
-        PyArray_Descr* swapped = PyArray_DescrNewByteorder(bits, NPY_SWAP);
-        Py_DECREF(bits);
-        if (swapped == nullptr) throw_numpy_failure("npybridge: reading bfloat16 bits");
-        bits = swapped;
-    }
-    PyObject* view = PyArray_View(array, bits, nullptr);  // steals bits
-    if (view == nullptr) throw_numpy_failure("npybridge: reading bfloat16 bits");
-    const object as_bits = object::steal(view);
+    const object as_bits = view_as(array, PyArray_DescrFromType(NPY_UINT16));
     const object native =
         contiguous_as(reinterpret_cast<PyArrayObject*>(as_bits.get()), NPY_UINT16, NPY_SAFE_CASTING, "bfloat16 values");
     auto* native_array = reinterpret_cast<PyArrayObject*>(native.get());
@@ -134,20 +131,6 @@ struct copy_values {
     PyArrayObject* get() const noexcept { return reinterpret_cast<PyArrayObject*>(array.get()); }
 };
 
-/// A view of the array's bytes as another plain numpy type of the same size (byte order kept).
-inline object bytes_as(PyArrayObject* array, int type_num) {
-    PyArray_Descr* descr = PyArray_DescrFromType(type_num);
-    if (!PyArray_ISNOTSWAPPED(array)) {
-        PyArray_Descr* swapped = PyArray_DescrNewByteorder(descr, NPY_SWAP);
-        Py_DECREF(descr);
-        if (swapped == nullptr) throw_numpy_failure("npybridge: a view of the " + array_text(array));
-        descr = swapped;
-    }
-    PyObject* view = PyArray_View(array, descr, nullptr);  // steals descr
-    if (view == nullptr) throw_numpy_failure("npybridge: a view of the " + array_text(array));
-    return object::steal(view);
-}
-
 inline copy_values values_for(PyArrayObject* array, const std::optional<numpy_dtype_match>& match,
                               const dtype& target) {
     if (const std::optional<ml_dtypes_subbyte> sub = ml_dtypes_subbyte_kind(PyArray_DESCR(array))) {
@@ -155,7 +138,8 @@ inline copy_values values_for(PyArrayObject* array, const std::optional<numpy_dt
                 numpy_dtype_match{dtype(sub->is_signed ? dtype_enum::Int8 : dtype_enum::Uint8), false}};
     }
     if (match && match->type.info().form == numpy_form::user_dtype && match->type.info().is_packed) {
-        return {bytes_as(array, NPY_INT8), numpy_dtype_match{dtype(dtype_enum::Int8), false}};  // intbN
+        return {view_as(array, PyArray_DescrFromType(NPY_INT8)),
+                numpy_dtype_match{dtype(dtype_enum::Int8), false}};  // intbN
     }
     if (!match || match->type.info().form != numpy_form::user_dtype || match->type == target) {
         return {through_own_user_dtype(array, match), match};
