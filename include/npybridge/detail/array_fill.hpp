@@ -16,7 +16,6 @@
 
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
@@ -156,8 +155,7 @@ inline value_facts value_facts_of(const copy_values& values, const dtype& target
     facts.kind = descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF ? 'V' : descr_kind(PyArray_DESCR(array));
     facts.itemsize = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
     facts.empty = PyArray_SIZE(array) == 0;
-    const bool checked_foreign =
-        mode == narrowing::checked && std::string_view("biufc").find(facts.kind) == std::string_view::npos;
+    const bool checked_foreign = mode == narrowing::checked && !is_number_kind(facts.kind);
     if ((mode != narrowing::checked || checked_foreign) && !target.info().is_packed &&
         target.info().form != numpy_form::none) {
         const object descr = to_numpy_dtype(target, user_dtype_choice::own);
@@ -239,6 +237,19 @@ struct fill_target {
     bool check_first = false;
 };
 
+/// The plan's value check, before anything is written: the first value the tensor's dtype does not hold is an
+/// error (the same storage: a value that is not one of its codes).
+inline void check_values(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
+                         const fill_target& into) {
+    if (plan.check == value_check::none) return;
+    const auto unfit = first_unfit_value(array, *storage_bounds(into.type.info()));
+    if (!unfit) return;
+    if (plan.route == fill_route::same) {
+        throw_invalid_code(into.type.info(), unfit->text, index_text(unfit->index, into.layout));
+    }
+    throw_unfit_value(array_dtype, into.type, plan.check, *unfit, into.layout);
+}
+
 /// Runs a fill plan: the plan's check, then its route. Decides nothing: plan_fill did.
 inline void run_fill(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
                      const fill_target& into, narrowing mode) {
@@ -261,14 +272,7 @@ inline void run_fill(const fill_plan& plan, const copy_values& values, const std
         convert_exact_into_float32(array, array_dtype, into.out, into.layout)) {
         return;
     }
-    if (plan.check != value_check::none) {
-        if (const auto unfit = first_unfit_value(array, *storage_bounds(target.info()))) {
-            if (plan.route == fill_route::same) {
-                throw_invalid_code(target.info(), unfit->text, index_text(unfit->index, into.layout));
-            }
-            throw_unfit_value(array_dtype, target, plan.check, *unfit, into.layout);
-        }
-    }
+    check_values(plan, array, array_dtype, into);
     if (plan.route == fill_route::same) {
         copy_same(array, target, into.out, contiguous);
     } else if (!(target.id() == dtype_enum::BFloat16 && fill_bfloat16(array, into.out, into.layout.count()))) {
@@ -319,11 +323,7 @@ inline void fill_existing(const fill_plan& plan, const copy_values& values, cons
     const byte_span span = packed ? byte_span{into.out, 0} : span_of(into.out, into.layout, target.info().element_size);
     const bool overlaps = !packed && array_overlaps(array, span.begin, span.bytes);
     if (plan.route == fill_route::same && !wraps_codes) {
-        if (plan.check != value_check::none) {
-            if (const auto unfit = first_unfit_value(array, *storage_bounds(target.info()))) {
-                throw_invalid_code(target.info(), unfit->text, index_text(unfit->index, into.layout));
-            }
-        }
+        check_values(plan, array, array_dtype, into);
         overlaps ? cast_into(array, target, into.out, into.layout) : copy_same(array, target, into.out, into.layout);
         return;
     }
