@@ -79,7 +79,8 @@ Tensor np2tensor(PyObject* obj, const Meth<Tensor>& meth, const std::optional<dt
 enum class ShareType { MUST_SHARE, MUST_UNSHARE, TRY_SHARE };
 
 /// tensor -> numpy, as MegEngine's npy::ndarray_from_tensor; a new reference. As MegEngine's, an array that
-/// shares the tensor's memory is read-only (MegEngine makes it with flags 0); a copy is writable.
+/// shares the tensor's memory is read-only (MegEngine makes it with flags 0); a copy, and an array of no
+/// elements (nothing to share), is writable unless the tensor's memory is read-only.
 template <class Tensor>
 PyObject* ndarray_from_tensor(const Tensor& value, ShareType share) {
     const share_policy policy = share == ShareType::MUST_SHARE     ? share_policy::must_share
@@ -87,7 +88,8 @@ PyObject* ndarray_from_tensor(const Tensor& value, ShareType share) {
                                                                    : share_policy::try_share;
     object array = to_array(value, policy);
     auto* made = reinterpret_cast<PyArrayObject*>(array.get());
-    if (policy != share_policy::copy && PyArray_DATA(made) == tensor_adapter<Tensor>::data(value)) {
+    if (policy != share_policy::copy && PyArray_SIZE(made) != 0 &&
+        PyArray_DATA(made) == tensor_adapter<Tensor>::data(value)) {
         PyArray_CLEARFLAGS(made, NPY_ARRAY_WRITEABLE);
     }
     return array.release();

@@ -462,3 +462,93 @@ def test_loops_and_scalar_methods_leak_no_references(refcounts):
     for action in (lambda: s + t, lambda: s < t, lambda: hash(s), lambda: format(s, ".1f"), lambda: repr(s),
                    lambda: a.tolist(), lambda: a[0], lambda: bf(a), lambda: a.astype(np.complex64)):
         refcounts([a, s, t, descr, bf], action, times=100_000)
+
+
+# ---- one rounding on every route ----------------------------------------------------------------------------
+
+def bf16_bits_of_fraction(value):
+    """The bfloat16 bits nearest to an exact rational (ties to even; subnormals kept, overflow to infinity)."""
+    from fractions import Fraction
+    value = Fraction(value)
+    if value == 0:
+        return 0
+    sign = 0x8000 if value < 0 else 0
+    magnitude = abs(value)
+    exponent = max(magnitude.numerator.bit_length() - magnitude.denominator.bit_length(), -126)
+    while exponent > -126 and magnitude < Fraction(2) ** exponent:
+        exponent -= 1
+    while magnitude >= Fraction(2) ** (exponent + 1):
+        exponent += 1
+    scaled = magnitude / Fraction(2) ** (exponent - 7)  # [128, 256) for normals, below for subnormals
+    whole, rest = divmod(scaled, 1)
+    whole = int(whole)
+    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and whole & 1):
+        whole += 1
+    if whole == 256:
+        whole, exponent = 128, exponent + 1
+    if exponent > 127:
+        return sign | 0x7F80
+    if whole < 128:  # subnormal (exponent -126)
+        return sign | whole
+    return sign | ((exponent + 127) << 7) | (whole - 128)
+
+
+def routes_of(value):
+    """The bits each route into the own bfloat16 gives for one value: scalar constructor, array from a list,
+    item assignment, an object array's astype."""
+    a = np.zeros(1, dtype=bf)
+    a[0] = value
+    return {
+        "scalar": int(np.array(bf(value)).view(np.uint16)),
+        "list": int(bits_of(np.array([value], dtype=bf))[0]),
+        "setitem": int(bits_of(a)[0]),
+        "object astype": int(bits_of(np.array([value], dtype=object).astype(bf))[0]),
+    }
+
+
+@own_type_only
+def test_the_issues_values_round_once_on_every_route():
+    n = 2**60 + 2**52 + 1
+    for value in (n, np.int64(n), np.uint64(n)):
+        assert set(routes_of(value).values()) == {0x5D81}, (value, routes_of(value))
+    assert int(bits_of(np.array([n]).astype(bf))[0]) == 0x5D81
+    if np.finfo(np.longdouble).nmant > 52:
+        tiny = np.longdouble(1) + np.longdouble(2) ** -8 + np.longdouble(2) ** -60
+        assert set(routes_of(tiny).values()) == {0x3F81}
+        assert int(bits_of(np.array([tiny]).astype(bf))[0]) == 0x3F81
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+def near_ties(draw_bits):
+    """Integers just around a bfloat16 tie: a 9-bit head ending in 1, then a tail of zeros or small noise."""
+    return st.builds(lambda head, shift, noise, negative: (-1 if negative else 1) * (((head | 1) << shift) + noise),
+                     st.integers(256, 511), st.integers(0, draw_bits), st.integers(-2, 2), st.booleans())
+
+
+@own_type_only
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.integers(-(2**200), 2**200), near_ties(190), near_ties(55)))
+def test_python_ints_of_any_size_round_once_on_every_route(n):
+    expected = bf16_bits_of_fraction(n)
+    assert set(routes_of(n).values()) == {expected}, (n, hex(expected), routes_of(n))
+    if -(2**63) <= n < 2**64:
+        numpy_int = np.int64(n) if n < 2**63 else np.uint64(n)
+        assert set(routes_of(numpy_int).values()) == {expected}
+        assert int(bits_of(np.array([numpy_int]).astype(bf))[0]) == expected
+
+
+@own_type_only
+@pytest.mark.skipif(np.finfo(np.longdouble).nmant < 63, reason="long double is double here")
+@settings(max_examples=300, deadline=None)
+@given(st.integers(256, 511), st.integers(-140, 140), st.integers(-(2**8), 2**8), st.booleans())
+def test_long_doubles_round_once_on_every_route(head, exponent, noise, negative):
+    # A 63-bit significand: a tie for bfloat16 (9-bit head ending in 1) moved by a noise below double's 53 bits.
+    value = (np.longdouble((head | 1) * 2**54) + np.longdouble(noise)) * np.longdouble(2) ** (exponent - 62)
+    value = -value if negative else value
+    numerator, denominator = value.as_integer_ratio()
+    from fractions import Fraction
+    expected = bf16_bits_of_fraction(Fraction(numerator, denominator))
+    assert set(routes_of(value).values()) == {expected}, (value, hex(expected), routes_of(value))
+    assert int(bits_of(np.array([value]).astype(bf))[0]) == expected

@@ -288,6 +288,18 @@ def test_read_only_memory_is_copied_unless_the_caller_only_reads():
     assert mb.ndarray_from_tensor(t, share="must_unshare").flags.writeable  # a copy is the caller's
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.float16, "QuantizedS8", "QuantizedS4", "IntB4"])
+@pytest.mark.parametrize("share", ["try", "must_unshare"])
+@pytest.mark.parametrize("meth", ["borrow", "copy"])
+def test_empty_tensors_come_back_as_writable_arrays(dtype, share, meth):
+    # As MegEngine's helper: an array of no elements has no memory to share, so it is a writable array of its
+    # own (every dtype, shared or copied).
+    wanted = mb.intb4 if dtype == "IntB4" else quantized_dtype(dtype) if isinstance(dtype, str) else dtype
+    t = mb.np2tensor(owning(np.zeros((0, 3)), wanted), meth=meth)
+    back = t.numpy(share=share)
+    assert back.shape == (0, 3) and back.flags.writeable
+
+
 def test_read_only_dlpack_memory_is_copied_unless_the_caller_only_reads():
     # The same rule through DLPack (and the buffer protocol) as for arrays: one planner decides for every door.
     data = bytes(np.arange(6, dtype=np.float32).tobytes())

@@ -279,6 +279,24 @@ def test_float64_into_bfloat16_differs_from_megengine_only_where_megengine_round
 
 
 @pytest.mark.parametrize("name", list(LOWBIT))
+def test_intb_arange_gives_megengines_values_for_every_start_and_step(name):
+    mge_type, _, valid = LOWBIT[name]
+    own = getattr(nbx, name)
+    pairs = 0
+    for start in valid:
+        for second in valid:
+            step = second - start
+            if step == 0:
+                continue
+            stop = start + step * 3 * len(valid)
+            theirs = np.arange(start, stop, step, dtype=mge_type).astype(np.int8)
+            ours = np.arange(start, stop, step, dtype=own).astype(np.int8)
+            np.testing.assert_array_equal(ours, theirs, err_msg=f"start {start}, step {step}")
+            pairs += 1
+    assert pairs == len(valid) * (len(valid) - 1)
+
+
+@pytest.mark.parametrize("name", list(LOWBIT))
 def test_intb_arithmetic_gives_megengines_values_and_dtypes(name):
     mge_type, npb_name, valid = LOWBIT[name]
     codes = np.array(valid * 40, np.int8)

@@ -100,6 +100,34 @@ def test_bfloat16_arrays_behave_like_arrays():
     np.testing.assert_array_equal(np.array([0.5], dtype=np.float16).astype(bf16).astype(np.float32), [0.5])
 
 
+def megengine_intb_arange(start, step, count, bits):
+    """MegEngine's intbN fill: each value adds the step to the last, and one past either end of [-top, top]
+    becomes the other end."""
+    top = 2**bits - 1
+    values = [start, start + step]
+    while len(values) < count:
+        value = values[-1] + step
+        values.append(-top if value > top else top if value < -top else value)
+    return values[:count]
+
+
+@pytest.mark.parametrize("bits, dtype", [(1, nbx.intb1), (2, nbx.intb2), (4, nbx.intb4)])
+def test_intb_arange_continues_as_megengines_fill_for_every_start_and_step(bits, dtype):
+    top = 2**bits - 1
+    valid = range(-top, top + 1, 2)
+    assert np.arange(1, 20, 6, dtype=nbx.intb4).tolist() == [1, 7, 13, -15]
+    assert np.arange(-1, 12, 4, dtype=nbx.intb2).tolist() == [-1, 3, -3, 1]
+    for start in valid:
+        for second in valid:
+            step = second - start
+            if step == 0:
+                continue
+            count = 3 * (top + 1)
+            stop = start + step * count
+            got = np.arange(start, stop, step, dtype=dtype).tolist()
+            assert got == megengine_intb_arange(start, step, count, bits), (start, step)
+
+
 @pytest.mark.parametrize("bits, dtype", [(1, nbx.intb1), (2, nbx.intb2), (4, nbx.intb4)])
 def test_intb_round_trips_every_valid_value(bits, dtype):
     m = 2**bits - 1

@@ -238,17 +238,23 @@ bool register_casts(PyArray_Descr* user_descr, int type_num) {
 }
 
 /// np.arange's fill for intbN, as MegEngine's: the first two elements are set (odd values, else setitem's
-/// ValueError), the rest continue their step in the odd code space (code = (v + top) / 2) and wrap around
-/// it: np.arange(-1, 12, 2, dtype=intb1) is -1, 1, -1, 1, ...
+/// ValueError); each next one adds their difference, and a value past either end of [-top, top] becomes the
+/// other end: np.arange(1, 20, 6, dtype=intb4) is 1, 7, 13, -15.
 template <unsigned Bits>
 int intb_fill(void* data, npy_intp length, void*) {
-    constexpr long long top = intb_traits<Bits>::top, codes = top + 1;
+    constexpr int top = intb_traits<Bits>::top;
     auto* values = static_cast<std::int8_t*>(data);
     if (length < 2) return 0;
-    const long long first = (values[0] + top) / 2, step = (values[1] + top) / 2 - first;
+    const int step = values[1] - values[0];
+    int value = values[1];
     for (npy_intp i = 2; i < length; ++i) {
-        const long long code = ((first + static_cast<long long>(i % codes) * step) % codes + codes) % codes;
-        values[i] = static_cast<std::int8_t>(2 * code - top);
+        value += step;
+        if (value > top) {
+            value = -top;
+        } else if (value < -top) {
+            value = top;
+        }
+        values[i] = static_cast<std::int8_t>(value);
     }
     return 0;
 }

@@ -112,6 +112,63 @@ inline bool number_of(PyObject* obj, double& out) {
     return true;
 }
 
+/// A Python int of any size rounded once to bfloat16: from its top 64 bits, with a sticky bit for the rest
+/// (far below the 8 bits kept), so that no intermediate double rounds it first.
+inline bool bfloat16_of_integer(PyObject* integer, bfloat16& out) {
+    int overflow = 0;
+    const long long small = PyLong_AsLongLongAndOverflow(integer, &overflow);
+    if (overflow == 0) {
+        if (small == -1 && PyErr_Occurred()) return false;
+        out = bfloat16::from_integer(small);
+        return true;
+    }
+    const object magnitude = object::steal(PyNumber_Absolute(integer));
+    if (!magnitude) return false;
+    const object bit_count = object::steal(PyObject_CallMethod(magnitude.get(), "bit_length", nullptr));
+    if (!bit_count) return false;
+    const long long bits = PyLong_AsLongLong(bit_count.get());
+    if (bits == -1 && PyErr_Occurred()) return false;
+    const long long shift = bits - 64;  // bits > 63: the overflow said so
+    const object shift_object = object::steal(PyLong_FromLongLong(shift));
+    if (!shift_object) return false;
+    const object top = object::steal(PyNumber_Rshift(magnitude.get(), shift_object.get()));
+    if (!top) return false;
+    const object back = object::steal(PyNumber_Lshift(top.get(), shift_object.get()));
+    if (!back) return false;
+    const int exact = PyObject_RichCompareBool(back.get(), magnitude.get(), Py_EQ);
+    if (exact < 0) return false;
+    std::uint64_t m = PyLong_AsUnsignedLongLong(top.get());
+    if (m == static_cast<std::uint64_t>(-1) && PyErr_Occurred()) return false;
+    if (exact == 0) m |= 1u;
+    const int exponent = shift > 1000 ? 1000 : static_cast<int>(shift);  // beyond 2^127: infinity either way
+    out = bfloat16{static_cast<std::uint16_t>(round_to_binary32(overflow < 0, m, exponent, 8) >> 16)};
+    return true;
+}
+
+/// A Python number rounded once to bfloat16, from its own value: an int of any size (NumPy's integer scalars
+/// too) exactly, a long double from its own bits, anything else through its float (every other float type
+/// NumPy has widens to double exactly).
+inline bool bfloat16_of(PyObject* obj, bfloat16& out) {
+    if (PyFloat_Check(obj)) {
+        out = bfloat16::from_double(PyFloat_AS_DOUBLE(obj));
+        return true;
+    }
+    if (PyArray_IsScalar(obj, LongDouble)) {
+        npy_longdouble value = 0;
+        PyArray_ScalarAsCtype(obj, &value);
+        out = bfloat16::from_long_double(value);
+        return true;
+    }
+    if (PyLong_Check(obj) || PyArray_IsScalar(obj, Integer)) {
+        const object integer = object::steal(PyNumber_Index(obj));
+        return integer && bfloat16_of_integer(integer.get(), out);
+    }
+    double d = 0;
+    if (!number_of(obj, d)) return false;
+    out = bfloat16::from_double(d);
+    return true;
+}
+
 /// An integral Python number for intbN, or ValueError / TypeError.
 template <unsigned Bits>
 bool intb_of(PyObject* obj, std::int8_t& out) {
@@ -160,12 +217,7 @@ struct bf16_user_dtype {
     static int& type_num() { return user_dtypes_found()[user_dtype_slot(id)].type_num; }
     static PyObject*& type_object() { return user_dtypes_found()[user_dtype_slot(id)].type; }
     static double to_double(storage v) { return v.to_double(); }
-    static bool from_object(PyObject* obj, storage& out) {
-        double d = 0;
-        if (!number_of(obj, d)) return false;
-        out = bfloat16::from_double(d);
-        return true;
-    }
+    static bool from_object(PyObject* obj, storage& out) { return bfloat16_of(obj, out); }
     static PyObject* to_python_number(storage v) { return PyFloat_FromDouble(to_double(v)); }
     /// As float's "%g" (ml_dtypes' text): 6 significant digits, NaN without a sign.
     static std::string text(storage v) { return std::isnan(to_double(v)) ? "nan" : value_text(to_double(v)); }
