@@ -652,7 +652,12 @@ private:
     template <class T>
     std::optional<T> field(std::string_view key) const noexcept {
         const std::optional<double> value = detail::field_value(detail::variant_values(m_params), key);
-        return value ? std::optional<T>(static_cast<T>(*value)) : std::nullopt;
+        if (!value) return std::nullopt;
+        if constexpr (std::is_same_v<T, float>) {
+            return narrow_to_float(*value);  // by bits: a subnormal scale stays itself under flush-to-zero
+        } else {
+            return static_cast<T>(*value);
+        }
     }
 
     struct no_check {};

@@ -4,6 +4,7 @@
 #include <npybridge/core/config.hpp>
 #include <npybridge/core/dtype.hpp>
 #include <npybridge/core/errors.hpp>
+#include <npybridge/core/detail/float_mode.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -24,12 +25,19 @@ inline float clamp_hi(const dtype_info& type) noexcept {
 }
 
 inline std::int32_t quantize_value(const dtype_info& type, float scale, int zero_point, float value) noexcept {
+    const ieee_float_mode ieee;  // a subnormal value or scale counts, whatever the thread's mode
     const float lo = static_cast<float>(type.range.lo);
     const float hi = clamp_hi(type);
     float q = std::round(value / scale) + static_cast<float>(zero_point);
     if (std::isnan(q)) q = lo;
     q = q < lo ? lo : (q > hi ? hi : q);
     return static_cast<std::int32_t>(q);
+}
+
+/// (q - zero_point) * scale, a subnormal product or scale kept whatever the thread's mode.
+inline float dequantize_value(std::int32_t offset, float scale) noexcept {
+    const ieee_float_mode ieee;
+    return static_cast<float>(offset) * scale;
 }
 
 }  // namespace detail
@@ -52,7 +60,7 @@ inline float dequantize(const dtype& type, std::int32_t q) {
                                 std::to_string(static_cast<long long>(range.hi)) + ")");
     }
     // In range, q - zero_point cannot overflow (zero points lie inside the range too).
-    return static_cast<float>(q - type.zero_point().value_or(0)) * *type.scale();
+    return detail::dequantize_value(q - type.zero_point().value_or(0), *type.scale());
 }
 
 /// Typed form for code that knows the dtype at compile time.
@@ -69,7 +77,7 @@ float dequantize(element_t<Id> q, const param_t<Id>& param) noexcept {
     static_assert(info(Id).is_quantized, "npybridge: dequantize needs a quantized dtype");
     int zero_point = 0;
     if constexpr (std::is_same_v<param_t<Id>, asymm_param>) zero_point = param.zero_point;
-    return static_cast<float>(static_cast<std::int32_t>(q) - zero_point) * param.scale;
+    return detail::dequantize_value(static_cast<std::int32_t>(q) - zero_point, param.scale);
 }
 
 }  // namespace npybridge

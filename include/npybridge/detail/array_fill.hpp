@@ -9,6 +9,7 @@
 #include <npybridge/core/errors.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/policies.hpp>
+#include <npybridge/core/detail/float_mode.hpp>
 #include <npybridge/core/detail/plan.hpp>
 #include <npybridge/detail/messages.hpp>
 #include <npybridge/python.hpp>
@@ -253,6 +254,7 @@ inline void check_values(const fill_plan& plan, PyArrayObject* array, const std:
 /// Runs a fill plan: the plan's check, then its route. Decides nothing: plan_fill did.
 inline void run_fill(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
                      const fill_target& into, narrowing mode) {
+    const ieee_float_mode ieee;  // the same bits under flush-to-zero, npybridge's loops and numpy's casts alike
     PyArrayObject* array = values.get();
     const dtype& target = into.type;
     if (plan.route == fill_route::refuse) throw_refusal(plan.refused, array_dtype, values.match, target, mode);
@@ -314,6 +316,7 @@ inline void copy_staged(const tensor& staged, const fill_target& into) {
 /// the destination as it was.
 inline void fill_existing(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
                           const fill_target& into, narrowing mode) {
+    const ieee_float_mode ieee;
     PyArrayObject* array = values.get();
     const dtype& target = into.type;
     if (plan.route == fill_route::refuse) throw_refusal(plan.refused, array_dtype, values.match, target, mode);
