@@ -64,7 +64,9 @@ inline object bfloat16_as_float32(PyArrayObject* array) {
     const auto* in = static_cast<const std::uint16_t*>(PyArray_DATA(native_array));
     auto* widened = static_cast<float*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(floats)));
     const auto n = static_cast<std::size_t>(PyArray_SIZE(native_array));
-    for (std::size_t i = 0; i < n; ++i) widened[i] = bfloat16{in[i]}.to_float();
+    without_gil_if_large(n * sizeof(float), [&] {
+        for (std::size_t i = 0; i < n; ++i) widened[i] = bfloat16{in[i]}.to_float();
+    });
     return result;
 }
 
@@ -103,21 +105,24 @@ inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
     const void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(values.get()));
     auto* result = static_cast<bfloat16*>(out);
     const std::size_t step = PyTypeNum_ISCOMPLEX(wide) ? 2 : 1;
-    switch (wide) {
-        case NPY_BOOL: {
-            const auto* in = static_cast<const npy_bool*>(data);
-            for (std::size_t i = 0; i < count; ++i)
-                result[i] = bfloat16{static_cast<std::uint16_t>(in[i] ? 0x3F80u : 0u)};
-            break;
+    const auto read = static_cast<std::size_t>(PyArray_ITEMSIZE(reinterpret_cast<PyArrayObject*>(values.get())));
+    without_gil_if_large(count * read, [&] {
+        switch (wide) {
+            case NPY_BOOL: {
+                const auto* in = static_cast<const npy_bool*>(data);
+                for (std::size_t i = 0; i < count; ++i)
+                    result[i] = bfloat16{static_cast<std::uint16_t>(in[i] ? 0x3F80u : 0u)};
+                break;
+            }
+            case NPY_INT64: round_each_to_bfloat16<std::int64_t>(data, step, result, count); break;
+            case NPY_UINT64: round_each_to_bfloat16<std::uint64_t>(data, step, result, count); break;
+            case NPY_FLOAT32:
+            case NPY_CFLOAT: round_each_to_bfloat16<float>(data, step, result, count); break;
+            case NPY_DOUBLE:
+            case NPY_CDOUBLE: round_each_to_bfloat16<double>(data, step, result, count); break;
+            default: round_each_to_bfloat16<long double>(data, step, result, count); break;
         }
-        case NPY_INT64: round_each_to_bfloat16<std::int64_t>(data, step, result, count); break;
-        case NPY_UINT64: round_each_to_bfloat16<std::uint64_t>(data, step, result, count); break;
-        case NPY_FLOAT32:
-        case NPY_CFLOAT: round_each_to_bfloat16<float>(data, step, result, count); break;
-        case NPY_DOUBLE:
-        case NPY_CDOUBLE: round_each_to_bfloat16<double>(data, step, result, count); break;
-        default: round_each_to_bfloat16<long double>(data, step, result, count); break;
-    }
+    });
     return true;
 }
 

@@ -105,8 +105,11 @@ inline std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const 
         in_place ? object::borrow(reinterpret_cast<PyObject*>(array))
                  : contiguous_as(array, widened_type(kind, real_size), NPY_SAFE_CASTING, "checked narrowing");
     auto* read = reinterpret_cast<PyArrayObject*>(values.get());
-    return first_unfit_in(kind, PyArray_ITEMSIZE(read) / static_cast<npy_intp>(parts), PyArray_DATA(read),
-                          static_cast<std::size_t>(PyArray_SIZE(read)), parts, bounds);
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(read));
+    return without_gil_if_large(n * static_cast<std::size_t>(PyArray_ITEMSIZE(read)), [&] {
+        return first_unfit_in(kind, PyArray_ITEMSIZE(read) / static_cast<npy_intp>(parts), PyArray_DATA(read), n, parts,
+                              bounds);
+    });
 }
 
 /// int64 -> Int32 / float64 -> Float32 into `out` (contiguous). checked: the
