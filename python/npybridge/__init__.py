@@ -95,24 +95,50 @@ def include_dirs():
     return unique
 
 
+# What a shell does to the output of a command substitution, `$(python -m npybridge --cflags)`: it splits
+# the text at white space and expands glob patterns, nothing else (no quote removal, no `$`, `~` or `#`).
+_SPLIT_OR_GLOB = re.compile(r"[\s*?\[]")
+
+
 def _shell_word(flag):
-    """A flag as a POSIX shell word: as it is when it holds nothing a shell treats specially (letters of any
-    script, digits and @%+=:,./-_), else quoted."""
-    return flag if re.fullmatch(r"[\w@%+=:,./-]+", flag) else shlex.quote(flag)
+    """A flag as a command substitution needs it: as it is unless it holds white space or a glob character
+    (`* ? [`), which no output can protect there; such a flag is quoted for `eval` instead."""
+    return shlex.quote(flag) if _SPLIT_OR_GLOB.search(flag) else flag
+
+
+def _shell_line(flags):
+    """Flags as one line for a command substitution (each word by _shell_word)."""
+    return " ".join(_shell_word(flag) for flag in flags)
+
+
+def _needs_eval(flags):
+    """Whether any of the flags holds white space or a glob character: then their line works through `eval`,
+    not through `$(...)`."""
+    return any(_SPLIT_OR_GLOB.search(flag) for flag in flags)
+
+
+def _include_flags():
+    """The -I flags, one list item each, unquoted."""
+    return ["-I" + folder for folder in include_dirs()]
 
 
 def includes():
-    """The -I flags, as `python -m npybridge --includes` prints them. `$(python -m npybridge --includes)` splits
-    its output at white space and removes no quotes, so a flag is quoted only where a shell needs it (a folder
-    with a space, a quote or a `$`): then `eval` keeps it whole. Any other folder, non-ASCII names included,
-    is written as it is and works in a command substitution."""
-    return " ".join(_shell_word("-I" + folder) for folder in include_dirs())
+    """The -I flags, as `python -m npybridge --includes` prints them, for `$(python -m npybridge --includes)`:
+    a shell splits that at white space and expands glob characters, and does nothing else to it, so each
+    folder is written as it is (quotes, `$`, `~`, `#`, `&`, parentheses and non-ASCII letters included). A
+    folder with white space or a glob character is quoted for `eval` (_needs_eval says so)."""
+    return _shell_line(_include_flags())
 
 
 def cflags():
     """The compiler flags a module using npybridge needs: the includes, and hidden visibility (npybridge's own
     namespace is hidden; a type of yours that holds one of its types should be too)."""
-    return includes() + " -fvisibility=hidden"
+    return _shell_line(_cflag_list())
+
+
+def _cflag_list():
+    """cflags() as a list, unquoted."""
+    return _include_flags() + ["-fvisibility=hidden"]
 
 
 def _pc_escape(value):
@@ -247,14 +273,24 @@ def get_megengine_config_dir(source=None):
 def megengine_cflags(source=None):
     """The flags a module over MegBrain's tensors needs besides cflags(): the wheel's string ABI, the build
     config and MegBrain's include folders. Checks the wheel is installed, so a missing one is said here."""
+    return _shell_line(_megengine_cflag_list(source))
+
+
+def _megengine_cflag_list(source=None):
+    """megengine_cflags() as a list, unquoted."""
     get_megengine_lib()
     root = _megengine_source(source)
     folders = [get_megengine_config_dir(source), str(root / "src" / "core" / "include"), str(root / "dnn" / "include")]
-    return " ".join(["-D_GLIBCXX_USE_CXX11_ABI=0"] + [_shell_word("-I" + folder) for folder in folders])
+    return ["-D_GLIBCXX_USE_CXX11_ABI=0"] + ["-I" + folder for folder in folders]
 
 
 def megengine_libs():
     """The link flags for the megengine wheel's library (with an rpath: one library serves the module and
     `import megengine`)."""
+    return _shell_line(_megengine_lib_list())
+
+
+def _megengine_lib_list():
+    """megengine_libs() as a list, unquoted."""
     lib = get_megengine_lib()
-    return " ".join(_shell_word(flag) for flag in ("-L" + lib, "-l:libmegengine_shared.so", "-Wl,-rpath," + lib))
+    return ["-L" + lib, "-l:libmegengine_shared.so", "-Wl,-rpath," + lib]

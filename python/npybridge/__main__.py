@@ -7,6 +7,17 @@ import sys
 import npybridge
 
 
+def print_flags(flags):
+    """The flags as one line on stdout; when a folder in them holds white space or a glob character, what to do
+    on stderr (a command substitution would split or expand it)."""
+    print(npybridge._shell_line(flags))
+    if npybridge._needs_eval(flags):
+        print("npybridge: a folder in these flags holds white space or a glob character (* ? [), which "
+              "$(python -m npybridge ...) splits or expands: they are quoted for eval, so write "
+              "eval \"g++ ... $(python -m npybridge ...) ...\", or use CMake (find_package(npybridge)) or "
+              "pkg-config, or install into a folder without them", file=sys.stderr)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m npybridge", description=npybridge.__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group(required=True)
@@ -32,9 +43,9 @@ def main(argv=None):
         parser.error("--megengine-source goes with --megengine-cflags")
     try:
         if args.includes:
-            print(npybridge.includes())
+            print_flags(npybridge._include_flags())
         elif args.cflags:
-            print(npybridge.cflags())
+            print_flags(npybridge._cflag_list())
         elif args.cmakedir:
             print(npybridge.get_cmake_dir())
         elif args.pkgconfigdir:
@@ -42,9 +53,9 @@ def main(argv=None):
         elif args.nanobind_stubgen_patterns:
             print(pathlib.Path(npybridge.__file__).with_name("nanobind_stubgen.pat"))
         elif args.megengine_cflags:
-            print(npybridge.megengine_cflags(args.megengine_source))
+            print_flags(npybridge._megengine_cflag_list(args.megengine_source))
         elif args.megengine_libs:
-            print(npybridge.megengine_libs())
+            print_flags(npybridge._megengine_lib_list())
         else:
             print(npybridge.__version__)
     except npybridge.MissingDependency as error:

@@ -278,6 +278,33 @@ def test_float64_into_bfloat16_differs_from_megengine_only_where_megengine_round
         assert np.float64(np.float32(x[i])) != x[i]  # the value was rounded once already on MegEngine's way
 
 
+@pytest.mark.parametrize("scale", [0.1, 0.3, 1 / 3, 2.0 ** -126 * 1.1, 123.456])
+@pytest.mark.parametrize("name, make, args, npb_name, lo, hi", QUANTIZED[:3])
+def test_quantized_scales_are_the_float32_a_megengine_tensor_reports(scale, name, make, args, npb_name, lo, hi):
+    # MegEngine's Python qint8(0.1) keeps 0.1 in its metadata until it meets a tensor; a tensor's dtype (and
+    # MegEngine's C++ helper) says the float32 MegDNN holds, 0.10000000149011612. npybridge's dtypes describe
+    # tensors, so they say what MegEngine's tensors say.
+    given = make(scale, *args[1:])
+    codes = np.array([lo, 0, hi], np.int64).clip(-1000, 1000).astype(given)
+    theirs = mge.Tensor(codes, dtype=given).dtype
+    ours = Tensor.from_numpy(codes).dtype
+    assert ours.metadata == theirs.metadata
+    assert D.get_scale(ours) == D.get_scale(theirs) == float(np.float32(scale))
+    assert ours == given and ours == theirs  # NumPy compares dtypes without their metadata, as for MegEngine's
+    # Either spelling of the scale makes the same tensor: the Python float is rounded once, to MegDNN's float32.
+    again = Tensor.from_numpy(codes.astype(np.dtype(codes.dtype.str)), dtype=ours)
+    assert (again.scale, again.storage()) == (Tensor.from_numpy(codes).scale, Tensor.from_numpy(codes).storage())
+
+
+def test_a_subnormal_scale_stays_itself_where_megengines_tensor_flushes_it():
+    # The one difference: `import megengine` turned flush-to-zero on, and MegEngine's tensor then reports a
+    # subnormal float32 scale as 0.0; npybridge reads and writes scales on their bits (docs/megbrain.md).
+    codes = np.array([1, 2], np.int8).astype(D.qint8(1e-40))
+    assert D.get_scale(mge.Tensor(codes, dtype=D.qint8(1e-40)).dtype) == 0.0
+    nearest_float32 = 9.99994610111476e-41  # float32(1e-40), written out: np.float32(1e-40) is 0 in this process
+    assert D.get_scale(Tensor.from_numpy(codes).dtype) == nearest_float32
+
+
 @pytest.mark.parametrize("name", list(LOWBIT))
 def test_intb_arange_gives_megengines_values_for_every_start_and_step(name):
     mge_type, _, valid = LOWBIT[name]
