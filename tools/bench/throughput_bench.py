@@ -1,0 +1,121 @@
+"""Large conversions that change the element type or the layout, each beside what a user would call instead and
+beside the floor, in one run: `throughput_bench.py BAZEL_BIN [--elements N] [--rounds R]` (BAZEL_BIN holds
+examples/npybridge_example.so; tools/bench/run throughput_bench does this).
+
+Every row converts the same source three ways, interleaved round by round: npybridge, the peer (NumPy's or
+ml_dtypes' own call for the same job), and the floor (np.copyto of as many bytes as the source holds). GB/s
+counts source bytes. "vs peer" and "vs floor" divide npybridge's speed by theirs: best of the rounds (worst in
+parentheses; the machine is shared). Results go to throughput_bench.json with NPYBRIDGE_BENCH_RESULTS.
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results  # noqa: E402
+
+
+def rows(nbx, n, ml_dtypes):
+    """(name, source array, npybridge, peer, peer's name), each call converting all of the source."""
+    rng = np.random.default_rng(0)
+    f64 = rng.standard_normal(n) * 100
+    f32 = f64.astype(np.float32)
+    f16 = f32.astype(np.float16)
+    ints = np.rint(f64).astype(np.int64)
+    Tensor = nbx.Tensor
+    qs8 = np.dtype(np.int8, metadata={"mgb_dtype": {"name": "QuantizedS8", "scale": 0.5}})
+    codes = np.clip(np.rint(f32 / 0.5), -128, 127).astype(np.int8)
+    square = f32[: 4096 * 4096].reshape(4096, 4096) if n >= 4096 * 4096 else f32.reshape(-1, 64)
+    cube = ints[: 64 * 512 * 512].astype(np.int16).reshape(64, 512, 512) if n >= 64 * 512 * 512 else None
+    odd = (ints % 16 * 2 - 15).astype(np.int8)
+    made = []
+    if ml_dtypes is not None:
+        bf = ml_dtypes.bfloat16
+        made += [
+            ("float32 -> BFloat16", f32, lambda: Tensor.from_numpy(f32, dtype="BFloat16"), lambda: f32.astype(bf),
+             "astype(ml_dtypes.bfloat16)"),
+            ("float64 -> BFloat16", f64, lambda: Tensor.from_numpy(f64, dtype="BFloat16"), lambda: f64.astype(bf),
+             "astype(ml_dtypes.bfloat16)"),
+        ]
+        b16 = f32.astype(bf)
+        made.append(("bfloat16 -> Float32", b16, lambda: Tensor.from_numpy(b16, dtype="Float32"),
+                     lambda: b16.astype(np.float32), "astype(float32)"))
+    made += [
+        ("float32 -> Float16, checked", f32, lambda: Tensor.from_numpy(f32, dtype="Float16"),
+         lambda: f32.astype(np.float16), "astype(float16)"),
+        ("float64 -> Float16, checked", f64, lambda: Tensor.from_numpy(f64, dtype="Float16"),
+         lambda: f64.astype(np.float16), "astype(float16)"),
+        ("float16 -> Float32", f16, lambda: Tensor.from_numpy(f16, dtype="Float32"), lambda: f16.astype(np.float32),
+         "astype(float32)"),
+        ("int64 -> Int32, checked", ints, lambda: Tensor.from_numpy(ints), lambda: ints.astype(np.int32),
+         "astype(int32)"),
+        ("float64 -> Float32, checked", f64, lambda: Tensor.from_numpy(f64), lambda: f64.astype(np.float32),
+         "astype(float32)"),
+        ("quantize float32 -> QuantizedS8", f32, lambda: nbx.quantize(f32, qs8),
+         lambda: np.clip(np.rint(f32 / np.float32(0.5)), -128, 127).astype(np.int8), "clip(rint(x / s)).astype"),
+        ("dequantize QuantizedS8 -> float32", codes.astype(qs8), lambda: nbx.dequantize(codes.astype(qs8)),
+         lambda: codes.astype(np.float32) * np.float32(0.5), "astype(float32) * s"),
+        ("float32 4096x4096 .T copy", square.T, lambda: Tensor.from_numpy(square.T, policy="copy"),
+         lambda: np.ascontiguousarray(square.T), "np.ascontiguousarray"),
+        ("int8 -> IntB4 pack", odd, lambda: Tensor.from_numpy(odd, dtype="IntB4"), lambda: odd.copy(),
+         "a plain int8 copy"),
+    ]
+    if cube is not None:
+        view = cube.transpose(2, 0, 1)
+        made.insert(-1, ("int16 (64,512,512) .transpose(2,0,1) copy", view,
+                         lambda: Tensor.from_numpy(view, policy="copy"), lambda: np.ascontiguousarray(view),
+                         "np.ascontiguousarray"))
+    packed = Tensor.from_numpy(odd, dtype="IntB4")
+    made.append(("IntB4 -> int8 unpack", odd, lambda: packed.numpy(), lambda: odd.copy(), "a plain int8 copy"))
+    return made
+
+
+def best_and_worst(times):
+    return min(times), max(times)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("bazel_bin")
+    parser.add_argument("--elements", type=int, default=16 << 20)
+    parser.add_argument("--rounds", type=int, default=9)
+    args = parser.parse_args(argv)
+    sys.path.insert(0, os.path.join(args.bazel_bin, "examples"))
+    import npybridge_example as nbx
+    try:
+        import ml_dtypes
+    except ImportError:
+        ml_dtypes = None
+    print(f"### Large conversions (NumPy {np.__version__}, ml_dtypes "
+          f"{getattr(ml_dtypes, '__version__', 'absent')}; {args.elements:,} elements, best (worst) of "
+          f"{args.rounds} interleaved rounds; GB/s of source bytes)\n")
+    print("| conversion | npybridge GB/s | peer | peer GB/s | vs peer | floor GB/s | vs floor |")
+    print("|---|---|---|---|---|---|---|")
+    saved = []
+    for name, source, ours, peer, peer_name in rows(nbx, args.elements, ml_dtypes):
+        nbytes = source.nbytes
+        plain_from, plain_to = np.empty(nbytes, np.uint8), np.empty(nbytes, np.uint8)
+        floor = lambda: np.copyto(plain_to, plain_from)  # noqa: E731
+        times = {"ours": [], "peer": [], "floor": []}
+        for _ in range(args.rounds):
+            for key, call in (("ours", ours), ("peer", peer), ("floor", floor)):
+                start = time.perf_counter()
+                result = call()
+                times[key].append(time.perf_counter() - start)
+                del result
+        rate = {key: nbytes / min(value) / 1e9 for key, value in times.items()}
+        slow = {key: nbytes / max(value) / 1e9 for key, value in times.items()}
+        vs_peer, vs_peer_worst = rate["ours"] / rate["peer"], slow["ours"] / slow["peer"]
+        vs_floor, vs_floor_worst = rate["ours"] / rate["floor"], slow["ours"] / slow["floor"]
+        print(f"| {name} | {rate['ours']:.2f} | `{peer_name}` | {rate['peer']:.2f} | {vs_peer:.2f} "
+              f"({vs_peer_worst:.2f}) | {rate['floor']:.2f} | {vs_floor:.2f} ({vs_floor_worst:.2f}) |")
+        saved.append({"name": name, "bytes": nbytes, "peer": peer_name,
+                      "seconds": {key: sorted(value) for key, value in times.items()}})
+    results.save("throughput_bench", {"elements": args.elements, "rounds": args.rounds, "rows": saved})
+
+
+if __name__ == "__main__":
+    main()
