@@ -364,8 +364,13 @@ EXAMPLE_MODULE(m) {
         bind::arg("values"), bind::arg("dtype"),
         "The codes of real values in a quantized dtype (npybridge::quantize: MegDNN's rounding).");
     m.def(
-        "dequantize", [](bind::handle codes) { return to_python(example::dequantize_codes(codes.ptr())); },
-        bind::arg("codes"), "The float32 values of a quantized array (npybridge::dequantize).");
+        "dequantize",
+        [](bind::handle codes) {
+            const npb::tensor* tensor =
+                bind::isinstance<tensor_object>(codes) ? &bind::cast<tensor_object&>(codes).value : nullptr;
+            return to_python(example::dequantize_codes(codes.ptr(), tensor));
+        },
+        bind::arg("codes"), "The float32 values of a quantized Tensor or array (npybridge::dequantize).");
     m.def(
         "dtype_table", [] { return to_python(example::dtype_table_rows()); },
         "One dict per dtype: name, enum, bits, category, packed, numpy (dtype string or None).");

@@ -255,68 +255,20 @@ inline npb::dtype quantized_dtype_of(PyObject* dtype_like, const char* function)
 /// quantize(values, dtype): real values -> their codes by npybridge::quantize (MegDNN's rounding, half away
 /// from zero, and clamps), as an array of the quantized numpy dtype (codes of 4- and 1-bit dtypes one per byte).
 inline npb::object quantize_values(PyObject* values, PyObject* dtype_like) {
-    const npb::dtype type = quantized_dtype_of(dtype_like, "quantize");
-    // Any real array-like of numbers (float64 and int64 included: numpy's defaults), as float32, MegDNN's input.
-    npb::object array = npb::object::steal(PyArray_FromAny(values, nullptr, 0, 0, 0, nullptr));
-    if (!array) throw npb::python_error();
-    const char kind = PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array.get()))->kind;
-    if (kind != 'b' && kind != 'i' && kind != 'u' && kind != 'f') {
-        throw npb::dtype_error("quantize: values must be real numbers, got " +
-                               (PyArray_Check(values) ? "a numpy " +
-                                                            npb::safe_repr(reinterpret_cast<PyObject*>(PyArray_DESCR(
-                                                                reinterpret_cast<PyArrayObject*>(values)))) +
-                                                            " array"
-                                                      : std::string(Py_TYPE(values)->tp_name)));
-    }
-    npb::object input =
-        npb::object::steal(PyArray_FROM_OTF(array.get(), NPY_FLOAT32, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST));
-    if (!input) throw npb::python_error();
-    auto* in = reinterpret_cast<PyArrayObject*>(input.get());
-    npb::object descr = npb::to_numpy_dtype(type);
-    PyObject* made = PyArray_NewFromDescr(&PyArray_Type, reinterpret_cast<PyArray_Descr*>(descr.release()),
-                                          PyArray_NDIM(in), PyArray_DIMS(in), nullptr, nullptr, 0, nullptr);
-    if (made == nullptr) throw npb::python_error();
-    npb::object result = npb::object::steal(made);
-    auto* out = reinterpret_cast<PyArrayObject*>(made);
-    const auto* from = static_cast<const float*>(PyArray_DATA(in));
-    const npy_intp count = PyArray_SIZE(in);
-    for (npy_intp i = 0; i < count; ++i) {
-        const std::int32_t code = npb::quantize(type, from[i]);
-        switch (PyArray_ITEMSIZE(out)) {
-            case 1: static_cast<std::int8_t*>(PyArray_DATA(out))[i] = static_cast<std::int8_t>(code); break;
-            case 2: static_cast<std::int16_t*>(PyArray_DATA(out))[i] = static_cast<std::int16_t>(code); break;
-            case 4: static_cast<std::int32_t*>(PyArray_DATA(out))[i] = code; break;
-            default:
-                throw npb::dtype_error("quantize: " + type.to_string() + " has no code storage this example writes");
-        }
-    }
-    return result;
+    return npb::to_array(npb::quantize(values, quantized_dtype_of(dtype_like, "quantize")));
 }
 
-/// dequantize(codes): an array of a quantized numpy dtype -> float32 values by npybridge::dequantize.
-inline npb::object dequantize_codes(PyObject* codes) {
+/// dequantize(codes): the float32 values of a quantized tensor (`tensor`, the module's Tensor) or array
+/// (npybridge::dequantize of the tensor it borrows or, packed, is copied into; a code the dtype does not hold is
+/// refused by name and index on the way).
+inline npb::object dequantize_codes(PyObject* codes, const npb::tensor* tensor = nullptr) {
+    if (tensor != nullptr) return npb::dequantize(*tensor);
     if (!PyArray_Check(codes))
-        throw npb::conversion_error("dequantize: codes must be a numpy array, got " + npb::safe_repr(codes));
-    auto* array = reinterpret_cast<PyArrayObject*>(codes);
-    const npb::dtype type = quantized_dtype_of(reinterpret_cast<PyObject*>(PyArray_DESCR(array)), "dequantize");
-    npb::object input =
-        npb::object::steal(PyArray_FROM_OTF(codes, NPY_INT32, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST));
-    if (!input) throw npb::python_error();
-    auto* in = reinterpret_cast<PyArrayObject*>(input.get());
-    PyObject* made = PyArray_SimpleNew(PyArray_NDIM(in), PyArray_DIMS(in), NPY_FLOAT32);
-    if (made == nullptr) throw npb::python_error();
-    npb::object result = npb::object::steal(made);
-    const auto* from = static_cast<const std::int32_t*>(PyArray_DATA(in));
-    auto* to = static_cast<float*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(made)));
-    const npy_intp count = PyArray_SIZE(in);
-    for (npy_intp i = 0; i < count; ++i) {
-        try {
-            to[i] = npb::dequantize(type, from[i]);
-        } catch (const npb::value_range_error& e) {  // a code outside the dtype's range: which one
-            throw npb::value_range_error(std::string(e.what()) + " at flat index " + std::to_string(i));
-        }
-    }
-    return result;
+        throw npb::conversion_error("dequantize: codes must be a Tensor or a numpy array, got " +
+                                    npb::safe_repr(codes));
+    quantized_dtype_of(reinterpret_cast<PyObject*>(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(codes))),
+                       "dequantize");
+    return npb::dequantize(npb::to_tensor(codes).tensor);
 }
 
 /// call(fn, *args): fn(*args) called from C++; a Python exception travels through the C++ frames as

@@ -560,7 +560,10 @@ PyObject* quantize(PyObject*, PyObject* args) {
 }
 
 PyObject* dequantize(PyObject*, PyObject* codes) {
-    return npb::guarded([&] { return example::dequantize_codes(codes).release(); });
+    return npb::guarded([&] {
+        const bool is_tensor = PyObject_TypeCheck(codes, tensor_type) != 0;
+        return example::dequantize_codes(codes, is_tensor ? &unwrap(codes) : nullptr).release();
+    });
 }
 
 PyMethodDef module_methods[] = {
@@ -568,7 +571,7 @@ PyMethodDef module_methods[] = {
      "quantize(values, dtype): the codes of real values in a quantized dtype (npybridge::quantize: MegDNN's "
      "rounding)."},
     {"dequantize", dequantize, METH_O,
-     "dequantize(codes): the float32 values of a quantized array (npybridge::dequantize)."},
+     "dequantize(codes): the float32 values of a quantized Tensor or array (npybridge::dequantize)."},
     {"register_user_dtypes", register_user_dtypes_again, METH_NOARGS,
      "Registers bfloat16 / intb1 / intb2 / intb4 (a no-op after the first time); returns their type numbers."},
     {"call", call, METH_VARARGS, "call(fn, *args): fn(*args) called from C++; its exceptions come back unchanged."},

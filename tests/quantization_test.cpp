@@ -13,7 +13,9 @@
 #include <limits>
 #include <optional>
 #include <string_view>
+#include <cstring>
 #include <unordered_set>
+#include <vector>
 
 namespace npb = npybridge;
 using Catch::Matchers::Contains;
@@ -125,4 +127,90 @@ TEST_CASE("dequantize refuses codes outside the dtype's range, with no overflow 
     CHECK_THAT(test::message_of<npb::value_range_error>([&] { npb::dequantize(s1, 2); }), Contains("code 2"));
     const npb::dtype s32 = npb::dtype::quantized(dtype_enum::QuantizedS32, 2.0);
     CHECK(npb::dequantize(s32, std::numeric_limits<std::int32_t>::min()) == -4294967296.0f);
+}
+
+namespace {
+
+/// Floats that probe every branch of the rounding: ties (k + 0.5), just below and above them, NaN, infinities,
+/// subnormals, values beyond every clamp, and random bit patterns.
+std::vector<float> probe_floats() {
+    std::vector<float> values = {0.0f,
+                                 -0.0f,
+                                 0.5f,
+                                 -0.5f,
+                                 1.5f,
+                                 -1.5f,
+                                 2.5f,
+                                 -2.5f,
+                                 127.5f,
+                                 -128.5f,
+                                 255.5f,
+                                 -0.49999997f,
+                                 0.49999997f,
+                                 8388607.5f,
+                                 1e10f,
+                                 -1e10f,
+                                 2147483520.0f,
+                                 2147483648.0f,
+                                 -2147483648.0f,
+                                 3e38f,
+                                 std::numeric_limits<float>::infinity(),
+                                 -std::numeric_limits<float>::infinity(),
+                                 std::numeric_limits<float>::quiet_NaN(),
+                                 1e-45f,
+                                 -1e-40f};
+    for (int k = -300; k <= 300; ++k) {
+        const float tie = static_cast<float>(k) + 0.5f;
+        values.insert(values.end(), {tie, std::nextafter(tie, -1e9f), std::nextafter(tie, 1e9f)});
+    }
+    std::uint32_t state = 12345;
+    for (int i = 0; i < 20000; ++i) {
+        state = state * 1664525u + 1013904223u;
+        float f;
+        std::memcpy(&f, &state, sizeof f);
+        values.push_back(f);
+        values.push_back(static_cast<float>(static_cast<std::int32_t>(state) % 100000) / 64.0f);
+    }
+    return values;
+}
+
+template <class Code>
+void check_array_quantize(const npb::dtype& type) {
+    const std::vector<float> values = probe_floats();
+    std::vector<Code> codes(values.size() + 3);
+    for (std::size_t offset = 0; offset < 3; ++offset) {  // every alignment of the tail and the vector loop
+        npb::detail::quantize_floats(
+            values.data() + offset, values.size() - offset,
+            npb::detail::quantize_rule_of(type.info(), *type.scale(), type.zero_point().value_or(0)), codes.data());
+        for (std::size_t i = 0; i + offset < values.size(); ++i) {
+            INFO(type.to_string() << " value " << values[i + offset]);
+            REQUIRE(static_cast<std::int32_t>(codes[i]) == npb::quantize(type, values[i + offset]));
+        }
+    }
+    std::vector<Code> all;
+    for (double c = type.info().range.lo; c <= type.info().range.hi; c += type.info().range.hi > 70000 ? 65537 : 1) {
+        all.push_back(static_cast<Code>(c));
+    }
+    std::vector<float> back(all.size());
+    npb::detail::dequantize_codes(all.data(), all.size(), static_cast<std::int32_t>(type.zero_point().value_or(0)),
+                                  *type.scale(), back.data());
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        const float expected = npb::dequantize(type, static_cast<std::int32_t>(all[i]));
+        REQUIRE(std::memcmp(&back[i], &expected, sizeof expected) == 0);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("array quantize and dequantize give the scalar functions' bits for every value", "[quantized]") {
+    for (const float scale : {0.25f, 0.1f, 3.0f, 1e-40f, 7.5e-3f}) {
+        check_array_quantize<std::int8_t>(npb::dtype::quantized(dtype_enum::QuantizedS8, scale));
+        check_array_quantize<std::uint8_t>(npb::dtype::quantized(dtype_enum::Quantized8Asymm, scale, 128));
+        check_array_quantize<std::uint8_t>(npb::dtype::quantized(dtype_enum::Quantized8Asymm, scale, 0));
+        check_array_quantize<std::int16_t>(npb::dtype::quantized(dtype_enum::QuantizedS16, scale));
+        check_array_quantize<std::int32_t>(npb::dtype::quantized(dtype_enum::QuantizedS32, scale));
+        check_array_quantize<std::int8_t>(npb::dtype::quantized(dtype_enum::QuantizedS4, scale));
+        check_array_quantize<std::uint8_t>(npb::dtype::quantized(dtype_enum::Quantized4Asymm, scale, 9));
+        check_array_quantize<std::int8_t>(npb::dtype::quantized(dtype_enum::QuantizedS1, scale));
+    }
 }

@@ -1,6 +1,7 @@
 // half and bfloat16 conversions against NumPy's float16 and the rounding rule.
 #include <catch2/catch.hpp>
 
+#include <npybridge/core/detail/bfloat16_kernels.hpp>
 #include <npybridge/core/scalar_types.hpp>
 
 #include "tests/support/python.hpp"
@@ -58,4 +59,55 @@ TEST_CASE("bfloat16 rounds to nearest even and keeps NaN", "[scalar]") {
     CHECK(std::isnan(npb::bfloat16::from_float(std::numeric_limits<float>::quiet_NaN()).to_float()));
     CHECK(std::isinf(npb::bfloat16::from_float(std::numeric_limits<float>::infinity()).to_float()));
     CHECK(npb::bfloat16::from_float(3.4e38f).bits == 0x7F80);  // rounds past the largest finite bf16 to inf
+}
+
+TEST_CASE("the bfloat16 array kernels give the scalar conversions' bits", "[bfloat16]") {
+    std::vector<float> floats;
+    std::vector<double> doubles;
+    std::uint64_t state = 99;
+    for (int i = 0; i < 200000; ++i) {
+        state = state * 6364136223846793005u + 1442695040888963407u;
+        const auto low = static_cast<std::uint32_t>(state >> 32);
+        float f;
+        std::memcpy(&f, &low, sizeof f);
+        floats.push_back(f);
+        double d;
+        std::memcpy(&d, &state, sizeof d);
+        doubles.push_back(d);
+        // doubles near bfloat16 ties, at every exponent a bfloat16 has (and just past both ends)
+        const int exponent = static_cast<int>(state % 300) - 150;
+        doubles.push_back(std::ldexp(
+            1.0 + static_cast<double>(low % 256) / 256.0 + 1.0 / 512.0 + (static_cast<double>(low % 3) - 1.0) * 0x1p-52,
+            exponent));
+    }
+    for (std::uint32_t top = 0; top < 0x10000u; ++top) {  // every bfloat16 and the floats around it
+        for (const std::uint32_t low : {0x0000u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu, 0x0001u}) {
+            const std::uint32_t u = (top << 16) | low;
+            float f;
+            std::memcpy(&f, &u, sizeof f);
+            floats.push_back(f);
+            doubles.push_back(npb::detail::widen_exactly(f));
+        }
+    }
+    std::vector<std::uint16_t> bits(floats.size() + 3);
+    for (std::size_t offset = 0; offset < 3; ++offset) {
+        npb::detail::floats_to_bfloat16(floats.data() + offset, floats.size() - offset, bits.data());
+        for (std::size_t i = 0; i + offset < floats.size(); ++i) {
+            REQUIRE(bits[i] == npb::bfloat16::from_float(floats[i + offset]).bits);
+        }
+    }
+    std::vector<std::uint16_t> from_doubles(doubles.size());
+    npb::detail::doubles_to_bfloat16(doubles.data(), doubles.size(), from_doubles.data());
+    for (std::size_t i = 0; i < doubles.size(); ++i) {
+        INFO("double " << doubles[i]);
+        REQUIRE(from_doubles[i] == npb::bfloat16::from_double(doubles[i]).bits);
+    }
+    std::vector<std::uint16_t> every(0x10000 + 5);
+    for (std::size_t i = 0; i < every.size(); ++i) every[i] = static_cast<std::uint16_t>(i * 40503u);
+    std::vector<float> widened(every.size());
+    npb::detail::bfloat16_to_floats(every.data(), every.size(), widened.data());
+    for (std::size_t i = 0; i < every.size(); ++i) {
+        const float expected = npb::bfloat16{every[i]}.to_float();
+        REQUIRE(std::memcmp(&widened[i], &expected, sizeof expected) == 0);
+    }
 }

@@ -6,6 +6,7 @@
 #include <npybridge/core.hpp>
 
 #include <npybridge/arg.hpp>
+#include <npybridge/array_quantization.hpp>
 #include <npybridge/buffer.hpp>
 #include <npybridge/convert.hpp>
 #include <npybridge/dlpack.hpp>

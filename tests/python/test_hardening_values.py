@@ -72,14 +72,20 @@ def test_quantize_takes_any_real_array_like(values):
 
 @pytest.mark.parametrize("values,shown", [(np.array([1 + 2j]), "complex128"), (["a"], "list"), (None, "NoneType")])
 def test_quantize_refuses_values_that_are_not_real_numbers(values, shown):
-    with pytest.raises((nbx.DTypeError, ValueError, TypeError), match=shown if shown != "list" else "real numbers|could not convert"):
+    with pytest.raises((nbx.DTypeError, ValueError, TypeError), match=shown if shown != "list" else "real numbers|could not convert|array-like of numbers, got list"):
         nbx.quantize(values, mgb_dtype("int8", "QuantizedS8", 0.25))
 
 
 def test_dequantize_refuses_codes_outside_the_dtype_naming_them():
     codes = np.array([1, 100, -3], dtype=mgb_dtype("int8", "QuantizedS4", 0.5))
-    with pytest.raises(nbx.ValueRangeError, match="code 100 .*QuantizedS4.*at flat index 1"):
+    with pytest.raises(nbx.ValueRangeError, match=r"QuantizedS4: value 100 at index \(1,\)"):
         nbx.dequantize(codes)
+    # A tensor whose bytes are not all codes (from raw storage): the library's dequantize names code and index.
+    raw = nbx.Tensor.from_storage(bytes([0, 1, 1, 5]), "QuantizedS1", (2, 2), 1.0)
+    with pytest.raises(nbx.ValueRangeError, match=r"dequantize: code 5 at index \(1, 1\) is not a QuantizedS1"):
+        nbx.dequantize(raw)
+    with pytest.raises(nbx.DTypeError, match="dequantize: Float32 is not a quantized dtype"):
+        nbx.dequantize(nbx.Tensor.from_numpy(np.zeros(2, np.float32)))
     np.testing.assert_array_equal(nbx.dequantize(np.array([1, 7, -8], dtype=mgb_dtype("int8", "QuantizedS4", 0.5))),
                                   [0.5, 3.5, -4.0])
 

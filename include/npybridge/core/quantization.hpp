@@ -5,6 +5,7 @@
 #include <npybridge/core/dtype.hpp>
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/detail/float_mode.hpp>
+#include <npybridge/core/detail/quantize_kernels.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -24,14 +25,14 @@ inline float clamp_hi(const dtype_info& type) noexcept {
     return type.id == dtype_enum::QuantizedS32 ? 2147483520.0f : static_cast<float>(type.range.hi);
 }
 
+/// MegDNN's quantization arithmetic for one dtype and its params.
+inline quantize_rule quantize_rule_of(const dtype_info& type, float scale, int zero_point) noexcept {
+    return quantize_rule{scale, static_cast<float>(zero_point), static_cast<float>(type.range.lo), clamp_hi(type)};
+}
+
 inline std::int32_t quantize_value(const dtype_info& type, float scale, int zero_point, float value) noexcept {
     const ieee_float_mode ieee;  // a subnormal value or scale counts, whatever the thread's mode
-    const float lo = static_cast<float>(type.range.lo);
-    const float hi = clamp_hi(type);
-    float q = std::round(value / scale) + static_cast<float>(zero_point);
-    if (std::isnan(q)) q = lo;
-    q = q < lo ? lo : (q > hi ? hi : q);
-    return static_cast<std::int32_t>(q);
+    return quantize_rule_of(type, scale, zero_point)(value);
 }
 
 /// (q - zero_point) * scale, a subnormal product or scale kept whatever the thread's mode.

@@ -9,6 +9,7 @@
 #include <npybridge/core/errors.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/policies.hpp>
+#include <npybridge/core/detail/bfloat16_kernels.hpp>
 #include <npybridge/core/detail/float_mode.hpp>
 #include <npybridge/core/detail/plan.hpp>
 #include <npybridge/detail/messages.hpp>
@@ -64,9 +65,7 @@ inline object bfloat16_as_float32(PyArrayObject* array) {
     const auto* in = static_cast<const std::uint16_t*>(PyArray_DATA(native_array));
     auto* widened = static_cast<float*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(floats)));
     const auto n = static_cast<std::size_t>(PyArray_SIZE(native_array));
-    without_gil_if_large(n * sizeof(float), [&] {
-        for (std::size_t i = 0; i < n; ++i) widened[i] = bfloat16{in[i]}.to_float();
-    });
+    without_gil_if_large(n * sizeof(float), [&] { bfloat16_to_floats(in, n, widened); });
     return result;
 }
 
@@ -117,8 +116,12 @@ inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
             case NPY_INT64: round_each_to_bfloat16<std::int64_t>(data, step, result, count); break;
             case NPY_UINT64: round_each_to_bfloat16<std::uint64_t>(data, step, result, count); break;
             case NPY_FLOAT32:
-            case NPY_CFLOAT: round_each_to_bfloat16<float>(data, step, result, count); break;
+                floats_to_bfloat16(static_cast<const float*>(data), count, reinterpret_cast<std::uint16_t*>(result));
+                break;
             case NPY_DOUBLE:
+                doubles_to_bfloat16(static_cast<const double*>(data), count, reinterpret_cast<std::uint16_t*>(result));
+                break;
+            case NPY_CFLOAT: round_each_to_bfloat16<float>(data, step, result, count); break;
             case NPY_CDOUBLE: round_each_to_bfloat16<double>(data, step, result, count); break;
             default: round_each_to_bfloat16<long double>(data, step, result, count); break;
         }

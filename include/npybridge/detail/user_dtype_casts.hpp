@@ -3,6 +3,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/bfloat16_kernels.hpp>
 #include <npybridge/detail/bfloat16_math.hpp>
 #include <npybridge/detail/user_dtype_scalars.hpp>
 #include <npybridge/numpy.hpp>
@@ -92,6 +93,10 @@ void cast_from_user(void* from, void* to, npy_intp n, void*, void*) {
     using out_t = typename cast_storage<Builtin>::type;
     const auto* in = static_cast<const typename UserDtype::storage*>(from);
     auto* out = static_cast<out_t*>(to);
+    if constexpr (UserDtype::is_float && std::is_same_v<Builtin, float>) {  // the vector kernel, the same bits
+        bfloat16_to_floats(reinterpret_cast<const std::uint16_t*>(in), static_cast<std::size_t>(n), out);
+        return;
+    }
     for (npy_intp i = 0; i < n; ++i) {
         if constexpr (UserDtype::is_float) {  // bfloat16: by its bits, never through FPU arithmetic
             const bfloat16 value = in[i];
@@ -129,6 +134,15 @@ template <class UserDtype, class Builtin>
 void cast_to_user(void* from, void* to, npy_intp n, void*, void*) {
     const auto* in = static_cast<const typename cast_storage<Builtin>::type*>(from);
     auto* out = static_cast<typename UserDtype::storage*>(to);
+    if constexpr (UserDtype::is_float && (std::is_same_v<Builtin, float> || std::is_same_v<Builtin, double>)) {
+        auto* bits = reinterpret_cast<std::uint16_t*>(out);
+        if constexpr (std::is_same_v<Builtin, float>) {
+            floats_to_bfloat16(in, static_cast<std::size_t>(n), bits);
+        } else {
+            doubles_to_bfloat16(in, static_cast<std::size_t>(n), bits);
+        }
+        return;
+    }
     for (npy_intp i = 0; i < n; ++i) {
         // Complex numbers give their real part (NumPy's rule for complex -> real, without its warning, as
         // ml_dtypes does); bfloat16 rounds ONCE from the source's own value (a double or an int64 is not

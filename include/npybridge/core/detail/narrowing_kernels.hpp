@@ -204,6 +204,40 @@ std::size_t first_outside(const T* in, std::size_t n, T lo, T hi) noexcept {
     return n;
 }
 
+/// Whether any of n values is finite with a magnitude of at least `overflow`: no branch per value (the signs of
+/// real data would mispredict one), four lanes at a time with SSE2.
+template <class T>
+bool any_overflow(const T* in, std::size_t n, T overflow) noexcept {
+    std::size_t i = 0;
+    bool bad = false;
+#if defined(NPYBRIDGE_SSE2)
+    if constexpr (std::is_same_v<T, float>) {
+        const __m128 sign = _mm_set1_ps(-0.0f), limit = _mm_set1_ps(overflow);
+        const __m128 infinity = _mm_set1_ps(std::numeric_limits<float>::infinity());
+        __m128 any = _mm_setzero_ps();
+        for (; i + 4 <= n; i += 4) {
+            const __m128 magnitude = _mm_andnot_ps(sign, _mm_loadu_ps(in + i));
+            any = _mm_or_ps(any, _mm_and_ps(_mm_cmpge_ps(magnitude, limit), _mm_cmplt_ps(magnitude, infinity)));
+        }
+        bad = _mm_movemask_ps(any) != 0;
+    } else if constexpr (std::is_same_v<T, double>) {
+        const __m128d sign = _mm_set1_pd(-0.0), limit = _mm_set1_pd(overflow);
+        const __m128d infinity = _mm_set1_pd(std::numeric_limits<double>::infinity());
+        __m128d any = _mm_setzero_pd();
+        for (; i + 2 <= n; i += 2) {
+            const __m128d magnitude = _mm_andnot_pd(sign, _mm_loadu_pd(in + i));
+            any = _mm_or_pd(any, _mm_and_pd(_mm_cmpge_pd(magnitude, limit), _mm_cmplt_pd(magnitude, infinity)));
+        }
+        bad = _mm_movemask_pd(any) != 0;
+    }
+#endif
+    for (; i < n; ++i) {
+        const T magnitude = std::fabs(in[i]);
+        bad |= (magnitude >= overflow) & (magnitude < std::numeric_limits<T>::infinity());
+    }
+    return bad;
+}
+
 /// Index of the first finite value whose magnitude reaches `overflow` (it
 /// would round to infinity), n when there is none; NaN and infinities pass.
 template <class T>
@@ -216,9 +250,7 @@ std::size_t first_overflow(const T* in, std::size_t n, T overflow) noexcept {
     constexpr std::size_t block = 4096;
     for (std::size_t start = 0; start < n; start += block) {
         const std::size_t end = std::min(n, start + block);
-        bool bad = false;
-        for (std::size_t i = start; i < end; ++i) bad |= overflows(in[i]);
-        if (!bad) continue;
+        if (!any_overflow(in + start, end - start, overflow)) continue;
         for (std::size_t i = start; i < end; ++i) {
             if (overflows(in[i])) return i;
         }

@@ -1,0 +1,81 @@
+// npybridge/core/detail/bfloat16_kernels.hpp — whole arrays into and out of bfloat16, on the bits (the same result
+// as bfloat16::from_float / from_double / to_float element by element, in every FPU mode). Python-free.
+#pragma once
+
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/simd.hpp>
+#include <npybridge/core/scalar_types.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+#if defined(NPYBRIDGE_SSE2)
+/// Eight floats' bits rounded to bfloat16 as bfloat16::from_float does: to nearest, ties to even; an infinity as
+/// it is; a NaN keeps its top bits, with the last one set when only lower payload bits were.
+inline __m128i bfloat16_bits_of_eight(__m128i a, __m128i b) noexcept {
+    const auto four = [](__m128i u) {
+        const __m128i one = _mm_set1_epi32(1);
+        const __m128i rounded =
+            _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7fff)), _mm_and_si128(_mm_srli_epi32(u, 16), one)), 16);
+        const __m128i special = _mm_cmpeq_epi32(_mm_and_si128(u, _mm_set1_epi32(0x7f800000)), _mm_set1_epi32(0x7f800000));
+        const __m128i low_set = _mm_andnot_si128(_mm_cmpeq_epi32(_mm_and_si128(u, _mm_set1_epi32(0xffff)), _mm_setzero_si128()), one);
+        const __m128i kept = _mm_or_si128(_mm_srli_epi32(u, 16), low_set);
+        const __m128i bits = _mm_or_si128(_mm_and_si128(special, kept), _mm_andnot_si128(special, rounded));
+        return _mm_sub_epi32(bits, _mm_set1_epi32(0x8000));  // into int16's range for the signed pack
+    };
+    return _mm_xor_si128(_mm_packs_epi32(four(a), four(b)), _mm_set1_epi16(static_cast<short>(0x8000)));
+}
+#endif
+
+/// n floats rounded once to bfloat16 bits.
+inline void floats_to_bfloat16(const float* in, std::size_t n, std::uint16_t* out) noexcept {
+    std::size_t i = 0;
+#if defined(NPYBRIDGE_SSE2)
+    for (; i + 8 <= n; i += 8) {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 4));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), bfloat16_bits_of_eight(a, b));
+    }
+#endif
+    for (; i < n; ++i) out[i] = bfloat16::from_float(in[i]).bits;
+}
+
+/// A double's bfloat16 bits, rounded once: on the double's bits when the result is a normal bfloat16 or
+/// overflows (the carry of the rounding runs into the exponent, up to infinity), else bfloat16::from_double.
+inline std::uint16_t bfloat16_bits_of_double(double value) noexcept {
+    std::uint64_t u;
+    std::memcpy(&u, &value, sizeof u);
+    const std::uint64_t magnitude = u & 0x7FFFFFFFFFFFFFFFu;
+    const auto exponent = static_cast<unsigned>(magnitude >> 52);
+    if (exponent >= 1023 - 126 && exponent <= 1023 + 127) {
+        const std::uint64_t rounded = (magnitude + 0xFFFFFFFFFFFu + ((magnitude >> 45) & 1u)) >> 45;
+        const std::uint64_t bits = rounded - (std::uint64_t{1023 - 127} << 7);
+        return static_cast<std::uint16_t>((bits > 0x7F80u ? 0x7F80u : bits) | ((u >> 48) & 0x8000u));
+    }
+    return bfloat16::from_double(value).bits;
+}
+
+/// n doubles rounded once to bfloat16 bits.
+inline void doubles_to_bfloat16(const double* in, std::size_t n, std::uint16_t* out) noexcept {
+    for (std::size_t i = 0; i < n; ++i) out[i] = bfloat16_bits_of_double(in[i]);
+}
+
+/// n bfloat16 values widened to floats, exactly (the bits moved up).
+inline void bfloat16_to_floats(const std::uint16_t* in, std::size_t n, float* out) noexcept {
+    std::size_t i = 0;
+#if defined(NPYBRIDGE_SSE2)
+    for (; i + 8 <= n; i += 8) {
+        const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_unpacklo_epi16(_mm_setzero_si128(), bits));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 4), _mm_unpackhi_epi16(_mm_setzero_si128(), bits));
+    }
+#endif
+    for (; i < n; ++i) out[i] = bfloat16{in[i]}.to_float();
+}
+
+}  // namespace detail
+}  // namespace npybridge
