@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <npybridge/core/detail/bfloat16_kernels.hpp>
+#include <npybridge/core/detail/half_kernels.hpp>
 #include <npybridge/core/scalar_types.hpp>
 
 #include "tests/support/python.hpp"
@@ -110,4 +111,35 @@ TEST_CASE("the bfloat16 array kernels give the scalar conversions' bits", "[bflo
         const float expected = npb::bfloat16{every[i]}.to_float();
         REQUIRE(std::memcmp(&widened[i], &expected, sizeof expected) == 0);
     }
+}
+
+TEST_CASE("the float16 array kernels give NumPy's bits on every dispatch level this CPU runs", "[float16]") {
+    std::vector<float> floats;
+    std::uint32_t state = 7;
+    for (int i = 0; i < 300000; ++i) {
+        state = state * 1664525u + 1013904223u;
+        floats.push_back(npb::detail::float_of(state));
+        floats.push_back(npb::detail::float_of(state % 0x48000000u));  // the range a half holds, and just past it
+    }
+    for (const std::uint32_t u : {0x7F800001u, 0x7FC00000u, 0x7F802000u, 0xFFC12345u, 0x7F800000u, 0x33000000u,
+                                  0x33000001u, 0x387FE000u, 0x477FF000u, 0x477FEFFFu}) {
+        floats.push_back(npb::detail::float_of(u));
+    }
+    std::vector<std::uint16_t> portable(floats.size()), active(floats.size());
+    npb::detail::floats_to_half_portable(floats.data(), floats.size(), portable.data());
+    npb::detail::active_half_kernels().to_half(floats.data(), floats.size(), active.data());
+    INFO("dispatch level: " << npb::detail::active_half_kernels().name);
+    for (std::size_t i = 0; i < floats.size(); ++i) {
+        REQUIRE(active[i] == portable[i]);
+        if (!std::isnan(floats[i])) REQUIRE(portable[i] == npb::half::from_float(floats[i]).bits);
+    }
+    // NumPy's NaN rule: the top payload bits kept, a signalling NaN stays one, a low payload becomes 1.
+    CHECK(npb::detail::half_bits_like_numpy(npb::detail::float_of(0x7F800001u)) == 0x7C01u);
+    CHECK(npb::detail::half_bits_like_numpy(npb::detail::float_of(0xFFC12345u)) == 0xFE09u);
+    std::vector<std::uint16_t> every(0x10000 + 7);
+    for (std::size_t i = 0; i < every.size(); ++i) every[i] = static_cast<std::uint16_t>(i);
+    std::vector<float> widened(every.size()), reference(every.size());
+    npb::detail::active_half_kernels().to_float(every.data(), every.size(), widened.data());
+    npb::detail::half_to_floats_portable(every.data(), every.size(), reference.data());
+    CHECK(std::memcmp(widened.data(), reference.data(), widened.size() * sizeof(float)) == 0);
 }

@@ -17,7 +17,8 @@ namespace detail {
 
 /// The dtype's quantization arithmetic, or a dtype_error naming the call and the dtype.
 inline quantize_rule rule_for(const dtype& type, const char* call) {
-    if (!type.is_quantized()) throw dtype_error(std::string(call) + ": " + type.to_string() + " is not a quantized dtype");
+    if (!type.is_quantized())
+        throw dtype_error(std::string(call) + ": " + type.to_string() + " is not a quantized dtype");
     return quantize_rule_of(type.info(), *type.scale(), type.zero_point().value_or(0));
 }
 
@@ -28,8 +29,7 @@ inline object float32_values(PyObject* values) {
     auto* read = reinterpret_cast<PyArrayObject*>(array.get());
     const char kind = descr_kind(PyArray_DESCR(read));
     if (kind != 'b' && kind != 'i' && kind != 'u' && kind != 'f') {
-        throw dtype_error("quantize: values must be real numbers, got a " + descr_text(PyArray_DESCR(read)) +
-                          " array");
+        throw dtype_error("quantize: values must be real numbers, got a " + descr_text(PyArray_DESCR(read)) + " array");
     }
     PyObject* floats = PyArray_FROM_OTF(array.get(), NPY_FLOAT32, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
     if (floats == nullptr) throw_numpy_failure("quantize: reading the values as float32");

@@ -11,6 +11,8 @@
 #include <npybridge/policies.hpp>
 #include <npybridge/core/detail/bfloat16_kernels.hpp>
 #include <npybridge/core/detail/float_mode.hpp>
+#include <npybridge/core/detail/half_kernels.hpp>
+#include <npybridge/core/detail/narrowing_kernels.hpp>
 #include <npybridge/core/detail/plan.hpp>
 #include <npybridge/detail/messages.hpp>
 #include <npybridge/python.hpp>
@@ -246,6 +248,59 @@ struct fill_target {
     bool check_first = false;
 };
 
+/// The values' kernel into a half or bfloat16 target (or out of half), with its overflow check: float32 /
+/// float64 into BFloat16, float32 into Float16, float16 into Float32. Null for any other pair.
+template <class Out>
+std::size_t convert_floats(int type_num, dtype_enum target, const void* in, std::size_t n, Out* out, double overflow,
+                           bool check) {
+    const auto run = [&](const auto* values, auto convert) {
+        using value_t = std::remove_cv_t<std::remove_pointer_t<decltype(values)>>;
+        return convert_checking_overflow(values, n, out, static_cast<value_t>(overflow), check, convert);
+    };
+    if (target == dtype_enum::BFloat16 && type_num == NPY_FLOAT32) {
+        return run(static_cast<const float*>(in), floats_to_bfloat16);
+    }
+    if (target == dtype_enum::BFloat16 && type_num == NPY_DOUBLE) {
+        return run(static_cast<const double*>(in), doubles_to_bfloat16);
+    }
+    return run(static_cast<const float*>(in), active_half_kernels().to_half);  // Float16 from float32
+}
+
+/// float32 / float64 into BFloat16, float32 into Float16 and float16 into Float32 by npybridge's kernels in one
+/// pass over memory, checked mode's overflow test fused in (a finite value that would become infinity is an
+/// error naming it): for C-contiguous, aligned, native sources into fresh memory. False for anything else.
+inline bool convert_by_kernel(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
+                              const fill_target& into) {
+    const dtype_enum target = into.type.id();
+    const int type_num = descr_type_num(PyArray_DESCR(array));
+    const bool to_narrow = (target == dtype_enum::BFloat16 && (type_num == NPY_FLOAT32 || type_num == NPY_DOUBLE)) ||
+                           (target == dtype_enum::Float16 && type_num == NPY_FLOAT32);
+    const bool widen = target == dtype_enum::Float32 && type_num == NPY_HALF;
+    if ((!to_narrow && !widen) || into.check_first || !PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) ||
+        !PyArray_ISNOTSWAPPED(array) || (plan.check != value_check::none && plan.check != value_check::overflow)) {
+        return false;
+    }
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
+    const void* in = PyArray_DATA(array);
+    if (widen) {
+        without_gil_if_large(n * 2, [&] {
+            active_half_kernels().to_float(static_cast<const std::uint16_t*>(in), n, static_cast<float*>(into.out));
+        });
+        return true;
+    }
+    const double overflow = storage_bounds(into.type.info())->overflow;
+    const bool check = plan.check == value_check::overflow;
+    const std::size_t bad = without_gil_if_large(n * static_cast<std::size_t>(PyArray_ITEMSIZE(array)), [&] {
+        return convert_floats(type_num, target, in, n, static_cast<std::uint16_t*>(into.out), overflow, check);
+    });
+    if (bad != n) {
+        const double value = type_num == NPY_DOUBLE ? static_cast<const double*>(in)[bad]
+                                                    : static_cast<double>(static_cast<const float*>(in)[bad]);
+        throw_unfit_value(array_dtype, into.type, plan.check, unfit_value{bad, number_text(value)}, into.layout);
+    }
+    return true;
+}
+
 /// The plan's value check, before anything is written: the first value the tensor's dtype does not hold is an
 /// error (the same storage: a value that is not one of its codes).
 inline void check_values(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
@@ -280,6 +335,10 @@ inline void run_fill(const fill_plan& plan, const copy_values& values, const std
     if (plan.check == value_check::exact && !into.check_first && target.id() == dtype_enum::Float32 &&
         static_cast<std::size_t>(PyArray_NDIM(array)) == into.layout.ndim &&
         convert_exact_into_float32(array, array_dtype, into.out, into.layout)) {
+        return;
+    }
+    if (plan.route == fill_route::convert && static_cast<std::size_t>(PyArray_NDIM(array)) == into.layout.ndim &&
+        convert_by_kernel(plan, array, array_dtype, into)) {
         return;
     }
     check_values(plan, array, array_dtype, into);

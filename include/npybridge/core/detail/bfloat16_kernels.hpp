@@ -19,10 +19,12 @@ namespace detail {
 inline __m128i bfloat16_bits_of_eight(__m128i a, __m128i b) noexcept {
     const auto four = [](__m128i u) {
         const __m128i one = _mm_set1_epi32(1);
-        const __m128i rounded =
-            _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7fff)), _mm_and_si128(_mm_srli_epi32(u, 16), one)), 16);
-        const __m128i special = _mm_cmpeq_epi32(_mm_and_si128(u, _mm_set1_epi32(0x7f800000)), _mm_set1_epi32(0x7f800000));
-        const __m128i low_set = _mm_andnot_si128(_mm_cmpeq_epi32(_mm_and_si128(u, _mm_set1_epi32(0xffff)), _mm_setzero_si128()), one);
+        const __m128i rounded = _mm_srli_epi32(
+            _mm_add_epi32(_mm_add_epi32(u, _mm_set1_epi32(0x7fff)), _mm_and_si128(_mm_srli_epi32(u, 16), one)), 16);
+        const __m128i special =
+            _mm_cmpeq_epi32(_mm_and_si128(u, _mm_set1_epi32(0x7f800000)), _mm_set1_epi32(0x7f800000));
+        const __m128i low_set =
+            _mm_andnot_si128(_mm_cmpeq_epi32(_mm_and_si128(u, _mm_set1_epi32(0xffff)), _mm_setzero_si128()), one);
         const __m128i kept = _mm_or_si128(_mm_srli_epi32(u, 16), low_set);
         const __m128i bits = _mm_or_si128(_mm_and_si128(special, kept), _mm_andnot_si128(special, rounded));
         return _mm_sub_epi32(bits, _mm_set1_epi32(0x8000));  // into int16's range for the signed pack

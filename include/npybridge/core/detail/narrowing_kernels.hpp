@@ -258,6 +258,22 @@ std::size_t first_overflow(const T* in, std::size_t n, T overflow) noexcept {
     return n;
 }
 
+/// n contiguous values converted block by block by `convert(in, count, out)`; with `check`, each block (still in
+/// cache) is first searched for a finite value whose magnitude reaches `overflow`: one pass over memory. Returns
+/// the index of the first such value (nothing from its block on is converted), or n.
+template <class T, class Out, class Convert>
+std::size_t convert_checking_overflow(const T* in, std::size_t n, Out* out, T overflow, bool check, Convert convert) {
+    constexpr std::size_t block = 4096;
+    for (std::size_t start = 0; start < n; start += block) {
+        const std::size_t count = std::min(block, n - start);
+        if (check && any_overflow(in + start, count, overflow)) {
+            return start + first_overflow(in + start, count, overflow);
+        }
+        convert(in + start, count, out + start);
+    }
+    return n;
+}
+
 /// Whether a float is a whole number, read from its bits (not from FPU arithmetic, which flush-to-zero mode
 /// would change for subnormals): NaN and infinities are not; -0.0 is.
 template <class T>

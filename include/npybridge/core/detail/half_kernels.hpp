@@ -1,0 +1,104 @@
+// npybridge/core/detail/half_kernels.hpp — whole arrays between float32 and float16 with NumPy's bits: F16C where
+// the CPU has it (chosen at run time), the portable loop otherwise, the same result either way. Python-free.
+#pragma once
+
+#include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/simd.hpp>
+#include <npybridge/core/scalar_types.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+/// A float's half bits as NumPy's cast gives them: to nearest, ties to even, overflow to infinity; a NaN keeps
+/// its top payload bits (a signalling NaN stays one; a payload only in the lower bits becomes 1).
+inline std::uint16_t half_bits_like_numpy(float value) noexcept {
+    const std::uint32_t u = bits_of(value);
+    const std::uint32_t magnitude = u & 0x7FFFFFFFu;
+    if (magnitude > 0x7F800000u) {
+        auto bits = static_cast<std::uint16_t>(0x7C00u | ((magnitude & 0x7FFFFFu) >> 13));
+        if (bits == 0x7C00u) bits |= 1u;
+        return static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | bits);
+    }
+    return half::from_float(value).bits;
+}
+
+using floats_to_half_fn = void (*)(const float*, std::size_t, std::uint16_t*);
+using half_to_floats_fn = void (*)(const std::uint16_t*, std::size_t, float*);
+
+inline void floats_to_half_portable(const float* in, std::size_t n, std::uint16_t* out) noexcept {
+    for (std::size_t i = 0; i < n; ++i) out[i] = half_bits_like_numpy(in[i]);
+}
+
+/// Exact: every half is a float (a NaN's payload moved up, as NumPy does).
+inline void half_to_floats_portable(const std::uint16_t* in, std::size_t n, float* out) noexcept {
+    for (std::size_t i = 0; i < n; ++i) out[i] = half{in[i]}.to_float();
+}
+
+#if defined(NPYBRIDGE_X86)
+typedef float npybridge_v8sf __attribute__((vector_size(32)));
+typedef short npybridge_v8hi __attribute__((vector_size(16)));
+
+/// Eight at a time with F16C's vcvtps2ph (round to nearest even); a block holding a NaN is redone by the
+/// portable rule, which keeps signalling NaNs signalling where F16C quiets them.
+__attribute__((target("avx,f16c"))) inline void floats_to_half_f16c(const float* in, std::size_t n,
+                                                                    std::uint16_t* out) noexcept {
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        npybridge_v8sf x;
+        std::memcpy(&x, in + i, sizeof x);
+        const npybridge_v8hi h = __builtin_ia32_vcvtps2ph256(x, 0);
+        std::memcpy(out + i, &h, sizeof h);
+        if (__builtin_ia32_movmskps256(__builtin_ia32_cmpps256(x, x, 3)) != 0) {  // 3: unordered, a NaN
+            floats_to_half_portable(in + i, 8, out + i);
+        }
+    }
+    floats_to_half_portable(in + i, n - i, out + i);
+}
+
+/// Eight at a time with F16C's vcvtph2ps (exact); NaN blocks by the portable rule, which keeps the payload as
+/// it is.
+__attribute__((target("avx,f16c"))) inline void half_to_floats_f16c(const std::uint16_t* in, std::size_t n,
+                                                                    float* out) noexcept {
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        npybridge_v8hi h;
+        std::memcpy(&h, in + i, sizeof h);
+        const npybridge_v8sf x = __builtin_ia32_vcvtph2ps256(h);
+        std::memcpy(out + i, &x, sizeof x);
+        if (__builtin_ia32_movmskps256(__builtin_ia32_cmpps256(x, x, 3)) != 0) {
+            half_to_floats_portable(in + i, 8, out + i);
+        }
+    }
+    half_to_floats_portable(in + i, n - i, out + i);
+}
+#endif
+
+/// The float <-> half kernels this CPU runs: F16C when it has AVX and F16C, else the portable loops.
+struct half_kernels {
+    floats_to_half_fn to_half;
+    half_to_floats_fn to_float;
+    const char* name;
+};
+
+inline half_kernels choose_half_kernels() noexcept {
+#if defined(NPYBRIDGE_X86)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) {
+        return {floats_to_half_f16c, half_to_floats_f16c, "f16c"};
+    }
+#endif
+    return {floats_to_half_portable, half_to_floats_portable, "portable"};
+}
+
+inline const half_kernels& active_half_kernels() noexcept {
+    static const half_kernels kernels = choose_half_kernels();
+    return kernels;
+}
+
+}  // namespace detail
+}  // namespace npybridge
