@@ -61,9 +61,49 @@ inline std::uint16_t bfloat16_bits_of_double(double value) noexcept {
     return bfloat16::from_double(value).bits;
 }
 
+#if defined(NPYBRIDGE_SSE2)
+/// Two doubles' bfloat16 bits (in the low 16 bits of each 64-bit lane) by bfloat16_bits_of_double's fast path,
+/// and in `outside` a mask of the lanes whose result is not a normal bfloat16 (those take the slow path).
+inline __m128i bfloat16_of_two(__m128i u, __m128i& outside) noexcept {
+    const __m128i magnitude = _mm_and_si128(u, _mm_set1_epi64x(0x7FFFFFFFFFFFFFFF));
+    const __m128i exponent = _mm_srli_epi64(magnitude, 52);  // < 2048: a small int32 in each lane's low half
+    outside = _mm_or_si128(_mm_cmplt_epi32(exponent, _mm_set1_epi64x(1023 - 126)),
+                           _mm_cmpgt_epi32(exponent, _mm_set1_epi64x(1023 + 127)));
+    const __m128i lsb = _mm_and_si128(_mm_srli_epi64(magnitude, 45), _mm_set1_epi64x(1));
+    const __m128i rounded =
+        _mm_srli_epi64(_mm_add_epi64(_mm_add_epi64(magnitude, _mm_set1_epi64x(0xFFFFFFFFFFF)), lsb), 45);
+    const __m128i bits = _mm_sub_epi64(rounded, _mm_set1_epi64x(std::int64_t{1023 - 127} << 7));
+    return _mm_or_si128(bits, _mm_and_si128(_mm_srli_epi64(u, 48), _mm_set1_epi64x(0x8000)));
+}
+
+/// The low 32 bits of each 64-bit lane of a and b, as four 32-bit lanes.
+inline __m128i low_halves(__m128i a, __m128i b) noexcept {
+    return _mm_unpacklo_epi64(_mm_shuffle_epi32(a, 0x08), _mm_shuffle_epi32(b, 0x08));
+}
+#endif
+
 /// n doubles rounded once to bfloat16 bits.
 inline void doubles_to_bfloat16(const double* in, std::size_t n, std::uint16_t* out) noexcept {
-    for (std::size_t i = 0; i < n; ++i) out[i] = bfloat16_bits_of_double(in[i]);
+    std::size_t i = 0;
+#if defined(NPYBRIDGE_SSE2)
+    for (; i + 8 <= n; i += 8) {
+        __m128i outside[4];
+        __m128i lanes[4];
+        for (int k = 0; k < 4; ++k) {
+            lanes[k] = bfloat16_of_two(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 2 * k)), outside[k]);
+        }
+        const __m128i bias = _mm_set1_epi32(0x8000);
+        const __m128i low = _mm_sub_epi32(low_halves(lanes[0], lanes[1]), bias);
+        const __m128i high = _mm_sub_epi32(low_halves(lanes[2], lanes[3]), bias);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                         _mm_xor_si128(_mm_packs_epi32(low, high), _mm_set1_epi16(static_cast<short>(0x8000))));
+        const __m128i any = _mm_or_si128(_mm_or_si128(outside[0], outside[1]), _mm_or_si128(outside[2], outside[3]));
+        if (_mm_movemask_epi8(any) != 0) {
+            for (std::size_t k = i; k < i + 8; ++k) out[k] = bfloat16_bits_of_double(in[k]);
+        }
+    }
+#endif
+    for (; i < n; ++i) out[i] = bfloat16_bits_of_double(in[i]);
 }
 
 /// n bfloat16 values widened to floats, exactly (the bits moved up).
