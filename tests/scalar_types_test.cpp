@@ -133,6 +133,13 @@ TEST_CASE("the float16 array kernels give NumPy's bits on every dispatch level t
         REQUIRE(active[i] == portable[i]);
         if (!std::isnan(floats[i])) REQUIRE(portable[i] == npb::half::from_float(floats[i]).bits);
     }
+    std::vector<double> doubles;
+    for (const float f : floats) doubles.push_back(npb::detail::widen_exactly(f) * 1.0000001);
+    std::vector<std::uint16_t> vector_half(doubles.size());
+    npb::detail::doubles_to_half(doubles.data(), doubles.size(), vector_half.data());
+    for (std::size_t i = 0; i < doubles.size(); ++i) {
+        REQUIRE(vector_half[i] == npb::detail::half_bits_of_double(doubles[i]));
+    }
     // NumPy's NaN rule: the top payload bits kept, a signalling NaN stays one, a low payload becomes 1.
     CHECK(npb::detail::half_bits_like_numpy(npb::detail::float_of(0x7F800001u)) == 0x7C01u);
     CHECK(npb::detail::half_bits_like_numpy(npb::detail::float_of(0xFFC12345u)) == 0xFE09u);

@@ -248,8 +248,8 @@ struct fill_target {
     bool check_first = false;
 };
 
-/// The values' kernel into a half or bfloat16 target (or out of half), with its overflow check: float32 /
-/// float64 into BFloat16, float32 into Float16, float16 into Float32. Null for any other pair.
+/// The kernel of float32 / float64 values into a BFloat16 or Float16 target, with its overflow check; the index
+/// of the first value that overflows (checked), else n.
 template <class Out>
 std::size_t convert_floats(int type_num, dtype_enum target, const void* in, std::size_t n, Out* out, double overflow,
                            bool check) {
@@ -263,18 +263,19 @@ std::size_t convert_floats(int type_num, dtype_enum target, const void* in, std:
     if (target == dtype_enum::BFloat16 && type_num == NPY_DOUBLE) {
         return run(static_cast<const double*>(in), doubles_to_bfloat16);
     }
+    if (type_num == NPY_DOUBLE) return run(static_cast<const double*>(in), doubles_to_half);
     return run(static_cast<const float*>(in), active_half_kernels().to_half);  // Float16 from float32
 }
 
-/// float32 / float64 into BFloat16, float32 into Float16 and float16 into Float32 by npybridge's kernels in one
+/// float32 / float64 into BFloat16 and Float16, and float16 into Float32, by npybridge's kernels in one
 /// pass over memory, checked mode's overflow test fused in (a finite value that would become infinity is an
 /// error naming it): for C-contiguous, aligned, native sources into fresh memory. False for anything else.
 inline bool convert_by_kernel(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
                               const fill_target& into) {
     const dtype_enum target = into.type.id();
     const int type_num = descr_type_num(PyArray_DESCR(array));
-    const bool to_narrow = (target == dtype_enum::BFloat16 && (type_num == NPY_FLOAT32 || type_num == NPY_DOUBLE)) ||
-                           (target == dtype_enum::Float16 && type_num == NPY_FLOAT32);
+    const bool to_narrow = (target == dtype_enum::BFloat16 || target == dtype_enum::Float16) &&
+                           (type_num == NPY_FLOAT32 || type_num == NPY_DOUBLE);
     const bool widen = target == dtype_enum::Float32 && type_num == NPY_HALF;
     if ((!to_narrow && !widen) || into.check_first || !PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) ||
         !PyArray_ISNOTSWAPPED(array) || (plan.check != value_check::none && plan.check != value_check::overflow)) {

@@ -62,17 +62,20 @@ inline std::uint16_t bfloat16_bits_of_double(double value) noexcept {
 }
 
 #if defined(NPYBRIDGE_SSE2)
-/// Two doubles' bfloat16 bits (in the low 16 bits of each 64-bit lane) by bfloat16_bits_of_double's fast path,
-/// and in `outside` a mask of the lanes whose result is not a normal bfloat16 (those take the slow path).
-inline __m128i bfloat16_of_two(__m128i u, __m128i& outside) noexcept {
+/// Two doubles rounded once to a 16-bit float of `Kept` mantissa bits and exponent bias `Bias` (bfloat16: 7, 127;
+/// half: 10, 15) on their bits, each result in the low 16 bits of its 64-bit lane; `outside` masks the lanes whose
+/// result is not a normal number or an overflow to infinity (zeros, subnormals, NaN: the caller's scalar path).
+template <int Kept, int Bias>
+__m128i round_two_doubles(__m128i u, __m128i& outside) noexcept {
+    constexpr int shift = 52 - Kept;
     const __m128i magnitude = _mm_and_si128(u, _mm_set1_epi64x(0x7FFFFFFFFFFFFFFF));
     const __m128i exponent = _mm_srli_epi64(magnitude, 52);  // < 2048: a small int32 in each lane's low half
-    outside = _mm_or_si128(_mm_cmplt_epi32(exponent, _mm_set1_epi64x(1023 - 126)),
-                           _mm_cmpgt_epi32(exponent, _mm_set1_epi64x(1023 + 127)));
-    const __m128i lsb = _mm_and_si128(_mm_srli_epi64(magnitude, 45), _mm_set1_epi64x(1));
-    const __m128i rounded =
-        _mm_srli_epi64(_mm_add_epi64(_mm_add_epi64(magnitude, _mm_set1_epi64x(0xFFFFFFFFFFF)), lsb), 45);
-    const __m128i bits = _mm_sub_epi64(rounded, _mm_set1_epi64x(std::int64_t{1023 - 127} << 7));
+    outside = _mm_or_si128(_mm_cmplt_epi32(exponent, _mm_set1_epi64x(1023 - Bias + 1)),
+                           _mm_cmpgt_epi32(exponent, _mm_set1_epi64x(1023 + Bias)));
+    const __m128i lsb = _mm_and_si128(_mm_srli_epi64(magnitude, shift), _mm_set1_epi64x(1));
+    const __m128i half_unit = _mm_set1_epi64x((std::int64_t{1} << (shift - 1)) - 1);
+    const __m128i rounded = _mm_srli_epi64(_mm_add_epi64(_mm_add_epi64(magnitude, half_unit), lsb), shift);
+    const __m128i bits = _mm_sub_epi64(rounded, _mm_set1_epi64x(std::int64_t{1023 - Bias} << Kept));
     return _mm_or_si128(bits, _mm_and_si128(_mm_srli_epi64(u, 48), _mm_set1_epi64x(0x8000)));
 }
 
@@ -80,17 +83,18 @@ inline __m128i bfloat16_of_two(__m128i u, __m128i& outside) noexcept {
 inline __m128i low_halves(__m128i a, __m128i b) noexcept {
     return _mm_unpacklo_epi64(_mm_shuffle_epi32(a, 0x08), _mm_shuffle_epi32(b, 0x08));
 }
-#endif
 
-/// n doubles rounded once to bfloat16 bits.
-inline void doubles_to_bfloat16(const double* in, std::size_t n, std::uint16_t* out) noexcept {
+/// n doubles into 16-bit floats, eight at a time by round_two_doubles; a block with any lane outside its fast
+/// path is redone by `scalar`, which gives the same bits for the rest. Returns where the vector loop stopped.
+template <int Kept, int Bias, class Scalar>
+std::size_t doubles_to_16_bits(const double* in, std::size_t n, std::uint16_t* out, Scalar scalar) noexcept {
     std::size_t i = 0;
-#if defined(NPYBRIDGE_SSE2)
     for (; i + 8 <= n; i += 8) {
         __m128i outside[4];
         __m128i lanes[4];
         for (int k = 0; k < 4; ++k) {
-            lanes[k] = bfloat16_of_two(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 2 * k)), outside[k]);
+            lanes[k] = round_two_doubles<Kept, Bias>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 2 * k)),
+                                                     outside[k]);
         }
         const __m128i bias = _mm_set1_epi32(0x8000);
         const __m128i low = _mm_sub_epi32(low_halves(lanes[0], lanes[1]), bias);
@@ -99,9 +103,18 @@ inline void doubles_to_bfloat16(const double* in, std::size_t n, std::uint16_t* 
                          _mm_xor_si128(_mm_packs_epi32(low, high), _mm_set1_epi16(static_cast<short>(0x8000))));
         const __m128i any = _mm_or_si128(_mm_or_si128(outside[0], outside[1]), _mm_or_si128(outside[2], outside[3]));
         if (_mm_movemask_epi8(any) != 0) {
-            for (std::size_t k = i; k < i + 8; ++k) out[k] = bfloat16_bits_of_double(in[k]);
+            for (std::size_t k = i; k < i + 8; ++k) out[k] = scalar(in[k]);
         }
     }
+    return i;
+}
+#endif
+
+/// n doubles rounded once to bfloat16 bits.
+inline void doubles_to_bfloat16(const double* in, std::size_t n, std::uint16_t* out) noexcept {
+    std::size_t i = 0;
+#if defined(NPYBRIDGE_SSE2)
+    i = doubles_to_16_bits<7, 127>(in, n, out, bfloat16_bits_of_double);
 #endif
     for (; i < n; ++i) out[i] = bfloat16_bits_of_double(in[i]);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/bfloat16_kernels.hpp>
 #include <npybridge/core/detail/simd.hpp>
 #include <npybridge/core/scalar_types.hpp>
 
@@ -25,6 +26,39 @@ inline std::uint16_t half_bits_like_numpy(float value) noexcept {
         return static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | bits);
     }
     return half::from_float(value).bits;
+}
+
+/// A double's half bits as NumPy's cast gives them, rounded once from the double (not through float): to nearest,
+/// ties to even, overflow to infinity, subnormals kept; a NaN keeps its top payload bits (at least the last).
+inline std::uint16_t half_bits_of_double(double value) noexcept {
+    std::uint64_t u;
+    std::memcpy(&u, &value, sizeof u);
+    const auto sign = static_cast<std::uint16_t>((u >> 48) & 0x8000u);
+    const std::uint64_t magnitude = u & 0x7FFFFFFFFFFFFFFFu;
+    const auto exponent = static_cast<int>(magnitude >> 52);
+    if (exponent == 0x7FF) {
+        if ((magnitude & 0xFFFFFFFFFFFFFu) == 0) return static_cast<std::uint16_t>(sign | 0x7C00u);
+        auto bits = static_cast<std::uint16_t>(0x7C00u | ((magnitude & 0xFFFFFFFFFFFFFu) >> 42));
+        if (bits == 0x7C00u) bits |= 1u;
+        return static_cast<std::uint16_t>(sign | bits);
+    }
+    if (exponent >= 1023 - 14) {  // a normal half, or infinity once the rounding carries past the largest
+        const std::uint64_t rounded = (magnitude + 0x1FFFFFFFFFFu + ((magnitude >> 42) & 1u)) >> 42;
+        const std::uint64_t bits = rounded - (std::uint64_t{1023 - 15} << 10);
+        return static_cast<std::uint16_t>(sign | (bits >= 0x7C00u ? 0x7C00u : bits));
+    }
+    if (exponent == 0) return sign;  // a subnormal double: far below half a half subnormal
+    const std::uint64_t mantissa = (magnitude & 0xFFFFFFFFFFFFFu) | (std::uint64_t{1} << 52);
+    return static_cast<std::uint16_t>(sign | shift_rounded(mantissa, 1051 - exponent));  // units of 2^-24
+}
+
+/// n doubles rounded once to half bits.
+inline void doubles_to_half(const double* in, std::size_t n, std::uint16_t* out) noexcept {
+    std::size_t i = 0;
+#if defined(NPYBRIDGE_SSE2)
+    i = doubles_to_16_bits<10, 15>(in, n, out, half_bits_of_double);
+#endif
+    for (; i < n; ++i) out[i] = half_bits_of_double(in[i]);
 }
 
 using floats_to_half_fn = void (*)(const float*, std::size_t, std::uint16_t*);
