@@ -2,12 +2,14 @@
 
 Usage: plot.py RESULTS_DIR [OUT_DIR]   (OUT_DIR defaults to docs/; tools/bench/plot runs this)
 
-Writes three SVG files, each captioned with the machine, the commit and the date of the run (RESULTS_DIR/run.json):
+Writes four SVG files, each captioned with the machine, the commit and the date of the run (RESULTS_DIR/run.json):
   perf-calls.svg   per-call cost of one conversion against the do-nothing floor (python_bench.json)
   perf-build.svg   parse time of the headers, -O2 compile time and stripped size of the README module
                    against the same module written with pybind11's array_t (compile_time.json)
   perf-copies.svg  throughput of transposed copies, checked narrowing and packing, against memcpy-like copies
                    and NumPy's own (copy_bench.json, lowbit_bench.json, python_bench.json)
+  perf-conversions.svg  large conversions that change the element type, each beside the call a user would make
+                   instead (NumPy's or ml_dtypes') and a plain copy of the same bytes (throughput_bench.json)
 Every library has one colour in every chart; text and axes are a mid grey, the background transparent, so a
 chart reads on a light and on a dark page. A chart whose input is missing is an error naming the file.
 """
@@ -27,7 +29,7 @@ COLOURS = {"npybridge": "#2a9d8f", "pybind11": "#e07a5f", "nanobind": "#8d7cc3",
            "floor": "#b8b8b8", "memcpy": "#b8b8b8"}
 ORDER = ["npybridge", "pybind11", "nanobind", "numpy", "memcpy", "floor"]
 INK = "#808080"
-CHARTS = ("perf-calls.svg", "perf-build.svg", "perf-copies.svg")
+CHARTS = ("perf-calls.svg", "perf-build.svg", "perf-copies.svg", "perf-conversions.svg")
 
 
 def load(folder, name):
@@ -207,6 +209,20 @@ def copies_chart(folder, out, run):
               note="Google Benchmark (tools/bench/copy_bench, lowbit_bench); arrays of 16-64 MiB, past the caches.")
 
 
+def conversions_chart(folder, out, run):
+    bench = load(folder, "throughput_bench")
+    rows = []
+    for row in bench["rows"]:
+        rate = {key: row["bytes"] / min(times) / 1e9 for key, times in row["seconds"].items()}
+        rows += [(f"{row['name']}: npybridge", "npybridge", rate["ours"]),
+                 (f"{row['peer']}", "numpy", rate["peer"]),
+                 ("a plain copy of the same bytes", "floor", rate["floor"])]
+    bar_chart(out / "perf-conversions.svg", "Large conversions (higher is better)",
+              [("GB/s (bytes of the source array per second)", rows, False)], run,
+              note=f"tools/bench/throughput_bench.py: {bench['elements']:,} elements, best of {bench['rounds']} "
+                   "interleaved rounds; peers are NumPy's or ml_dtypes' own calls.")
+
+
 def main(argv):
     if len(argv) < 2:
         raise SystemExit(__doc__)
@@ -217,6 +233,7 @@ def main(argv):
     calls_chart(folder, out, run)
     build_chart(folder, out, run)
     copies_chart(folder, out, run)
+    conversions_chart(folder, out, run)
     for name in CHARTS:
         print(out / name)
     return 0

@@ -26,7 +26,8 @@ class PlotTest(unittest.TestCase):
             for name, must in [("perf-calls.svg", ["npybridge borrow", "pybind11 array_t", "nanobind ndarray",
                                                    "np.asarray", "floor"]),
                                ("perf-build.svg", ["convert.hpp", "array_t", "stripped"]),
-                               ("perf-copies.svg", ["ascontiguousarray", "pack IntB4", "memcpy"])]:
+                               ("perf-copies.svg", ["ascontiguousarray", "pack IntB4", "memcpy"]),
+                               ("perf-conversions.svg", ["BFloat16", "astype(float16)", "a plain copy"])]:
                 path = pathlib.Path(folder) / name
                 self.assertTrue(path.exists(), name)
                 text = path.read_text()
