@@ -7,6 +7,10 @@
 #include <npybridge/core/detail/simd.hpp>
 #include <npybridge/core/scalar_types.hpp>
 
+#if defined(NPYBRIDGE_X86)
+#include <cpuid.h>
+#endif
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -119,10 +123,19 @@ struct half_kernels {
     const char* name;
 };
 
+#if defined(NPYBRIDGE_X86)
+/// Whether the CPU has F16C (CPUID leaf 1, ECX bit 29): asked directly, as not every compiler's
+/// __builtin_cpu_supports knows the name.
+inline bool cpu_has_f16c() noexcept {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+}
+#endif
+
 inline half_kernels choose_half_kernels() noexcept {
 #if defined(NPYBRIDGE_X86)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) {
+    if (__builtin_cpu_supports("avx") && cpu_has_f16c()) {  // avx: the CPU and the OS keep the YMM state
         return {floats_to_half_f16c, half_to_floats_f16c, "f16c"};
     }
 #endif
