@@ -253,18 +253,18 @@ struct fill_target {
 template <class Out>
 std::size_t convert_floats(int type_num, dtype_enum target, const void* in, std::size_t n, Out* out, double overflow,
                            bool check) {
-    const auto run = [&](const auto* values, auto convert) {
-        using value_t = std::remove_cv_t<std::remove_pointer_t<decltype(values)>>;
-        return convert_checking_overflow(values, n, out, static_cast<value_t>(overflow), check, convert);
-    };
+    // The bfloat16 and double kernels test for overflow themselves: one pass, no scan beside them.
     if (target == dtype_enum::BFloat16 && type_num == NPY_FLOAT32) {
-        return run(static_cast<const float*>(in), floats_to_bfloat16);
+        return floats_to_bfloat16(static_cast<const float*>(in), n, out, check);
     }
-    if (target == dtype_enum::BFloat16 && type_num == NPY_DOUBLE) {
-        return run(static_cast<const double*>(in), doubles_to_bfloat16);
+    if (type_num == NPY_DOUBLE) {
+        const auto* values = static_cast<const double*>(in);
+        return target == dtype_enum::BFloat16 ? doubles_to_bfloat16(values, n, out, check)
+                                              : doubles_to_half(values, n, out, check);
     }
-    if (type_num == NPY_DOUBLE) return run(static_cast<const double*>(in), doubles_to_half);
-    return run(static_cast<const float*>(in), active_half_kernels().to_half);  // Float16 from float32
+    const auto* values = static_cast<const float*>(in);  // Float16 from float32: F16C, then a scan per block
+    return convert_checking_overflow(values, n, out, static_cast<float>(overflow), check,
+                                     active_half_kernels().to_half);
 }
 
 /// float32 / float64 into BFloat16 and Float16, and float16 into Float32, by npybridge's kernels in one

@@ -33,17 +33,35 @@ inline __m128i bfloat16_bits_of_eight(__m128i a, __m128i b) noexcept {
 }
 #endif
 
-/// n floats rounded once to bfloat16 bits.
-inline void floats_to_bfloat16(const float* in, std::size_t n, std::uint16_t* out) noexcept {
+/// n floats rounded once to bfloat16 bits; with `check`, stops at the first finite value that becomes infinity
+/// and returns its index (else n).
+inline std::size_t floats_to_bfloat16(const float* in, std::size_t n, std::uint16_t* out, bool check = false) noexcept {
+    const auto overflowed = [](float value, std::uint16_t bits) {
+        return (bits & 0x7FFFu) == 0x7F80u && (bits_of(value) & 0x7F800000u) != 0x7F800000u;
+    };
     std::size_t i = 0;
 #if defined(NPYBRIDGE_SSE2)
     for (; i + 8 <= n; i += 8) {
         const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
         const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 4));
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), bfloat16_bits_of_eight(a, b));
+        const __m128i bits = bfloat16_bits_of_eight(a, b);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), bits);
+        if (check) {
+            const __m128i infinite =
+                _mm_cmpeq_epi16(_mm_and_si128(bits, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x7F80));
+            if (_mm_movemask_epi8(infinite) != 0) {
+                for (std::size_t k = i; k < i + 8; ++k) {
+                    if (overflowed(in[k], out[k])) return k;
+                }
+            }
+        }
     }
 #endif
-    for (; i < n; ++i) out[i] = bfloat16::from_float(in[i]).bits;
+    for (; i < n; ++i) {
+        out[i] = bfloat16::from_float(in[i]).bits;
+        if (check && overflowed(in[i], out[i])) return i;
+    }
+    return n;
 }
 
 /// A double's bfloat16 bits, rounded once: on the double's bits when the result is a normal bfloat16 or
@@ -59,6 +77,13 @@ inline std::uint16_t bfloat16_bits_of_double(double value) noexcept {
         return static_cast<std::uint16_t>((bits > 0x7F80u ? 0x7F80u : bits) | ((u >> 48) & 0x8000u));
     }
     return bfloat16::from_double(value).bits;
+}
+
+/// Whether `bits` (a 16-bit float whose infinity is `infinity`) is an overflow of the finite double `value`.
+inline bool overflowed(double value, std::uint16_t bits, std::uint16_t infinity) noexcept {
+    std::uint64_t u;
+    std::memcpy(&u, &value, sizeof u);
+    return (bits & 0x7FFFu) == infinity && ((u >> 52) & 0x7FFu) != 0x7FFu;
 }
 
 #if defined(NPYBRIDGE_SSE2)
@@ -84,10 +109,14 @@ inline __m128i low_halves(__m128i a, __m128i b) noexcept {
     return _mm_unpacklo_epi64(_mm_shuffle_epi32(a, 0x08), _mm_shuffle_epi32(b, 0x08));
 }
 
-/// n doubles into 16-bit floats, eight at a time by round_two_doubles; a block with any lane outside its fast
-/// path is redone by `scalar`, which gives the same bits for the rest. Returns where the vector loop stopped.
+/// n doubles into 16-bit floats, eight at a time by round_two_doubles; a block with a lane outside the fast path
+/// (or, with `check`, a result that is infinity) is redone by `scalar`, which gives the same bits. With `check`,
+/// stops at the first finite value that becomes infinity and returns its index (else n); `done` says where the
+/// vector loop stopped.
 template <int Kept, int Bias, class Scalar>
-std::size_t doubles_to_16_bits(const double* in, std::size_t n, std::uint16_t* out, Scalar scalar) noexcept {
+std::size_t doubles_to_16_bits(const double* in, std::size_t n, std::uint16_t* out, Scalar scalar, bool check,
+                               std::size_t& done) noexcept {
+    constexpr std::uint16_t infinity = static_cast<std::uint16_t>(((1u << (15 - Kept)) - 1u) << Kept);
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m128i outside[4];
@@ -99,24 +128,42 @@ std::size_t doubles_to_16_bits(const double* in, std::size_t n, std::uint16_t* o
         const __m128i bias = _mm_set1_epi32(0x8000);
         const __m128i low = _mm_sub_epi32(low_halves(lanes[0], lanes[1]), bias);
         const __m128i high = _mm_sub_epi32(low_halves(lanes[2], lanes[3]), bias);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
-                         _mm_xor_si128(_mm_packs_epi32(low, high), _mm_set1_epi16(static_cast<short>(0x8000))));
-        const __m128i any = _mm_or_si128(_mm_or_si128(outside[0], outside[1]), _mm_or_si128(outside[2], outside[3]));
-        if (_mm_movemask_epi8(any) != 0) {
-            for (std::size_t k = i; k < i + 8; ++k) out[k] = scalar(in[k]);
+        const __m128i bits = _mm_xor_si128(_mm_packs_epi32(low, high), _mm_set1_epi16(static_cast<short>(0x8000)));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), bits);
+        __m128i suspect = _mm_or_si128(_mm_or_si128(outside[0], outside[1]), _mm_or_si128(outside[2], outside[3]));
+        if (check) {
+            const __m128i magnitude = _mm_and_si128(bits, _mm_set1_epi16(0x7FFF));
+            suspect = _mm_or_si128(suspect, _mm_cmpeq_epi16(magnitude, _mm_set1_epi16(static_cast<short>(infinity))));
+        }
+        if (_mm_movemask_epi8(suspect) != 0) {
+            for (std::size_t k = i; k < i + 8; ++k) {
+                out[k] = scalar(in[k]);
+                if (check && overflowed(in[k], out[k], infinity)) {
+                    done = i;
+                    return k;
+                }
+            }
         }
     }
-    return i;
+    done = i;
+    return n;
 }
 #endif
 
-/// n doubles rounded once to bfloat16 bits.
-inline void doubles_to_bfloat16(const double* in, std::size_t n, std::uint16_t* out) noexcept {
+/// n doubles rounded once to bfloat16 bits; with `check`, stops at the first finite value that becomes infinity
+/// and returns its index (else n).
+inline std::size_t doubles_to_bfloat16(const double* in, std::size_t n, std::uint16_t* out,
+                                       bool check = false) noexcept {
     std::size_t i = 0;
 #if defined(NPYBRIDGE_SSE2)
-    i = doubles_to_16_bits<7, 127>(in, n, out, bfloat16_bits_of_double);
+    const std::size_t bad = doubles_to_16_bits<7, 127>(in, n, out, bfloat16_bits_of_double, check, i);
+    if (bad != n) return bad;
 #endif
-    for (; i < n; ++i) out[i] = bfloat16_bits_of_double(in[i]);
+    for (; i < n; ++i) {
+        out[i] = bfloat16_bits_of_double(in[i]);
+        if (check && overflowed(in[i], out[i], 0x7F80u)) return i;
+    }
+    return n;
 }
 
 /// n bfloat16 values widened to floats, exactly (the bits moved up).
