@@ -6,6 +6,7 @@ the conversion gives the GIL up. Its rate is compared, in the same run, with its
 Float32 conversion (which releases the GIL for its whole loop): a route whose loop holds the GIL lets the thread
 run only in the moments around the loop (the bfloat16 fill held it: about 4% of the reference rate).
 """
+import os
 import sys
 import threading
 import time
@@ -15,6 +16,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import mgb_dtype, nbx
+
+# A sanitizer build (-O0, every access checked) changes how long each part of a conversion takes beside the
+# others, so a rate compared with another route's means nothing there; the other suites run these tests.
+pytestmark = pytest.mark.skipif("ASAN_OPTIONS" in os.environ, reason="timing ratios in a sanitizer build")
 
 Tensor = nbx.Tensor
 N = 4 << 20  # elements: 16 to 32 MiB of source per route
@@ -90,7 +95,7 @@ ROUTES = routes()
 def test_every_conversion_route_lets_other_threads_run(route):
     ones = np.ones(N)
     ratios = []
-    for _ in range(3):  # the machine is shared: a route passes when one of three measurements shows it
+    for _ in range(4):  # the machine is shared: a route passes when one of four measurements shows it
         base = spinner_rate(lambda: Tensor.from_numpy(ones))
         rate = spinner_rate(ROUTES[route])
         ratios.append(rate / base if base else 0.0)
@@ -130,7 +135,7 @@ def test_any_conversion_of_a_large_array_lets_other_threads_run(source, target, 
     except nbx.ConversionError:
         return  # a pair no mode converts
     ones, ratios = np.ones(N), []
-    for _ in range(3):
+    for _ in range(4):
         base = spinner_rate(lambda: Tensor.from_numpy(ones))
         rate = spinner_rate(lambda: Tensor.from_numpy(array, dtype=wanted, narrowing=narrowing, policy="copy"))
         ratios.append(rate / base if base else 0.0)
