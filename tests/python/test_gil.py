@@ -58,6 +58,13 @@ def spinner_rate(action, least_seconds=0.06):
     return counted / elapsed
 
 
+def test_large_copies_give_up_the_gil():
+    # With a huge switch interval, another thread runs only when this one gives up the GIL; a 64 MiB narrowing
+    # copy must do so.
+    big = np.ones(8 << 20, dtype=np.float64)
+    assert spinner_rate(lambda: Tensor.from_numpy(big)) > 0
+
+
 def routes():
     rng = np.random.default_rng(5)
     floats = rng.standard_normal(N)

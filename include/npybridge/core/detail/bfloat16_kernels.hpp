@@ -109,14 +109,13 @@ inline __m128i low_halves(__m128i a, __m128i b) noexcept {
     return _mm_unpacklo_epi64(_mm_shuffle_epi32(a, 0x08), _mm_shuffle_epi32(b, 0x08));
 }
 
-/// n doubles into 16-bit floats, eight at a time by round_two_doubles; a block with a lane outside the fast path
-/// (or, with `check`, a result that is infinity) is redone by `scalar`, which gives the same bits. With `check`,
-/// stops at the first finite value that becomes infinity and returns its index (else n); `done` says where the
-/// vector loop stopped.
+/// The vector loop of doubles_to_16_bit_floats: eight at a time by round_two_doubles; a block with a lane outside
+/// the fast path (or, with `check`, a result that is infinity) is redone by `scalar`, which gives the same bits.
+/// Returns the index of the first overflow (with `check`), else n; `done` says where the loop stopped.
 template <int Kept, int Bias, class Scalar>
-std::size_t doubles_to_16_bits(const double* in, std::size_t n, std::uint16_t* out, Scalar scalar, bool check,
-                               std::size_t& done) noexcept {
-    constexpr std::uint16_t infinity = static_cast<std::uint16_t>(((1u << (15 - Kept)) - 1u) << Kept);
+std::size_t doubles_to_16_bits_sse2(const double* in, std::size_t n, std::uint16_t* out, Scalar scalar, bool check,
+                                    std::size_t& done) noexcept {
+    constexpr auto infinity = static_cast<std::uint16_t>(((1u << (15 - Kept)) - 1u) << Kept);
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m128i outside[4];
@@ -150,20 +149,30 @@ std::size_t doubles_to_16_bits(const double* in, std::size_t n, std::uint16_t* o
 }
 #endif
 
-/// n doubles rounded once to bfloat16 bits; with `check`, stops at the first finite value that becomes infinity
-/// and returns its index (else n).
-inline std::size_t doubles_to_bfloat16(const double* in, std::size_t n, std::uint16_t* out,
-                                       bool check = false) noexcept {
+/// n doubles rounded once into 16-bit floats of `Kept` mantissa bits and exponent bias `Bias`, `scalar` giving one
+/// (bfloat16_bits_of_double, half_bits_of_double); with `check`, stops at the first finite value that becomes
+/// infinity and returns its index (else n).
+template <int Kept, int Bias, class Scalar>
+std::size_t doubles_to_16_bit_floats(const double* in, std::size_t n, std::uint16_t* out, Scalar scalar,
+                                     bool check) noexcept {
+    constexpr auto infinity = static_cast<std::uint16_t>(((1u << (15 - Kept)) - 1u) << Kept);
     std::size_t i = 0;
 #if defined(NPYBRIDGE_SSE2)
-    const std::size_t bad = doubles_to_16_bits<7, 127>(in, n, out, bfloat16_bits_of_double, check, i);
+    const std::size_t bad = doubles_to_16_bits_sse2<Kept, Bias>(in, n, out, scalar, check, i);
     if (bad != n) return bad;
 #endif
     for (; i < n; ++i) {
-        out[i] = bfloat16_bits_of_double(in[i]);
-        if (check && overflowed(in[i], out[i], 0x7F80u)) return i;
+        out[i] = scalar(in[i]);
+        if (check && overflowed(in[i], out[i], infinity)) return i;
     }
     return n;
+}
+
+/// n doubles rounded once to bfloat16 bits; with `check`, the index of the first finite value that becomes
+/// infinity (else n).
+inline std::size_t doubles_to_bfloat16(const double* in, std::size_t n, std::uint16_t* out,
+                                       bool check = false) noexcept {
+    return doubles_to_16_bit_floats<7, 127>(in, n, out, bfloat16_bits_of_double, check);
 }
 
 /// n bfloat16 values widened to floats, exactly (the bits moved up).

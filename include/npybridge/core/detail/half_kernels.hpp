@@ -56,19 +56,10 @@ inline std::uint16_t half_bits_of_double(double value) noexcept {
     return static_cast<std::uint16_t>(sign | shift_rounded(mantissa, 1051 - exponent));  // units of 2^-24
 }
 
-/// n doubles rounded once to half bits; with `check`, stops at the first finite value that becomes infinity and
-/// returns its index (else n).
+/// n doubles rounded once to half bits; with `check`, the index of the first finite value that becomes infinity
+/// (else n).
 inline std::size_t doubles_to_half(const double* in, std::size_t n, std::uint16_t* out, bool check = false) noexcept {
-    std::size_t i = 0;
-#if defined(NPYBRIDGE_SSE2)
-    const std::size_t bad = doubles_to_16_bits<10, 15>(in, n, out, half_bits_of_double, check, i);
-    if (bad != n) return bad;
-#endif
-    for (; i < n; ++i) {
-        out[i] = half_bits_of_double(in[i]);
-        if (check && overflowed(in[i], out[i], 0x7C00u)) return i;
-    }
-    return n;
+    return doubles_to_16_bit_floats<10, 15>(in, n, out, half_bits_of_double, check);
 }
 
 using floats_to_half_fn = void (*)(const float*, std::size_t, std::uint16_t*);
