@@ -9,8 +9,8 @@
 #include <npybridge/core/detail/quantize_kernels.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <vector>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
@@ -41,14 +41,14 @@ inline void quantize_into(const dtype& type, const quantize_rule& rule, const fl
                           const tensor_layout& layout, lowbit_layout packing) {
     const dtype_info& info = type.info();
     if (info.is_packed) {
-        std::vector<std::uint8_t> codes(n);
+        const std::unique_ptr<std::uint8_t[]> codes(new std::uint8_t[n > 0 ? n : 1]);  // not zeroed: all written
         without_gil_if_large(n * sizeof(float), [&] {
             if (info.range.lo < 0) {
-                quantize_floats(in, n, rule, reinterpret_cast<std::int8_t*>(codes.data()));
+                quantize_floats(in, n, rule, reinterpret_cast<std::int8_t*>(codes.get()));
             } else {
-                quantize_floats(in, n, rule, codes.data());
+                quantize_floats(in, n, rule, codes.get());
             }
-            pack_fresh(type.id(), codes.data(), {n, layout.innermost()}, out, packing);
+            pack_fresh(type.id(), codes.get(), {n, layout.innermost()}, out, packing);
         });
         return;
     }
