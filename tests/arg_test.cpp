@@ -51,16 +51,7 @@ TEST_CASE("may_convert declines what cannot become the argument and takes what c
     CHECK_FALSE(PyErr_Occurred());
 }
 
-// The tag names of before 0.6 are the new tags under another name for one release (each use warns, naming its
-// replacement: tests/compile_fail/deprecated_arg_tag.cpp).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-static_assert(std::is_same_v<npb::borrow_only, npb::policy_is<npb::borrow_policy::must_borrow>>);
-static_assert(std::is_same_v<npb::copy_always, npb::policy_is<npb::borrow_policy::copy>>);
-static_assert(std::is_same_v<npb::writable_only, npb::writable_is<true>>);
-#pragma GCC diagnostic pop
-
-TEST_CASE("policy_is and writable_is set the fields the older tags set", "[arg]") {
+TEST_CASE("policy_is and writable_is set their fields; a borrow that must write refuses read-only memory", "[arg]") {
     using borrowed = npb::arg<npb::tensor, npb::policy_is<npb::borrow_policy::must_borrow>, npb::writable_is<true>>;
     STATIC_REQUIRE(borrowed::spec.policy == npb::borrow_policy::must_borrow);
     STATIC_REQUIRE(borrowed::spec.writable);

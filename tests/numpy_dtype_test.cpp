@@ -248,15 +248,3 @@ TEST_CASE("equal quantized dtypes give the same cached numpy object; nothing lea
         CHECK_FALSE(PyErr_Occurred());
     }
 }
-
-TEST_CASE("from_numpy / to_numpy, the names before 0.6, still convert dtypes", "[numpy]") {
-    // Each use warns, naming its replacement (tests/compile_fail/deprecated_from_numpy.cpp).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    const npb::dtype q = npb::dtype::quantized(dtype_enum::QuantizedS8, 0.25);
-    npb::object descr = npb::to_numpy(q);
-    CHECK(descr.get() == npb::to_numpy_dtype(q).get());
-    CHECK(npb::from_numpy(descr.get()).type == q);
-    CHECK(npb::from_numpy(reinterpret_cast<PyArray_Descr*>(descr.get())).type == q);
-#pragma GCC diagnostic pop
-}

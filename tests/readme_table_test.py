@@ -1,5 +1,6 @@
-"""The docs' generated tables are exactly what their tools print: docs/guide.md's dtype table (tools/dtype_table)
-and docs/policies.md's borrow decision table, from the planner's own order (tools/policy_table)."""
+"""The docs' generated tables are exactly what their tools print: docs/guide.md's dtype table (tools/dtype_table),
+docs/policies.md's borrow decision table, from the planner's own order (tools/policy_table), and docs/upgrading.md's
+removed spellings with the headers left at removed paths (tools/upgrading.py)."""
 import os
 import pathlib
 import subprocess
@@ -33,6 +34,13 @@ class GeneratedTablesTest(unittest.TestCase):
         words = [line.split("|")[2].strip() for line in printed.splitlines()[2:]]
         self.assertIn("`codes:`", words, "the codes reason has its row")
         self.assertLess(words.index("`strides:`"), words.index("`alignment:`"), "strides are checked first")
+
+    def test_upgrading_table_and_removed_headers_match_the_list(self):
+        root = pathlib.Path(os.environ["TEST_SRCDIR"]) / "npybridge"
+        result = subprocess.run([sys.executable, str(root / "tools" / "upgrading.py"), "--check", "--root", str(root)],
+                                capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("| `from_numpy` | `from_numpy_dtype` | 0.6.0 |", (root / "docs" / "upgrading.md").read_text())
 
 
 if __name__ == "__main__":

@@ -89,16 +89,35 @@ struct layout_is {
     }
 };
 
-// The tag names before 0.6, in another grammar than the <field>_is<value> of the rest. Kept for one release
-// (CHANGELOG.md).
-using borrow_only
-    [[deprecated("npybridge: write policy_is<borrow_policy::must_borrow> (borrow_only goes in the next "
-                 "release)")]] = policy_is<borrow_policy::must_borrow>;
-using copy_always
-    [[deprecated("npybridge: write policy_is<borrow_policy::copy> (copy_always goes in the next "
-                 "release)")]] = policy_is<borrow_policy::copy>;
-using writable_only [[deprecated("npybridge: write writable_is<true> (writable_only goes in the next release)")]] =
-    writable_is<true>;
+namespace detail {
+
+template <class... Use>
+struct borrow_only_removed {
+    static_assert(always_false<Use...>,
+                  "npybridge: borrow_only was removed in 0.6.0: write policy_is<borrow_policy::must_borrow>");
+};
+template <class... Use>
+struct copy_always_removed {
+    static_assert(always_false<Use...>,
+                  "npybridge: copy_always was removed in 0.6.0: write policy_is<borrow_policy::copy>");
+};
+template <class... Use>
+struct writable_only_removed {
+    static_assert(always_false<Use...>, "npybridge: writable_only was removed in 0.6.0: write writable_is<true>");
+};
+template <class... Use>
+struct python_name_removed {
+    static_assert(
+        always_false<Use...>,
+        "npybridge: arg::python_name was removed in 0.6.0: write arg::pybind11_typing or arg::nanobind_typing");
+};
+
+}  // namespace detail
+
+/// Removed tag names: naming one stops the build with a message that names its replacement.
+using borrow_only = detail::borrow_only_removed<>;
+using copy_always = detail::copy_always_removed<>;
+using writable_only = detail::writable_only_removed<>;
 
 namespace detail {
 
@@ -249,10 +268,8 @@ public:
     /// generator reads).
     static constexpr detail::arg_text pybind11_typing = detail::render_typed_name(spec, detail::typing_style::pybind11);
     static constexpr detail::arg_text nanobind_typing = detail::render_typed_name(spec, detail::typing_style::nanobind);
-    /// The signature text before the typed one ("numpy.ndarray[QuantizedS8, ndim=2]" was not valid typing).
-    [[deprecated(
-        "npybridge: use arg::pybind11_typing or arg::nanobind_typing")]] static constexpr const detail::arg_text&
-        python_name = pybind11_typing;
+    /// Removed: reading it stops the build with a message that names pybind11_typing and nanobind_typing.
+    static const detail::python_name_removed<Tensor>& python_name;
 
     /// The options to_tensor runs with (a quantized dtype_is<> is checked afterwards: its params come
     /// from the array).

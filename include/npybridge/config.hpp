@@ -1,9 +1,2 @@
-// npybridge/config.hpp — moved to npybridge/core/config.hpp with the rest of the Python-free core; this forwarding header
-// stays for one release (CHANGELOG.md). Define NPYBRIDGE_ALLOW_MOVED_HEADERS to silence its message.
-#pragma once
-
-#ifndef NPYBRIDGE_ALLOW_MOVED_HEADERS
-#pragma message( \
-    "npybridge: <npybridge/config.hpp> moved to <npybridge/core/config.hpp>; include that one (the old path goes in the next release)")
-#endif
-#include <npybridge/core/config.hpp>
+// npybridge/config.hpp: removed in 0.6.0 (docs/upgrading.md); written by tools/upgrading.py.
+#error "npybridge: <npybridge/config.hpp> was removed in 0.6.0: include <npybridge/core/config.hpp>"

@@ -1,6 +1,7 @@
 // npybridge/npybridge.hpp — the umbrella: everything npybridge offers, in one include: the Python-free core
-// (npybridge/core.hpp) and the Python-facing headers (but the binding-library casters of npybridge/bind/, which
-// need their library, and npybridge/megbrain*.hpp, which need MegBrain's headers).
+// (npybridge/core.hpp) and the Python-facing headers. Not included: the binding-library casters of
+// npybridge/bind/ (they need their library), npybridge/megbrain*.hpp (they need MegBrain's headers) and the
+// migration shim npybridge/megengine_compat.hpp.
 #pragma once
 
 #include <npybridge/core.hpp>
@@ -10,7 +11,6 @@
 #include <npybridge/buffer.hpp>
 #include <npybridge/convert.hpp>
 #include <npybridge/dlpack.hpp>
-#include <npybridge/megengine_compat.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/numpy_dtype.hpp>
 #include <npybridge/policies.hpp>

@@ -456,24 +456,24 @@ inline object to_numpy_dtype(const dtype& type, user_dtype_choice choice = user_
     return detail::to_numpy_dtype_slow(type, row, choice);
 }
 
-// The names before 0.6, when "from_numpy" / "to_numpy" read as array conversions (they convert dtypes). Kept
-// for one release (CHANGELOG.md).
-[[deprecated(
-    "npybridge: from_numpy converts a dtype: call from_numpy_dtype (from_numpy goes in the next "
-    "release)")]] inline numpy_dtype_match
-from_numpy(PyArray_Descr* descr, narrowing mode = narrowing::checked) {
-    return from_numpy_dtype(descr, mode);
-}
-[[deprecated(
-    "npybridge: from_numpy converts a dtype: call from_numpy_dtype (from_numpy goes in the next "
-    "release)")]] inline numpy_dtype_match
-from_numpy(PyObject* dtype_like, narrowing mode = narrowing::checked) {
-    return from_numpy_dtype(dtype_like, mode);
-}
-[[deprecated(
-    "npybridge: to_numpy converts a dtype: call to_numpy_dtype (to_numpy goes in the next release)")]] inline object
-to_numpy(const dtype& type, user_dtype_choice choice = user_dtype_choice::preferred) {
-    return to_numpy_dtype(type, choice);
-}
+namespace detail {
+
+template <class... Use>
+struct from_numpy_removed {
+    static_assert(always_false<Use...>, "npybridge: from_numpy was removed in 0.6.0: call from_numpy_dtype");
+};
+template <class... Use>
+struct to_numpy_removed {
+    static_assert(always_false<Use...>, "npybridge: to_numpy was removed in 0.6.0: call to_numpy_dtype");
+};
+
+}  // namespace detail
+
+/// Removed (they convert dtypes, not arrays): calling one stops the build with a message that names
+/// from_numpy_dtype or to_numpy_dtype.
+template <class... Args>
+detail::from_numpy_removed<Args...> from_numpy(Args&&...);
+template <class... Args>
+detail::to_numpy_removed<Args...> to_numpy(Args&&...);
 
 }  // namespace npybridge

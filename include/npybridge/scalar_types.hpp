@@ -1,9 +1,2 @@
-// npybridge/scalar_types.hpp — moved to npybridge/core/scalar_types.hpp with the rest of the Python-free core; this forwarding header
-// stays for one release (CHANGELOG.md). Define NPYBRIDGE_ALLOW_MOVED_HEADERS to silence its message.
-#pragma once
-
-#ifndef NPYBRIDGE_ALLOW_MOVED_HEADERS
-#pragma message( \
-    "npybridge: <npybridge/scalar_types.hpp> moved to <npybridge/core/scalar_types.hpp>; include that one (the old path goes in the next release)")
-#endif
-#include <npybridge/core/scalar_types.hpp>
+// npybridge/scalar_types.hpp: removed in 0.6.0 (docs/upgrading.md); written by tools/upgrading.py.
+#error "npybridge: <npybridge/scalar_types.hpp> was removed in 0.6.0: include <npybridge/core/scalar_types.hpp>"

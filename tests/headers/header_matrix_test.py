@@ -7,10 +7,11 @@ include/npybridge/core/*.hpp alone by GCC
 umbrella, which includes every one of them, by GCC and Clang (g++ and clang++-14 / clang++; a missing one fails):
 a header's warnings are the same alone or in the umbrella, so Clang compiling each one alone again would only
 repeat the umbrella's answer. CPython, NumPy and Boost come in as -isystem, as a build system hands them over.
+megengine_compat.hpp (the migration shim) stays out of the umbrella, so Clang compiles it alone too.
 megbrain.hpp and megbrain_compat.hpp need MegBrain's headers: the umbrella leaves them out, and the real-MegBrain
 example module (//examples:npybridge_megbrain_example.so, with -Werror) compiles them against MegEngine's own.
-core.hpp includes every core header and nothing outside core/; the forwarding headers left at the core headers'
-old paths each name the new path in their message, and say nothing with NPYBRIDGE_ALLOW_MOVED_HEADERS.
+core.hpp includes every core header and nothing outside core/. The headers left at the core headers' paths of
+before 0.5 only stop the build (tests/compile_fail checks their messages).
 """
 import concurrent.futures
 import os
@@ -28,6 +29,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 STANDARDS = ["c++17", "c++20", "c++2b"]  # c++2b: C++23 as GCC 12 and Clang 14 spell it
 FLAGS = ["-fsyntax-only", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
 NEEDS_MEGBRAIN = {"megbrain.hpp", "megbrain_compat.hpp"}
+# Included on purpose only: the migration shim of MegEngine's helper names.
+OUTSIDE_UMBRELLA = {"megengine_compat.hpp"}
 
 
 def runfiles_root():
@@ -55,14 +58,14 @@ def core_headers(include):
     return sorted(p.name for p in (include / "npybridge" / "core").glob("*.hpp"))
 
 
-def moved_headers(include):
-    """The forwarding headers: include/npybridge/<name>.hpp for each core/<name>.hpp that moved there."""
+def removed_headers(include):
+    """The removed paths: include/npybridge/<name>.hpp for each core/<name>.hpp that moved there."""
     return [name for name in core_headers(include) if (include / "npybridge" / name).exists()]
 
 
 def public_headers(include):
-    """Every public header by its path under include/npybridge/ but the forwarders and the MegBrain ones."""
-    top = {p.name for p in (include / "npybridge").glob("*.hpp")} - set(moved_headers(include)) - NEEDS_MEGBRAIN
+    """Every public header by its path under include/npybridge/ but the removed and the MegBrain ones."""
+    top = {p.name for p in (include / "npybridge").glob("*.hpp")} - set(removed_headers(include)) - NEEDS_MEGBRAIN
     return sorted(top) + [f"core/{name}" for name in core_headers(include)]
 
 
@@ -81,9 +84,10 @@ def reached_from(include, header):
 class HeaderMatrixTest(unittest.TestCase):
     def test_the_umbrella_includes_every_public_header(self):
         include = runfiles_root() / "include"
-        headers = set(public_headers(include)) - {"npybridge.hpp"}
-        self.assertEqual(NEEDS_MEGBRAIN & reached_from(include, "npybridge.hpp"), set(),
-                         "the umbrella must not include the MegBrain headers (they need MegBrain's own)")
+        headers = set(public_headers(include)) - {"npybridge.hpp"} - OUTSIDE_UMBRELLA
+        self.assertEqual((NEEDS_MEGBRAIN | OUTSIDE_UMBRELLA) & reached_from(include, "npybridge.hpp"), set(),
+                         "the umbrella must not include the MegBrain headers (they need MegBrain's own) or the "
+                         "migration shim")
         self.assertEqual(headers - reached_from(include, "npybridge.hpp"), set(),
                          "npybridge.hpp must include every public header (Clang compiles the umbrella only)")
 
@@ -96,18 +100,30 @@ class HeaderMatrixTest(unittest.TestCase):
         self.assertEqual({h for h in reached if not h.startswith("core/")}, set(),
                          "core.hpp (and the core headers) must include nothing outside core/")
 
-    def test_each_moved_header_forwards_and_names_its_new_path(self):
+    def test_the_removed_paths_hold_nothing_but_their_error(self):
         include = runfiles_root() / "include"
-        moved = moved_headers(include)
-        source = "".join(f"#include <npybridge/{name}>\n" for name in moved)
-        code, stderr = compile_one(shutil.which("g++"), "c++17", None, include, source)
-        self.assertEqual(code, 0, stderr)
-        for name in moved:
-            self.assertIn(f"<npybridge/{name}> moved to <npybridge/core/{name}>", stderr)
-        code, stderr = compile_one(shutil.which("g++"), "c++17", None, include,
-                                   "#define NPYBRIDGE_ALLOW_MOVED_HEADERS\n" + source +
-                                   "static_assert(NPYBRIDGE_VERSION_MAJOR >= 0, \"the forwarders bring the core\");\n")
-        self.assertEqual((code, stderr.strip()), (0, ""), stderr)
+        removed = removed_headers(include)
+        self.assertGreaterEqual(len(removed), 13)
+        for name in removed:
+            lines = [line for line in (include / "npybridge" / name).read_text().splitlines()
+                     if line and not line.startswith("//")]
+            self.assertEqual(len(lines), 1, name)
+            self.assertTrue(lines[0].startswith("#error "), name)
+
+    def test_helper_macros_end_in_their_header(self):
+        # A function-like macro is either public (a `///` comment says what it does) or #undef'd in its header.
+        include = runfiles_root() / "include"
+        for header in sorted((include / "npybridge").rglob("*.hpp")):
+            lines = header.read_text().splitlines()
+            for number, line in enumerate(lines):
+                match = re.match(r"#define (NPYBRIDGE_\w+)\(", line)
+                if not match:
+                    continue
+                name = match.group(1)
+                public = number > 0 and lines[number - 1].startswith("///")
+                with self.subTest(header=header.name, macro=name):
+                    self.assertTrue(public or f"#undef {name}" in lines,
+                                    f"{header.name}: {name} is a helper: #undef it where its uses end")
 
     def test_every_header_alone_with_every_compiler_and_standard(self):
         include = runfiles_root() / "include"
@@ -119,7 +135,8 @@ class HeaderMatrixTest(unittest.TestCase):
         for name, path in found.items():
             self.assertIsNotNone(path, f"no {name} compiler on PATH (tools/bazelw installs g++ and clang-14)")
         jobs = [(found["gcc"], standard, header) for standard in STANDARDS for header in headers]
-        jobs += [(found["clang"], standard, "npybridge.hpp") for standard in STANDARDS]
+        jobs += [(found["clang"], standard, header) for standard in STANDARDS
+                 for header in ["npybridge.hpp", *OUTSIDE_UMBRELLA]]
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
             results = list(pool.map(lambda job: (job, compile_one(*job, include)), jobs))
         for (compiler, standard, header), (code, stderr) in results:

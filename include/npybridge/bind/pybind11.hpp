@@ -212,3 +212,5 @@ private:
 
 }  // namespace detail
 }  // namespace pybind11
+
+#undef NPYBRIDGE_PYBIND11_IO_NAME

@@ -3,6 +3,7 @@
 
 #include <npybridge/core/config.hpp>
 #include <npybridge/core/dtype.hpp>
+#include <npybridge/core/errors.hpp>
 #include <npybridge/core/layout.hpp>
 #include <npybridge/core/lowbit.hpp>
 #include <npybridge/core/owner.hpp>
@@ -55,9 +56,6 @@ template <class T, class = void>
 struct is_complete : std::false_type {};
 template <class T>
 struct is_complete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
-
-template <class...>
-inline constexpr bool always_false = false;
 
 // One detector per member of the adapter contract: true when the member exists
 // with a usable type (the checks of check_adapter name each one that is not).

@@ -46,8 +46,21 @@ public:
     using conversion_error::conversion_error;
 };
 
-/// The name before 0.5 (it did not match Python's ValueRangeError).
-using value_error [[deprecated("npybridge::value_error is now npybridge::value_range_error")]] = value_range_error;
+namespace detail {
+
+/// False for every type: a static_assert on it fires only where its template is used.
+template <class...>
+inline constexpr bool always_false = false;
+
+template <class... Use>
+struct value_error_removed {
+    static_assert(always_false<Use...>, "npybridge: value_error was removed in 0.6.0: write value_range_error");
+};
+
+}  // namespace detail
+
+/// Removed: naming it stops the build with a message that names value_range_error.
+using value_error = detail::value_error_removed<>;
 
 /// Memory that cannot be exported or imported as asked: another device than
 /// the CPU, copy=False where a copy is needed, a DLPack capsule already

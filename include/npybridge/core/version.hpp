@@ -3,9 +3,9 @@
 
 #include <npybridge/core/config.hpp>
 
-#define NPYBRIDGE_VERSION "0.5.0"
+#define NPYBRIDGE_VERSION "0.6.0"
 #define NPYBRIDGE_VERSION_MAJOR 0
-#define NPYBRIDGE_VERSION_MINOR 5
+#define NPYBRIDGE_VERSION_MINOR 6
 #define NPYBRIDGE_VERSION_PATCH 0
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
