@@ -440,7 +440,7 @@ EXAMPLE_MODULE(m) {
             bind::arg("codes") = false,
             "A DLPack capsule of the tensor (codes=True exports a quantized tensor's codes without its params).")
         .def(
-            "__dlpack_device__", [](const tensor_object&) { return bind::make_tuple(npb::dlpack::cpu, 0); },
+            "__dlpack_device__", [](const tensor_object&) { return bind::make_tuple(npb::dlpack::kDLCPU, 0); },
             "(kDLCPU, 0): tensors live in CPU memory.")
         .def(
             "storage", [](const tensor_object& self) { return to_python(example::storage_bytes(self.value)); },

@@ -144,7 +144,7 @@ py::tuple from_dlpack(py::handle producer, const std::string& meth) {
 /// npybridge::to_dlpack of a HostTensorND as a DLPack 1.x capsule (read-only when its owner says so).
 py::object to_dlpack(const mgb::HostTensorND& tensor) {
     npb::dlpack_options options;
-    options.max_version = npb::dlpack::api_version{1, 1};
+    options.max_version = npb::dlpack::DLPackVersion{1, 1};
     return py::reinterpret_steal<py::object>(npb::to_dlpack(tensor, options).release());
 }
 

@@ -164,7 +164,7 @@ PyObject* tensor_dlpack(PyObject* self, PyObject* const* args, Py_ssize_t nargsf
     });
 }
 
-PyObject* tensor_dlpack_device(PyObject*, PyObject*) { return Py_BuildValue("(ii)", npb::dlpack::cpu, 0); }
+PyObject* tensor_dlpack_device(PyObject*, PyObject*) { return Py_BuildValue("(ii)", npb::dlpack::kDLCPU, 0); }
 
 PyObject* tensor_from_storage(PyObject*, PyObject* args, PyObject* kwargs) {
     return npb::guarded([&]() -> PyObject* {

@@ -23,30 +23,30 @@ std::atomic<int> deleted{0};
 struct producer {
     float values[6] = {0, 1, 2, 3, 4, 5};
     std::int64_t shape[2] = {2, 3};
-    npb::dlpack::managed_tensor_versioned versioned{};
-    npb::dlpack::managed_tensor legacy{};
+    npb::dlpack::DLManagedTensorVersioned versioned{};
+    npb::dlpack::DLManagedTensor legacy{};
 
-    npb::dlpack::tensor_view view() {
-        return {values, {npb::dlpack::cpu, 0}, 2, {npb::dlpack::float_code, 32, 1}, shape, nullptr, 0};
+    npb::dlpack::DLTensor view() {
+        return {values, {npb::dlpack::kDLCPU, 0}, 2, {npb::dlpack::kDLFloat, 32, 1}, shape, nullptr, 0};
     }
 };
 
-void count_versioned(npb::dlpack::managed_tensor_versioned* self) {
+void count_versioned(npb::dlpack::DLManagedTensorVersioned* self) {
     delete static_cast<producer*>(self->manager_ctx);
     ++deleted;
 }
-void count_legacy(npb::dlpack::managed_tensor* self) {
+void count_legacy(npb::dlpack::DLManagedTensor* self) {
     delete static_cast<producer*>(self->manager_ctx);
     ++deleted;
 }
 
 /// A capsule as a producer makes it; its destructor deletes an unconsumed tensor (the protocol's rule).
-test::owned versioned_capsule(std::uint64_t flags = 0, npb::dlpack::api_version version = npb::dlpack::supported) {
+test::owned versioned_capsule(std::uint64_t flags = 0, npb::dlpack::DLPackVersion version = npb::dlpack::supported) {
     auto* p = new producer;
     p->versioned = {version, p, &count_versioned, flags, p->view()};
     return test::owned{PyCapsule_New(&p->versioned, "dltensor_versioned", [](PyObject* capsule) {
         if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
-            auto* m = static_cast<npb::dlpack::managed_tensor_versioned*>(
+            auto* m = static_cast<npb::dlpack::DLManagedTensorVersioned*>(
                 PyCapsule_GetPointer(capsule, "dltensor_versioned"));
             m->deleter(m);
         }
@@ -58,7 +58,7 @@ test::owned legacy_capsule() {
     p->legacy = {p->view(), p, &count_legacy};
     return test::owned{PyCapsule_New(&p->legacy, "dltensor", [](PyObject* capsule) {
         if (PyCapsule_IsValid(capsule, "dltensor")) {
-            auto* m = static_cast<npb::dlpack::managed_tensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+            auto* m = static_cast<npb::dlpack::DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
             m->deleter(m);
         }
     })};
@@ -241,7 +241,7 @@ TEST_CASE("an exported capsule keeps the tensor's memory until its consumer lets
     }
     SECTION("copy=true exports other memory, flagged IS_COPIED") {
         test::owned capsule{npb::to_dlpack(source, {npb::dlpack::supported, std::nullopt, true, false}).release()};
-        auto* managed = static_cast<npb::dlpack::managed_tensor_versioned*>(
+        auto* managed = static_cast<npb::dlpack::DLManagedTensorVersioned*>(
             PyCapsule_GetPointer(capsule.get(), "dltensor_versioned"));
         CHECK(managed->dl_tensor.data != source.data());
         CHECK(managed->flags == npb::dlpack::flag_is_copied);
@@ -249,7 +249,7 @@ TEST_CASE("an exported capsule keeps the tensor's memory until its consumer lets
     }
     SECTION("another device is refused, naming it") {
         npb::dlpack_options options;
-        options.device = npb::dlpack::device_spec{2, 1};
+        options.device = npb::dlpack::DLDevice{2, 1};
         CHECK_THAT(test::message_of<npb::dlpack_error>([&] { npb::to_dlpack(source, options); }), Contains("CUDA:1"));
     }
 }
@@ -269,7 +269,7 @@ TEST_CASE("sub-byte DLPack data: packed bits are copied into the packed dtype, p
                         p,
                         &count_versioned,
                         flags,
-                        {data, {npb::dlpack::cpu, 0}, 1, {npb::dlpack::int_code, 4, 1}, shape, nullptr, 0}};
+                        {data, {npb::dlpack::kDLCPU, 0}, 1, {npb::dlpack::kDLInt, 4, 1}, shape, nullptr, 0}};
         test::owned capsule{PyCapsule_New(&p->versioned, "dltensor_versioned", nullptr)};
         return npb::from_dlpack(capsule.get(), npb::to_tensor_options().as(qs4).with(npb::lowbit_layout::compact))
             .tensor;
@@ -290,7 +290,7 @@ TEST_CASE("sub-byte DLPack data: packed bits are copied into the packed dtype, p
                     p,
                     &count_versioned,
                     0,
-                    {packed, {npb::dlpack::cpu, 0}, 1, {npb::dlpack::int_code, 4, 1}, shape, nullptr, 0}};
+                    {packed, {npb::dlpack::kDLCPU, 0}, 1, {npb::dlpack::kDLInt, 4, 1}, shape, nullptr, 0}};
     test::owned capsule{PyCapsule_New(&p->versioned, "dltensor_versioned", nullptr)};
     CHECK_THAT(test::message_of<npb::dtype_error>([&] { npb::from_dlpack(capsule.get()); }),
                Contains("packed DLPack int4 data needs a packed dtype of that coding as dtype (QuantizedS4"));

@@ -1,6 +1,7 @@
 """The docs' generated tables are exactly what their tools print: docs/guide.md's dtype table (tools/dtype_table),
 docs/policies.md's borrow decision table, from the planner's own order (tools/policy_table), and docs/upgrading.md's
-removed spellings with the headers left at removed paths (tools/upgrading.py)."""
+removed spellings with the headers left at removed paths (tools/upgrading.py), and docs/api.md, every public name
+with its `///` summary (tools/api_list.py)."""
 import os
 import pathlib
 import subprocess
@@ -41,6 +42,16 @@ class GeneratedTablesTest(unittest.TestCase):
                                 capture_output=True, text=True)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("| `from_numpy` | `from_numpy_dtype` | 0.6.0 |", (root / "docs" / "upgrading.md").read_text())
+
+    def test_api_list_is_fresh_and_every_public_name_has_a_summary(self):
+        root = pathlib.Path(os.environ["TEST_SRCDIR"]) / "npybridge"
+        result = subprocess.run([sys.executable, str(root / "tools" / "api_list.py"), "--check", "--root", str(root)],
+                                capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        api = (root / "docs" / "api.md").read_text()
+        for name in ("to_tensor", "copy_into", "from_dlpack", "DLTensor", "NPYBRIDGE_PYBIND11_TENSOR_CASTER"):
+            self.assertIn(f"**`{name}`**", api)
+        self.assertNotIn("**`detail", api)
 
 
 if __name__ == "__main__":

@@ -114,9 +114,11 @@ struct python_name_removed {
 
 }  // namespace detail
 
-/// Removed tag names: naming one stops the build with a message that names its replacement.
+/// Removed: naming it stops the build with a message that names policy_is<borrow_policy::must_borrow>.
 using borrow_only = detail::borrow_only_removed<>;
+/// Removed: naming it stops the build with a message that names policy_is<borrow_policy::copy>.
 using copy_always = detail::copy_always_removed<>;
+/// Removed: naming it stops the build with a message that names writable_is<true>.
 using writable_only = detail::writable_only_removed<>;
 
 namespace detail {
@@ -375,6 +377,7 @@ private:
     std::string m_copy_reason;
 };
 
+/// Whether T is an arg<...> (what the binding casters specialize on).
 template <class T>
 struct is_arg : std::false_type {};
 template <class Tensor, class... Constraints>

@@ -26,9 +26,9 @@ namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 struct dlpack_options {
     /// The newest DLPack version the consumer reads (max_version); none or
     /// below 1.0: the legacy capsule "dltensor".
-    std::optional<dlpack::api_version> max_version;
+    std::optional<dlpack::DLPackVersion> max_version;
     /// dl_device: only the CPU (kDLCPU, 0) is possible.
-    std::optional<dlpack::device_spec> device;
+    std::optional<dlpack::DLDevice> device;
     /// true: always a copy (flagged IS_COPIED); false: never a copy (an error
     /// when one is needed); none: a copy only when needed.
     std::optional<bool> copy;
@@ -51,16 +51,16 @@ namespace detail {
 /// strides, and the owner keeping the tensor's memory alive. The deleter
 /// frees it on any thread (owner handles may be released anywhere).
 struct dlpack_export {
-    dlpack::managed_tensor legacy{};
-    dlpack::managed_tensor_versioned versioned{};
+    dlpack::DLManagedTensor legacy{};
+    dlpack::DLManagedTensorVersioned versioned{};
     owner_handle owner;
     std::int64_t shape[copy_max_ndim];
     std::int64_t strides[copy_max_ndim];
 
-    static void delete_legacy(dlpack::managed_tensor* self) noexcept {
+    static void delete_legacy(dlpack::DLManagedTensor* self) noexcept {
         delete static_cast<dlpack_export*>(self->manager_ctx);
     }
-    static void delete_versioned(dlpack::managed_tensor_versioned* self) noexcept {
+    static void delete_versioned(dlpack::DLManagedTensorVersioned* self) noexcept {
         delete static_cast<dlpack_export*>(self->manager_ctx);
     }
 };
@@ -69,11 +69,11 @@ struct dlpack_export {
 /// "dltensor[_versioned]") still owns its tensor; a consumed one does not.
 inline void dlpack_capsule_destructor(PyObject* capsule) noexcept {
     if (PyCapsule_IsValid(capsule, dlpack::versioned_capsule_name)) {
-        auto* managed = static_cast<dlpack::managed_tensor_versioned*>(
+        auto* managed = static_cast<dlpack::DLManagedTensorVersioned*>(
             PyCapsule_GetPointer(capsule, dlpack::versioned_capsule_name));
         if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
     } else if (PyCapsule_IsValid(capsule, dlpack::capsule_name)) {
-        auto* managed = static_cast<dlpack::managed_tensor*>(PyCapsule_GetPointer(capsule, dlpack::capsule_name));
+        auto* managed = static_cast<dlpack::DLManagedTensor*>(PyCapsule_GetPointer(capsule, dlpack::capsule_name));
         if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
     }
 }
@@ -95,15 +95,15 @@ inline std::string needs_codes_text(const dtype& type) {
 /// The DLPack type a tensor exports as, after the checks of __dlpack__'s arguments: the CPU device only, a
 /// DLPack type for the dtype (quantized ones need `codes`), a read-only tensor only as a versioned capsule
 /// (or a copy), packed data only dense.
-inline dlpack::data_type exportable_type(const dtype& type, const tensor_layout& layout, lowbit_layout packing,
-                                         bool writable, const dlpack_options& options) {
-    if (options.device && (options.device->device_type != dlpack::cpu || options.device->device_id != 0)) {
+inline dlpack::DLDataType exportable_type(const dtype& type, const tensor_layout& layout, lowbit_layout packing,
+                                          bool writable, const dlpack_options& options) {
+    if (options.device && (options.device->device_type != dlpack::kDLCPU || options.device->device_id != 0)) {
         throw dlpack_error("__dlpack__: dl_device " +
                            dlpack::device_text(options.device->device_type, options.device->device_id) +
                            " is not possible: npybridge tensors live in CPU memory (kDLCPU, 0)");
     }
     const dtype_info& entry = type.info();
-    const std::optional<dlpack::data_type> dl_type = dlpack_types[options.codes ? 1 : 0][table_index(entry.id)];
+    const std::optional<dlpack::DLDataType> dl_type = dlpack_types[options.codes ? 1 : 0][table_index(entry.id)];
     if (!dl_type) throw dtype_error(needs_codes_text(type));
     if (layout.ndim > copy_max_ndim) throw dlpack_error("__dlpack__: too many dimensions");
     const bool versioned = options.max_version && options.max_version->major >= 1;
@@ -140,7 +140,7 @@ inline tensor export_copy(const dtype& type, const void* data, const tensor_layo
 }
 
 /// The capsule over one export block (it owns the block from here on).
-inline object export_capsule(std::unique_ptr<dlpack_export> made, const dlpack::tensor_view& view, bool versioned,
+inline object export_capsule(std::unique_ptr<dlpack_export> made, const dlpack::DLTensor& view, bool versioned,
                              std::uint64_t flags) {
     dlpack_export* block = made.get();
     PyObject* capsule;
@@ -159,8 +159,8 @@ inline object export_capsule(std::unique_ptr<dlpack_export> made, const dlpack::
 /// Checks an imported DLPack tensor npybridge can read (CPU memory, at most copy_max_ndim dimensions, a shape,
 /// no negative extents or lanes); returns whether it has no elements.
 inline bool checked_import_view(const consumed_capsule& taken) {
-    const dlpack::tensor_view& view = taken.view;
-    if (view.device.device_type != dlpack::cpu) {
+    const dlpack::DLTensor& view = taken.view;
+    if (view.device.device_type != dlpack::kDLCPU) {
         throw dlpack_error("from_dlpack: the DLPack tensor is on " +
                            dlpack::device_text(view.device.device_type, view.device.device_id) +
                            "; npybridge reads CPU memory only (kDLCPU)");
@@ -195,7 +195,7 @@ template <class Tensor>
                                                                  const to_tensor_options& options,
                                                                  tensor_layout& layout) {
     using adapter = tensor_adapter<Tensor>;
-    const dlpack::tensor_view& view = taken.view;
+    const dlpack::DLTensor& view = taken.view;
     const dtype* plain = view.dtype.bits >= 8 ? plain_dtype_of(view.dtype) : nullptr;
     if (plain == nullptr || (taken.flags & dlpack::flag_read_only) != 0 ||
         static_cast<std::size_t>(view.ndim) > ndim_limit<Tensor> || (view.ndim == 0 && !adapter::has_scalar)) {
@@ -219,7 +219,7 @@ template <class Tensor>
 template <class Tensor>
 to_tensor_result<Tensor> padded_from_dlpack(consumed_capsule& taken, const to_tensor_options& options,
                                             const placement_t<Tensor>& where) {
-    const dlpack::tensor_view& view = taken.view;
+    const dlpack::DLTensor& view = taken.view;
     const std::string what = "padded sub-byte DLPack " + dlpack::type_text(view.dtype) +
                              " data (one element per byte) is unpacked into a copy";
     if (options.policy == borrow_policy::must_borrow) throw conversion_error("must_borrow: " + what);
@@ -227,7 +227,7 @@ to_tensor_result<Tensor> padded_from_dlpack(consumed_capsule& taken, const to_te
     const bool writable = (taken.flags & dlpack::flag_read_only) == 0;
     object bytes = array_over_dlpack(view, descr.get(), 1, writable, taken.owner);
     object values = low_bits_as_bytes(reinterpret_cast<PyArrayObject*>(bytes.get()), view.dtype.bits,
-                                      view.dtype.code == dlpack::int_code);
+                                      view.dtype.code == dlpack::kDLInt);
     to_tensor_result<Tensor> result = to_tensor<Tensor>(values.get(), options, where);
     result.borrowed = false;  // (it may have borrowed the extracted values)
     result.copy_reason = what;
@@ -254,7 +254,7 @@ object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
     const tensor_layout layout = adapter::layout_of(source);
     const bool writable = is_writable(source);
     const lowbit_layout packing = type.info().is_packed ? adapter::packed_layout(source) : lowbit_layout::compact;
-    const dlpack::data_type dl_type = detail::exportable_type(type, layout, packing, writable, options);
+    const dlpack::DLDataType dl_type = detail::exportable_type(type, layout, packing, writable, options);
     const bool versioned = options.max_version && options.max_version->major >= 1;
     const bool copy = options.copy.value_or(false);
     auto made = std::make_unique<detail::dlpack_export>();
@@ -273,13 +273,13 @@ object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
     } else {
         for (std::size_t i = 0; i < layout.ndim; ++i) made->strides[i] = described.strides[i];
     }
-    const dlpack::tensor_view view{data,
-                                   dlpack::device_spec{dlpack::cpu, 0},
-                                   static_cast<std::int32_t>(layout.ndim),
-                                   dl_type,
-                                   made->shape,
-                                   made->strides,
-                                   0};
+    const dlpack::DLTensor view{data,
+                                dlpack::DLDevice{dlpack::kDLCPU, 0},
+                                static_cast<std::int32_t>(layout.ndim),
+                                dl_type,
+                                made->shape,
+                                made->strides,
+                                0};
     const std::uint64_t flags = (writable || copy ? 0 : dlpack::flag_read_only) | (copy ? dlpack::flag_is_copied : 0);
     return detail::export_capsule(std::move(made), view, versioned, flags);
 }
@@ -301,7 +301,7 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
     object capsule = detail::dlpack_capsule_of(obj);
     detail::consumed_capsule taken = detail::consume_capsule(capsule.get());
     const bool empty = detail::checked_import_view(taken);
-    const dlpack::tensor_view& view = taken.view;
+    const dlpack::DLTensor& view = taken.view;
     const bool read_only = (taken.flags & dlpack::flag_read_only) != 0;
     tensor_layout layout;
     if (const dtype* plain = detail::dlpack_borrow_at_once<Tensor>(taken, empty, options, layout)) {
@@ -366,11 +366,11 @@ inline dlpack_options dlpack_options::from_python(PyObject* stream, PyObject* ma
     }
     dlpack_options options;
     if (auto version = detail::dlpack_int_pair(max_version, "max_version", 0xFFFFFFFFLL)) {
-        options.max_version = dlpack::api_version{version->first, version->second};
+        options.max_version = dlpack::DLPackVersion{version->first, version->second};
     }
     if (auto device = detail::dlpack_int_pair(dl_device, "dl_device", 0x7FFFFFFFLL)) {
         options.device =
-            dlpack::device_spec{static_cast<std::int32_t>(device->first), static_cast<std::int32_t>(device->second)};
+            dlpack::DLDevice{static_cast<std::int32_t>(device->first), static_cast<std::int32_t>(device->second)};
     }
     options.copy = detail::dlpack_truth(copy);
     options.codes = detail::dlpack_truth(codes).value_or(false);

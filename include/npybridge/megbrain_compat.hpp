@@ -17,11 +17,14 @@ namespace npy {
 /// How np2tensor gets its tensor: Meth::borrow(cn), Meth::must_borrow(cn) (cn defaults to MegBrain's
 /// default CPU) or Meth::copy_into(&tensor) (the copy is made on that tensor's comp node).
 using Meth = megengine::Meth<mgb::HostTensorND>;
+/// Whether ndarray_from_tensor shares the tensor's memory, as MegEngine's npy::ShareType.
 using ShareType = megengine::ShareType;
+/// MegEngine's PyExceptionForward.
 using megengine::PyExceptionForward;
 /// MegEngine's OprPyTracker for any key (npybridge::megengine::OprPyTracker: enter / on_create / blame).
 template <class Key>
 using OprPyTracker = megengine::OprPyTracker<Key>;
+/// The dtype MegBrain stores a numpy dtype as (int64 -> Int32, float64 -> Float32), as MegEngine's.
 using megengine::to_mgb_supported_dtype;
 
 /// numpy (or anything numpy can make an array of) -> HostTensorND. An invalid `dtype` means the array's own.

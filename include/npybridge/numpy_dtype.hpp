@@ -298,11 +298,11 @@ inline void set_metadata(PyArray_Descr* descr, PyObject* metadata) noexcept {
 /// (what its conversions cast through, whatever else is imported).
 enum class user_dtype_choice { preferred, own };
 
-/// Hooks set by register_user_dtypes() (user_dtypes.hpp) for the numpy user
-/// dtypes bfloat16 and intb1/2/4: dtype -> descr (new reference, or
-/// nullptr), and numpy type number -> dtype (npybridge's own types and other
-/// libraries' it recognizes). Unset: no user dtypes.
+/// The numpy descr of a user dtype (bfloat16, intb1/2/4; a new reference or nullptr), set by
+/// register_user_dtypes() (user_dtypes.hpp). Unset: no user dtypes.
 inline PyArray_Descr* (*user_dtype_descr_hook)(dtype_enum, user_dtype_choice) = nullptr;
+/// The dtype of a numpy user type number (npybridge's own types and other libraries' it recognizes), set by
+/// register_user_dtypes(). Unset: no user dtypes.
 inline std::optional<dtype_enum> (*user_dtype_lookup_hook)(int) = nullptr;
 
 /// The npybridge dtype of a numpy dtype. Requires the GIL and import_numpy().
@@ -469,10 +469,10 @@ struct to_numpy_removed {
 
 }  // namespace detail
 
-/// Removed (they convert dtypes, not arrays): calling one stops the build with a message that names
-/// from_numpy_dtype or to_numpy_dtype.
+/// Removed: calling it stops the build with a message that names from_numpy_dtype.
 template <class... Args>
 detail::from_numpy_removed<Args...> from_numpy(Args&&...);
+/// Removed: calling it stops the build with a message that names to_numpy_dtype.
 template <class... Args>
 detail::to_numpy_removed<Args...> to_numpy(Args&&...);
 

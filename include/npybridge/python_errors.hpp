@@ -353,3 +353,6 @@ PyObject* guarded(F&& f) {
 }
 
 }  // namespace npybridge
+
+#undef NPYBRIDGE_HAS_CXXABI
+#undef NPYBRIDGE_FORCED_UNWIND_CATCH

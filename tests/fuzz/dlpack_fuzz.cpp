@@ -26,13 +26,13 @@ struct producer {
     std::int64_t strides[8];
 };
 
-void delete_versioned(dl::managed_tensor_versioned* self) {
+void delete_versioned(dl::DLManagedTensorVersioned* self) {
     ++deleted;
     delete static_cast<producer*>(self->manager_ctx);
     delete self;
 }
 
-void delete_legacy(dl::managed_tensor* self) {
+void delete_legacy(dl::DLManagedTensor* self) {
     ++deleted;
     delete static_cast<producer*>(self->manager_ctx);
     delete self;
@@ -48,15 +48,15 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     FuzzedDataProvider in(data, size);
     auto* made = new producer();
-    dl::tensor_view view{};
-    static const std::uint8_t codes[] = {dl::int_code,     dl::uint_code, dl::float_code,  dl::bfloat_code,
-                                         dl::complex_code, dl::bool_code, dl::opaque_code, 9};
+    dl::DLTensor view{};
+    static const std::uint8_t codes[] = {dl::kDLInt,     dl::kDLUInt, dl::kDLFloat,        dl::kDLBfloat,
+                                         dl::kDLComplex, dl::kDLBool, dl::kDLOpaqueHandle, 9};
     view.dtype.code = in.PickValueInArray(codes);
     static const std::uint8_t bits[] = {1, 2, 4, 8, 16, 32, 64, 128, 3, 0};
     view.dtype.bits = in.PickValueInArray(bits);
     view.dtype.lanes = in.ConsumeIntegralInRange<int>(0, 9) == 0 ? in.ConsumeIntegral<std::uint16_t>() : 1;
-    view.device = {in.ConsumeIntegralInRange<int>(0, 9) == 0 ? in.ConsumeIntegralInRange<std::int32_t>(0, 20) : dl::cpu,
-                   0};
+    view.device = {
+        in.ConsumeIntegralInRange<int>(0, 9) == 0 ? in.ConsumeIntegralInRange<std::int32_t>(0, 20) : dl::kDLCPU, 0};
     view.ndim = in.ConsumeIntegralInRange<int>(0, 12) == 0 ? in.ConsumeIntegralInRange<std::int32_t>(-2, 8)
                                                            : in.ConsumeIntegralInRange<std::int32_t>(0, 4);
     const bool with_strides = in.ConsumeBool();
@@ -146,12 +146,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     deleted = 0;
     npb::object capsule;
     if (versioned) {
-        auto* managed = new dl::managed_tensor_versioned{{1, 1}, made, delete_versioned, flags, view};
+        auto* managed = new dl::DLManagedTensorVersioned{{1, 1}, made, delete_versioned, flags, view};
         capsule = npb::object::steal(
             PyCapsule_New(managed, dl::versioned_capsule_name, npb::detail::dlpack_capsule_destructor));
         if (!capsule) delete_versioned(managed);
     } else {
-        auto* managed = new dl::managed_tensor{view, made, delete_legacy};
+        auto* managed = new dl::DLManagedTensor{view, made, delete_legacy};
         capsule = npb::object::steal(PyCapsule_New(managed, dl::capsule_name, npb::detail::dlpack_capsule_destructor));
         if (!capsule) delete_legacy(managed);
     }

@@ -47,6 +47,7 @@ namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 // tests/support/megbrain_like.hpp is a second one (7 dims, no 0-d, no negative
 // strides, a placement) and npybridge/megbrain.hpp adapts MegBrain's own HostTensorND.
 // ---------------------------------------------------------------------------
+/// How npybridge makes, reads and borrows into a tensor type: specialize it for yours (the contract above).
 template <class Tensor>
 struct tensor_adapter;
 

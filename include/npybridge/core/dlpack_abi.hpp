@@ -9,79 +9,89 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// The DLPack ABI, version 1.1, declared from the specification (no DLPack
-/// header or package is needed). Layouts match dlpack.h's C structs.
+/// header or package is needed). Names and layouts are dlpack.h's, in this namespace.
 namespace dlpack {
 
-struct api_version {
+/// DLPackVersion.
+struct DLPackVersion {
     std::uint32_t major;
     std::uint32_t minor;
 };
 /// The version npybridge writes and the newest it reads.
-inline constexpr api_version supported{1, 1};
+inline constexpr DLPackVersion supported{1, 1};
 
-/// DLDeviceType: only kDLCPU memory is read or written here.
-inline constexpr std::int32_t cpu = 1;
+/// DLDeviceType's kDLCPU: the only device whose memory npybridge reads or writes.
+inline constexpr std::int32_t kDLCPU = 1;
 
-struct device_spec {
+/// DLDevice.
+struct DLDevice {
     std::int32_t device_type;
     std::int32_t device_id;
 };
 
 /// DLDataTypeCode.
-enum type_code : std::uint8_t {
-    int_code = 0,
-    uint_code = 1,
-    float_code = 2,
-    opaque_code = 3,
-    bfloat_code = 4,
-    complex_code = 5,
-    bool_code = 6,
+enum DLDataTypeCode : std::uint8_t {
+    kDLInt = 0,
+    kDLUInt = 1,
+    kDLFloat = 2,
+    kDLOpaqueHandle = 3,
+    kDLBfloat = 4,
+    kDLComplex = 5,
+    kDLBool = 6,
 };
 
-struct data_type {
+/// DLDataType.
+struct DLDataType {
     std::uint8_t code;
     std::uint8_t bits;
     std::uint16_t lanes;
-    friend constexpr bool operator==(data_type a, data_type b) noexcept {
+    friend constexpr bool operator==(DLDataType a, DLDataType b) noexcept {
         return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
     }
-    friend constexpr bool operator!=(data_type a, data_type b) noexcept { return !(a == b); }
+    friend constexpr bool operator!=(DLDataType a, DLDataType b) noexcept { return !(a == b); }
 };
 
 /// DLTensor: strides in elements (NULL: C-contiguous).
-struct tensor_view {
+struct DLTensor {
     void* data;
-    device_spec device;
+    DLDevice device;
     std::int32_t ndim;
-    data_type dtype;
+    DLDataType dtype;
     std::int64_t* shape;
     std::int64_t* strides;
     std::uint64_t byte_offset;
 };
 
 /// DLManagedTensor (the legacy, unversioned capsule "dltensor").
-struct managed_tensor {
-    tensor_view dl_tensor;
+struct DLManagedTensor {
+    DLTensor dl_tensor;
     void* manager_ctx;
-    void (*deleter)(managed_tensor* self);
+    void (*deleter)(DLManagedTensor* self);
 };
 
 /// DLManagedTensorVersioned (capsule "dltensor_versioned").
-struct managed_tensor_versioned {
-    api_version version;
+struct DLManagedTensorVersioned {
+    DLPackVersion version;
     void* manager_ctx;
-    void (*deleter)(managed_tensor_versioned* self);
+    void (*deleter)(DLManagedTensorVersioned* self);
     std::uint64_t flags;
-    tensor_view dl_tensor;
+    DLTensor dl_tensor;
 };
 
+/// DLPACK_FLAG_BITMASK_READ_ONLY: the consumer must not write the memory.
 inline constexpr std::uint64_t flag_read_only = std::uint64_t{1} << 0;
+/// DLPACK_FLAG_BITMASK_IS_COPIED: the producer made the memory for this export.
 inline constexpr std::uint64_t flag_is_copied = std::uint64_t{1} << 1;
+/// DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED: sub-byte elements take a byte each.
 inline constexpr std::uint64_t flag_subbyte_padded = std::uint64_t{1} << 2;
 
+/// The capsule name of an unversioned export.
 inline constexpr const char* capsule_name = "dltensor";
+/// The name a consumer gives an unversioned capsule it took.
 inline constexpr const char* used_capsule_name = "used_dltensor";
+/// The capsule name of a versioned export.
 inline constexpr const char* versioned_capsule_name = "dltensor_versioned";
+/// The name a consumer gives a versioned capsule it took.
 inline constexpr const char* used_versioned_capsule_name = "used_dltensor_versioned";
 
 /// "CUDA:1" for error messages.
@@ -93,7 +103,8 @@ inline std::string device_text(std::int32_t type, std::int32_t id) {
     return (named ? std::string(names[type]) : "device type " + std::to_string(type)) + ":" + std::to_string(id);
 }
 
-inline std::string type_text(data_type type) {
+/// "int4", "float32x4" for error messages.
+inline std::string type_text(DLDataType type) {
     static const char* const codes[] = {"int", "uint", "float", "opaque", "bfloat", "complex", "bool"};
     std::string text = type.code < 7 ? codes[type.code] : "code " + std::to_string(type.code);
     text += std::to_string(type.bits);

@@ -51,6 +51,7 @@ enum class dtype_enum : std::uint32_t {
     QuantizedS1 = 100006,
 };
 
+/// The family a dtype belongs to (the README's table groups dtypes by it).
 enum class dtype_category : std::uint8_t { floating, integer, boolean, complex, lowbit, quantized, other };
 
 /// The word for a category used in messages and the README's table ("float", "int", "bool", "complex", "lowbit", "quantized", "other").
@@ -303,6 +304,7 @@ constexpr std::array<dtype_info, sizeof...(I)> make_table(std::index_sequence<I.
 
 }  // namespace detail
 
+/// How many dtypes npybridge has (rows of dtype_table).
 inline constexpr std::size_t dtype_count = decltype(detail::dtype_rows)::size;
 
 /// The table, one entry per dtype in MegDNN's enum order.
@@ -351,6 +353,7 @@ constexpr std::size_t table_index(dtype_enum id) noexcept {
     return detail::enum_slots[detail::enum_slot(static_cast<std::uint32_t>(id))];
 }
 
+/// Whether `id` is one of MegDNN's dtypes.
 constexpr bool is_valid(dtype_enum id) noexcept { return table_index(id) != dtype_count; }
 
 /// The entry of a valid dtype. (An invalid enum value is a compile error in a
@@ -371,6 +374,7 @@ constexpr const dtype_info* find_dtype(std::uint32_t value) noexcept {
     return index == dtype_count ? nullptr : &dtype_table[index];
 }
 
+/// MegDNN's name of a valid dtype ("QuantizedS8").
 constexpr std::string_view name_of(dtype_enum id) noexcept { return info(id).name; }
 
 /// Bytes that `count` elements take: ceil(count * bits / 8) for packed dtypes
@@ -385,6 +389,7 @@ constexpr std::size_t byte_size(dtype_enum id, std::size_t count) {
 
 // ---- Per-dtype types, for code that knows the dtype at compile time.
 
+/// table_index(Id) as a constant.
 template <dtype_enum Id>
 inline constexpr std::size_t table_index_v = table_index(Id);
 
@@ -534,9 +539,11 @@ struct dtype_of {
     static constexpr bool narrowing = detail::type_mapping<T>::narrows;
 };
 
+/// dtype_of<T>::value.
 template <class T>
 inline constexpr dtype_enum dtype_of_v = dtype_of<T>::value;
 
+/// dtype_of<T>::narrowing.
 template <class T>
 inline constexpr bool is_narrowing_v = dtype_of<T>::narrowing;
 

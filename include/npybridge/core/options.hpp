@@ -44,6 +44,7 @@ enum class share_policy : std::uint8_t {
 /// Quantized4Asymm only; the value in the low nibble, upper bits zero).
 enum class lowbit_format : std::uint8_t { int8, ml_dtypes };
 
+/// How to_tensor, copy_into and from_dlpack convert: the dtype, the policies, the narrowing mode, the layout.
 struct to_tensor_options {
     std::optional<dtype> type;  ///< the tensor's dtype; nullopt: the array's
     borrow_policy policy = borrow_policy::try_borrow;

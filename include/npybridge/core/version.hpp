@@ -3,9 +3,13 @@
 
 #include <npybridge/core/config.hpp>
 
+/// npybridge's version as text, "MAJOR.MINOR.PATCH".
 #define NPYBRIDGE_VERSION "0.6.0"
+/// The version's first number.
 #define NPYBRIDGE_VERSION_MAJOR 0
+/// The version's second number (0.x releases may break what the previous one took: docs/upgrading.md).
 #define NPYBRIDGE_VERSION_MINOR 6
+/// The version's third number (fixes only).
 #define NPYBRIDGE_VERSION_PATCH 0
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {

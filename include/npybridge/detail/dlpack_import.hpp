@@ -45,10 +45,10 @@ struct dlpack_owner_block : owner_block {
 
     void call_deleter() noexcept {
         if (versioned) {
-            auto* m = static_cast<dlpack::managed_tensor_versioned*>(managed);
+            auto* m = static_cast<dlpack::DLManagedTensorVersioned*>(managed);
             if (m->deleter != nullptr) m->deleter(m);
         } else {
-            auto* m = static_cast<dlpack::managed_tensor*>(managed);
+            auto* m = static_cast<dlpack::DLManagedTensor*>(managed);
             if (m->deleter != nullptr) m->deleter(m);
         }
     }
@@ -85,7 +85,7 @@ inline object dlpack_capsule_of(PyObject* obj) {
 /// The DLPack type of each row (unpacked, not quantized, not Byte): what a
 /// plain DLPack tensor is borrowed as without asking numpy.
 struct plain_dlpack_rows {
-    std::array<dlpack::data_type, dtype_count> types{};
+    std::array<dlpack::DLDataType, dtype_count> types{};
     std::array<bool, dtype_count> present{};
 };
 constexpr plain_dlpack_rows make_plain_dlpack_rows() noexcept {
@@ -104,7 +104,7 @@ inline constexpr plain_dlpack_rows plain_dlpack = make_plain_dlpack_rows();
 
 /// The plain dtype of a DLPack type, nullptr when there is none (64-bit
 /// types narrow through numpy; sub-byte ones are packed).
-inline const dtype* plain_dtype_of(dlpack::data_type type) noexcept {
+inline const dtype* plain_dtype_of(dlpack::DLDataType type) noexcept {
     for (std::size_t i = 0; i < dtype_count; ++i) {
         if (plain_dlpack.present[i] && plain_dlpack.types[i] == type) return &dtype::of_row(i);
     }
@@ -113,12 +113,12 @@ inline const dtype* plain_dtype_of(dlpack::data_type type) noexcept {
 
 /// The first byte of a DLPack tensor's data (byte_offset applied); nullptr for NULL data (zero elements:
 /// check_dlpack_view refused NULL data with any).
-inline char* dlpack_first_byte(const dlpack::tensor_view& view) noexcept {
+inline char* dlpack_first_byte(const dlpack::DLTensor& view) noexcept {
     return view.data == nullptr ? nullptr : static_cast<char*>(view.data) + view.byte_offset;
 }
 
 /// The sub-byte DLPack types npybridge reads: those of its packed dtypes (int4, uint4, uint2, uint1).
-inline bool is_packed_dlpack_type(dlpack::data_type type) noexcept {
+inline bool is_packed_dlpack_type(dlpack::DLDataType type) noexcept {
     for (const dtype_info& entry : dtype_table) {
         if (entry.is_packed && dlpack_type_of(entry, true) == std::optional(type)) return true;
     }
@@ -129,8 +129,8 @@ inline bool is_packed_dlpack_type(dlpack::data_type type) noexcept {
 /// ndim > 0, no negative extent, a count memory can hold): data for its elements (NULL only when there are none), a type npybridge has, and strides whose reach
 /// (extent x stride x item size, plus byte_offset) fits memory, computed without overflow. Each refusal names
 /// the field.
-inline void check_dlpack_view(const dlpack::tensor_view& view, std::uint64_t flags) {
-    const dlpack::data_type type = view.dtype;
+inline void check_dlpack_view(const dlpack::DLTensor& view, std::uint64_t flags) {
+    const dlpack::DLDataType type = view.dtype;
     if (type.bits == 0) throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(type) + " has 0 bits");
     if (type.bits < 8 && !is_packed_dlpack_type(type)) {
         throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(type) +
@@ -174,7 +174,7 @@ inline void check_dlpack_view(const dlpack::tensor_view& view, std::uint64_t fla
 /// destructor leaves it alone) and hands back its view and an owner that
 /// calls the deleter exactly once.
 struct consumed_capsule {
-    dlpack::tensor_view view;
+    dlpack::DLTensor view;
     std::uint64_t flags;
     owner_handle owner;
 };
@@ -190,7 +190,7 @@ inline consumed_capsule consume_capsule(PyObject* capsule) {
     }
     consumed_capsule result{};
     if (text == dlpack::versioned_capsule_name) {
-        auto* managed = static_cast<dlpack::managed_tensor_versioned*>(PyCapsule_GetPointer(capsule, name));
+        auto* managed = static_cast<dlpack::DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, name));
         if (managed == nullptr) throw python_error();
         if (managed->version.major != dlpack::supported.major) {
             // Not readable: left unconsumed, so the capsule's destructor frees it.
@@ -202,7 +202,7 @@ inline consumed_capsule consume_capsule(PyObject* capsule) {
         result.flags = managed->flags;
         result.owner = owner_handle::adopt(new dlpack_owner_block(managed, true));
     } else if (text == dlpack::capsule_name) {
-        auto* managed = static_cast<dlpack::managed_tensor*>(PyCapsule_GetPointer(capsule, name));
+        auto* managed = static_cast<dlpack::DLManagedTensor*>(PyCapsule_GetPointer(capsule, name));
         if (managed == nullptr) throw python_error();
         if (PyCapsule_SetName(capsule, dlpack::used_capsule_name) != 0) throw python_error();
         result.view = managed->dl_tensor;
@@ -219,30 +219,30 @@ inline consumed_capsule consume_capsule(PyObject* capsule) {
 /// The numpy dtype that holds DLPack elements of `type` (one byte or more
 /// each), as a new reference; the conversion then decides what npybridge
 /// dtype that is (including the narrowing of int64 / float64).
-inline object numpy_descr_for(dlpack::data_type type) {
+inline object numpy_descr_for(dlpack::DLDataType type) {
     using namespace dlpack;
     int type_num = -1;
     switch (type.code) {
-        case int_code:
+        case kDLInt:
             type_num = type.bits == 8    ? NPY_INT8
                        : type.bits == 16 ? NPY_INT16
                        : type.bits == 32 ? NPY_INT32
                        : type.bits == 64 ? NPY_INT64
                                          : -1;
             break;
-        case uint_code:
+        case kDLUInt:
             type_num = type.bits == 8    ? NPY_UINT8
                        : type.bits == 16 ? NPY_UINT16
                        : type.bits == 32 ? NPY_UINT32
                        : type.bits == 64 ? NPY_UINT64
                                          : -1;
             break;
-        case float_code:
+        case kDLFloat:
             type_num = type.bits == 16 ? NPY_HALF : type.bits == 32 ? NPY_FLOAT : type.bits == 64 ? NPY_DOUBLE : -1;
             break;
-        case complex_code: type_num = type.bits == 64 ? NPY_COMPLEX64 : type.bits == 128 ? NPY_COMPLEX128 : -1; break;
-        case bool_code: type_num = type.bits == 8 ? NPY_BOOL : -1; break;
-        case bfloat_code:
+        case kDLComplex: type_num = type.bits == 64 ? NPY_COMPLEX64 : type.bits == 128 ? NPY_COMPLEX128 : -1; break;
+        case kDLBool: type_num = type.bits == 8 ? NPY_BOOL : -1; break;
+        case kDLBfloat:
             if (type.bits == 16) return to_numpy_dtype(dtype(dtype_enum::BFloat16), user_dtype_choice::own);
             break;
         default: break;
@@ -255,7 +255,7 @@ inline object numpy_descr_for(dlpack::data_type type) {
 
 /// A numpy array over imported DLPack memory whose base holds `owner` (so
 /// the deleter runs once numpy and every tensor borrowing from it are done).
-inline object array_over_dlpack(const dlpack::tensor_view& view, PyObject* descr_object, std::size_t itemsize,
+inline object array_over_dlpack(const dlpack::DLTensor& view, PyObject* descr_object, std::size_t itemsize,
                                 bool writable, owner_handle& owner) {
     npy_intp dims[copy_max_ndim], strides[copy_max_ndim];
     std::int64_t stride = 1;
@@ -285,7 +285,7 @@ inline object array_over_dlpack(const dlpack::tensor_view& view, PyObject* descr
 /// into a packed dtype: copied byte for byte when its strides are compact or
 /// MegBrain's row-aligned layout (repacked when the other layout is asked for).
 template <class Tensor>
-to_tensor_result<Tensor> packed_from_dlpack(const dlpack::tensor_view& view, const to_tensor_options& options,
+to_tensor_result<Tensor> packed_from_dlpack(const dlpack::DLTensor& view, const to_tensor_options& options,
                                             const placement_t<Tensor>& where) {
     using adapter = tensor_adapter<Tensor>;
     const std::string what = "from_dlpack: packed DLPack " + dlpack::type_text(view.dtype) + " data";

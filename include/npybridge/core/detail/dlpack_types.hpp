@@ -20,30 +20,30 @@ namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 /// element type for unpacked dtypes, the bit coding for packed ones. Quantized
 /// dtypes and the odd-valued IntB1/2/4 have no DLPack type of their own: with
 /// `codes` they export their stored codes (int8, uint4, ...), else nullopt.
-constexpr std::optional<dlpack::data_type> dlpack_type_of(const dtype_info& entry, bool codes) noexcept {
+constexpr std::optional<dlpack::DLDataType> dlpack_type_of(const dtype_info& entry, bool codes) noexcept {
     using namespace dlpack;
     const bool needs_codes = entry.is_quantized || entry.coding == lowbit_coding::odd;
     if (needs_codes && !codes) return std::nullopt;
     if (entry.is_packed) {
         const auto bits = static_cast<std::uint8_t>(entry.bits);
-        return data_type{entry.coding == lowbit_coding::twos_complement ? int_code : uint_code, bits, 1};
+        return DLDataType{entry.coding == lowbit_coding::twos_complement ? kDLInt : kDLUInt, bits, 1};
     }
     const std::string_view s = entry.storage;
     const auto bits = static_cast<std::uint8_t>(entry.element_size * 8);
-    if (s == "bool") return data_type{bool_code, 8, 1};
-    if (s == "half" || s == "float" || s == "double") return data_type{float_code, bits, 1};
-    if (s == "bfloat16") return data_type{bfloat_code, 16, 1};
-    if (s == "complex<float>") return data_type{complex_code, 64, 1};
-    if (s == "byte" || s.substr(0, 4) == "uint") return data_type{uint_code, bits, 1};
-    if (s.substr(0, 3) == "int") return data_type{int_code, bits, 1};
+    if (s == "bool") return DLDataType{kDLBool, 8, 1};
+    if (s == "half" || s == "float" || s == "double") return DLDataType{kDLFloat, bits, 1};
+    if (s == "bfloat16") return DLDataType{kDLBfloat, 16, 1};
+    if (s == "complex<float>") return DLDataType{kDLComplex, 64, 1};
+    if (s == "byte" || s.substr(0, 4) == "uint") return DLDataType{kDLUInt, bits, 1};
+    if (s.substr(0, 3) == "int") return DLDataType{kDLInt, bits, 1};
     return std::nullopt;
 }
 
 namespace detail {
 
 /// dlpack_type_of for every row, without and with codes (computed once, at compile time).
-constexpr std::array<std::array<std::optional<dlpack::data_type>, dtype_count>, 2> make_dlpack_types() noexcept {
-    std::array<std::array<std::optional<dlpack::data_type>, dtype_count>, 2> types{};
+constexpr std::array<std::array<std::optional<dlpack::DLDataType>, dtype_count>, 2> make_dlpack_types() noexcept {
+    std::array<std::array<std::optional<dlpack::DLDataType>, dtype_count>, 2> types{};
     for (std::size_t i = 0; i < dtype_count; ++i) {
         types[0][i] = dlpack_type_of(dtype_table[i], false);
         types[1][i] = dlpack_type_of(dtype_table[i], true);
