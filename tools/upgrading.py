@@ -39,6 +39,13 @@ MOVED_TO_CORE = ["adapter", "config", "dlpack_abi", "dtype", "errors", "layout",
                  "reflect", "scalar_types", "tensor", "version"]
 
 ARG = "#include <npybridge/arg.hpp>\n"
+# The DLPack mirror took dlpack.h's names in 0.6.0.
+DLPACK_TYPES = [("api_version", "DLPackVersion"), ("device_spec", "DLDevice"), ("data_type", "DLDataType"),
+                ("type_code", "DLDataTypeCode"), ("tensor_view", "DLTensor"), ("managed_tensor", "DLManagedTensor"),
+                ("managed_tensor_versioned", "DLManagedTensorVersioned")]
+DLPACK_VALUES = [("cpu", "kDLCPU"), ("int_code", "kDLInt"), ("uint_code", "kDLUInt"), ("float_code", "kDLFloat"),
+                 ("opaque_code", "kDLOpaqueHandle"), ("bfloat_code", "kDLBfloat"), ("complex_code", "kDLComplex"),
+                 ("bool_code", "kDLBool")]
 REMOVED = [
     *(Removed(f"<npybridge/{name}.hpp>", f"<npybridge/core/{name}.hpp>", "0.6.0",
               use=f"#include <npybridge/{name}.hpp>\n", verb="include") for name in MOVED_TO_CORE),
@@ -60,6 +67,12 @@ REMOVED = [
     Removed("arg::python_name", "arg::pybind11_typing or arg::nanobind_typing", "0.6.0",
             use=ARG + "using a = npybridge::arg<npybridge::tensor>;\n"
                       "const char* name() { return a::python_name.data(); }\n"),
+    *(Removed(f"dlpack::{old}", f"dlpack::{new}", "0.6.0",
+              use="#include <npybridge/core/dlpack_abi.hpp>\n"
+                  f"npybridge::dlpack::{old} made{{}};\n") for old, new in DLPACK_TYPES),
+    *(Removed(f"dlpack::{old}", f"dlpack::{new}", "0.6.0",
+              use="#include <npybridge/core/dlpack_abi.hpp>\n"
+                  f"int value() {{ return npybridge::dlpack::{old}; }}\n") for old, new in DLPACK_VALUES),
     Removed("value_error", "value_range_error", "0.6.0",
             use="#include <npybridge/core/errors.hpp>\n"
                 "int f(void (*g)()) { try { g(); } catch (const npybridge::value_error&) { return 1; } return 0; }\n"),

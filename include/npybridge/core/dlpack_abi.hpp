@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/errors.hpp>
 
 #include <cstdint>
 #include <string>
@@ -111,6 +112,42 @@ inline std::string type_text(DLDataType type) {
     if (type.lanes != 1) text += "x" + std::to_string(type.lanes);
     return text;
 }
+
+// The names before 0.6: using one stops the build with a message that names dlpack.h's name.
+#define NPYBRIDGE_REMOVED_TYPE(old, now)                                                        \
+    template <class... Use>                                                                     \
+    struct old##_removed {                                                                      \
+        static_assert(detail::always_false<Use...>,                                             \
+                      "npybridge: dlpack::" #old " was removed in 0.6.0: write dlpack::" #now); \
+    };                                                                                          \
+    using old = old##_removed<>;
+#define NPYBRIDGE_REMOVED_VALUE(old, now)                                                           \
+    struct old##_removed {                                                                          \
+        template <class T>                                                                          \
+        constexpr operator T() const {                                                              \
+            static_assert(detail::always_false<T>,                                                  \
+                          "npybridge: dlpack::" #old " was removed in 0.6.0: write dlpack::" #now); \
+            return T{};                                                                             \
+        }                                                                                           \
+    };                                                                                              \
+    inline constexpr old##_removed old{};
+NPYBRIDGE_REMOVED_TYPE(api_version, DLPackVersion)
+NPYBRIDGE_REMOVED_TYPE(device_spec, DLDevice)
+NPYBRIDGE_REMOVED_TYPE(data_type, DLDataType)
+NPYBRIDGE_REMOVED_TYPE(type_code, DLDataTypeCode)
+NPYBRIDGE_REMOVED_TYPE(tensor_view, DLTensor)
+NPYBRIDGE_REMOVED_TYPE(managed_tensor, DLManagedTensor)
+NPYBRIDGE_REMOVED_TYPE(managed_tensor_versioned, DLManagedTensorVersioned)
+NPYBRIDGE_REMOVED_VALUE(cpu, kDLCPU)
+NPYBRIDGE_REMOVED_VALUE(int_code, kDLInt)
+NPYBRIDGE_REMOVED_VALUE(uint_code, kDLUInt)
+NPYBRIDGE_REMOVED_VALUE(float_code, kDLFloat)
+NPYBRIDGE_REMOVED_VALUE(opaque_code, kDLOpaqueHandle)
+NPYBRIDGE_REMOVED_VALUE(bfloat_code, kDLBfloat)
+NPYBRIDGE_REMOVED_VALUE(complex_code, kDLComplex)
+NPYBRIDGE_REMOVED_VALUE(bool_code, kDLBool)
+#undef NPYBRIDGE_REMOVED_TYPE
+#undef NPYBRIDGE_REMOVED_VALUE
 
 }  // namespace dlpack
 
