@@ -7,15 +7,28 @@ written with pybind11 and with nanobind): NPYBRIDGE_EXAMPLE_MODULE names the one
 import gc
 import importlib
 import os
+import subprocess
 import sys
+import textwrap
+import weakref
+from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import assume, strategies as st
 
 EXAMPLE_MODULE = os.environ.get("NPYBRIDGE_EXAMPLE_MODULE", "npybridge_example")
 nbx = importlib.import_module(EXAMPLE_MODULE)
 # The binding library the module under test is written with: "cpython", "pybind11" or "nanobind".
 BINDING = getattr(nbx, "binding_library", ("cpython",))[0]
+
+
+def pytest_configure(config):
+    # Tests are filed by feature (test_<feature>.py); what kind of promise a test checks is a marker.
+    config.addinivalue_line("markers", "hardening: hostile input must give a clear error, never a crash, a leak or "
+                                       "a silently wrong value (`-m hardening`)")
+    config.addinivalue_line("markers", "guarantee: a promise of the docs checked as a property over generated "
+                                       "inputs (`-m guarantee`)")
 
 
 def mgb_dtype(base, name, scale, zero_point=None):
@@ -72,3 +85,58 @@ def flush_to_zero():
         yield
     finally:
         libm.fesetenv(ctypes.create_string_buffer(saved, 32))
+
+
+def run_python(code, timeout=60):
+    """Runs code in a fresh interpreter that can import the example module."""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(nbx.__file__))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def collected(make):
+    """Makes a cycle, drops it, and tells whether the garbage collector freed it."""
+    ref = weakref.ref(make())
+    gc.collect()
+    return ref() is None
+
+
+# ---- exact float values and generators at the edges (narrowing and the float conversions) ----------------------
+
+def exact(value):
+    """The float's value as a Fraction (None for NaN and infinities)."""
+    return Fraction(*np.longdouble(value).as_integer_ratio()) if np.isfinite(value) else None
+
+
+def bf16_value(bits):
+    """The exact value of bfloat16 bits."""
+    return exact(np.array([bits << 16], np.uint32).view(np.float32)[0])
+
+
+BF16_MAX = Fraction(2) ** 127 * Fraction(2 ** 8 - 1, 2 ** 7)
+BF16_OVERFLOW = Fraction(2) ** 127 * (2 - Fraction(1, 2 ** 8))  # max + half an ulp: from here on, infinity
+FLOAT_EDGES = [float(BF16_OVERFLOW), float(BF16_MAX), 3.3961775e38, 2.0 ** -133, 2.0 ** -134, 2.0 ** -126, 1.0 + 2 ** -8,
+         1.0 + 2 ** -8 + 2 ** -30, float(2 ** 24 + 2 ** 16 + 1), 0.0, 1e-40, 5e-324, 2.0 ** -149, 3.4028235e38]
+
+
+def near_ulps(value, dtype, steps):
+    """`value` moved `steps` ulps of `dtype` (the source's own ulps: the window either side of a bound)."""
+    x = dtype.type(value)
+    towards = dtype.type(np.inf if steps > 0 else -np.inf)
+    for _ in range(abs(steps)):
+        x = np.nextafter(x, towards)
+    return x
+
+
+@st.composite
+def finite_floats(draw, dtype):
+    """Finite values of a float dtype, weighted to the edges: bounds, ±1..3 ulps of them, the double-rounding
+    window, zeros, subnormals of the source and of bfloat16."""
+    dtype = np.dtype(dtype)
+    if draw(st.booleans()):
+        value = draw(st.floats(width=min(64, dtype.itemsize * 8), allow_nan=False, allow_infinity=False))
+        return dtype.type(value)
+    value = near_ulps(draw(st.sampled_from(FLOAT_EDGES)), dtype, draw(st.integers(-3, 3)))
+    value = value if draw(st.booleans()) else -value
+    assume(np.isfinite(value))
+    return value

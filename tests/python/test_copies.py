@@ -8,12 +8,18 @@ import pytest
 
 from conftest import mgb_dtype, nbx
 
+
 Tensor = nbx.Tensor
+
 
 # Extents straddle the SIMD blocks (2, 4, 8 elements) and the tiles (16..128 elements).
 SHAPES = [(37, 67), (129, 33), (16, 17), (5, 33, 9), (17, 1, 65), (3, 5, 7, 9), (2, 1, 17, 33)]
+
+
 # int64 / float64 arrive as Int32 / Float32 (narrowed while gathering); complex64 is the 8-byte plain copy.
 DTYPES = ["i1", "u1", "?", "i2", ">u2", "<f2", "i4", "<f4", ">f4", ">i4", "<i8", ">i8", "f8", ">f8", "c8", ">c8"]
+
+
 NARROWED = {"i": np.int32, "f": np.float32}
 
 
@@ -129,3 +135,10 @@ def test_share_policy_copy_of_a_strided_tensor_is_c_ordered():
     out = t.numpy(policy="copy")
     assert out.flags.c_contiguous and not np.shares_memory(out, a)
     assert (out == a.T[::2]).all()
+
+
+def test_transposed_copy_is_c_contiguous_and_equal():
+    a = np.arange(20, dtype=np.float32).reshape(4, 5).T
+    t = Tensor.from_numpy(a, policy="copy")
+    assert t.strides == (4, 1)
+    np.testing.assert_array_equal(t.numpy(), a)

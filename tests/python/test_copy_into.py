@@ -8,18 +8,24 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import mgb_dtype, nbx
 
+
 Tensor = nbx.Tensor
+
 
 try:
     import ml_dtypes
 except ImportError:  # the numpy1 suite runs without ml_dtypes (it needs NumPy 2)
     ml_dtypes = None
 
+
 SOURCES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32",
            "float64", "longdouble", "complex64", "complex128", np.dtype(nbx.bfloat16), np.dtype(nbx.intb4)]
+
+
 if ml_dtypes is not None:
     SOURCES += [np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4), np.dtype(ml_dtypes.int2),
                 np.dtype(ml_dtypes.float8_e4m3fn)]
+
 
 TARGETS = {
     "Bool": "Bool", "Int8": "Int8", "Uint8": "Uint8", "Int16": "Int16", "Uint16": "Uint16", "Int32": "Int32",
@@ -30,6 +36,7 @@ TARGETS = {
     "QuantizedS4": mgb_dtype("int8", "QuantizedS4", 0.25),
     "IntB4": "IntB4", "IntB2": "IntB2",
 }
+
 
 # Values at the edges of every target: codes, ranges, halves, NaN, infinities, signed zero, subnormals.
 VALUES = [0, 1, -1, 2, 3, 5, 7, -3, -8, 15, 127, 128, -128, -129, 255, 256, 65504, 65536, 16777217, 2 ** 31,
@@ -117,3 +124,70 @@ def test_copy_into_refuses_complex_into_real_dtypes_and_leaves_the_tensor():
     assert tensor.numpy().astype(np.float32).tolist() == [1.0, 1.0]
     tensor.copy_from(np.array([1 + 2j, 3 - 4j]), narrowing="wrap")  # NumPy's cast: the real parts
     assert tensor.numpy().astype(np.float32).tolist() == [1.0, 3.0]
+
+
+S1 = mgb_dtype("int8", "QuantizedS1", 1.0)
+
+
+INTS = ["int8", "uint8", "int16", "uint16", "int32", "int64", "float16", "float32", "float64", "bool"]
+
+
+PLAIN_TARGETS = ["Int8", "Uint8", "Int16", "Int32", "Float16", "Float32", "BFloat16"]
+
+
+@pytest.mark.hardening
+def test_copy_into_a_packed_tensor_refuses_other_quantized_codes():
+    destination = Tensor.from_storage(b"\0\0", "QuantizedS4", (3,), scale=0.25)
+    codes = np.array([1, 2, -3], np.int8).view(mgb_dtype("i1", "QuantizedS8", 0.5))
+    with pytest.raises(nbx.DTypeError, match="requantizing"):
+        destination.copy_from(codes)
+    assert destination.storage() == b"\0\0"
+
+
+@pytest.mark.hardening
+def test_a_bad_value_leaves_nothing_behind_in_copy_from():
+    destination = Tensor.from_numpy(np.zeros(3, np.int32))
+    with pytest.raises(nbx.ValueRangeError, match=r"value 1099511627776 at index \(2,\)"):
+        destination.copy_from(np.array([1, 2, 2**40]))
+    assert destination.numpy().tolist() == [0, 0, 0]
+    destination.copy_from(np.array([1, 2, 3]))
+    assert destination.numpy().tolist() == [1, 2, 3]
+
+
+@pytest.mark.hardening
+def test_copy_from_into_quantized_s1_checks_and_leaves_the_tensor_as_it_was():
+    t = Tensor.from_numpy(np.array([1, 0, 1], dtype=S1), policy="copy")
+    with pytest.raises(nbx.ValueRangeError, match=r"value 7 at index \(2,\)"):
+        t.copy_from(np.array([0, 0, 7], np.int8))
+    np.testing.assert_array_equal(t.numpy(), [1, 0, 1])
+
+
+@pytest.mark.hardening
+def test_copy_from_takes_numbers_only():
+    t = Tensor.from_numpy(np.zeros(2, np.float32))
+    with pytest.raises(nbx.DTypeError, match="got NoneType"):
+        t.copy_from(None)
+    np.testing.assert_array_equal(t.numpy(), [0, 0])
+
+
+@pytest.mark.guarantee
+@settings(max_examples=300, deadline=None)
+@given(source=st.sampled_from(INTS), target=st.sampled_from(PLAIN_TARGETS),
+       narrowing=st.sampled_from(["checked", "reject", "wrap"]),
+       values=st.lists(st.integers(-400, 400), min_size=1, max_size=6))
+def test_copy_into_converts_exactly_as_to_tensor_does(source, target, narrowing, values):
+    with np.errstate(all="ignore"):
+        a = np.array(values).astype(source)
+    try:
+        want = Tensor.from_numpy(a, dtype=target, narrowing=narrowing, policy="copy")
+    except nbx.ConversionError as error:
+        t = Tensor.from_numpy(np.zeros(len(values), np.int8), dtype=target, narrowing="wrap")
+        before = t.storage()
+        with pytest.raises(type(error)) as raised:
+            t.copy_from(a, narrowing=narrowing)
+        assert str(raised.value) == str(error)
+        assert t.storage() == before  # untouched
+        return
+    t = Tensor.from_numpy(np.zeros(len(values), np.int8), dtype=target, narrowing="wrap")
+    t.copy_from(a, narrowing=narrowing)
+    assert t.storage() == want.storage()

@@ -1,13 +1,16 @@
 """Python <-> C++ errors and the origin tracker, as a Python user sees them (docs/errors.md)."""
 import gc
+import os
+import subprocess
 import sys
+import textwrap
 import threading
 import traceback
 
+import numpy as np
 import pytest
 
-from conftest import BINDING, EXAMPLE_MODULE, nbx
-
+from conftest import BINDING, collected, EXAMPLE_MODULE, nbx
 
 
 class CallbackError(Exception):
@@ -175,3 +178,138 @@ def test_types_made_in_cpp_cannot_be_made_from_python(name):
                f"(?i){EXAMPLE_MODULE}.{name}: no constructor defined")
     with pytest.raises(TypeError, match=message):
         getattr(nbx, name)()
+
+
+class Tag:
+    pass
+
+
+PROBE = textwrap.dedent("""
+    import gc, sys
+    import numpy as np
+    import {module} as m
+    arguments = {{"copy_from": (np.zeros(2, np.float32),), "scope": ("tag",), "create": (), "blame": (0, "x")}}
+    refused = 0
+    for name in ("Tensor", "TrackerScope", "OriginTracker"):
+        cls = getattr(m, name)
+        try:
+            bare = cls.__new__(cls)
+        except TypeError:
+            print(name, "refused at __new__")
+            continue
+        own = lambda a: any(a in vars(k) for k in cls.__mro__[:-1] if k.__module__ == m.__name__)
+        for attribute in sorted(a for a in dir(cls) if (not a.startswith("_") or a in ("__repr__", "__enter__", "__exit__", "__dlpack__")) and own(a)):
+            try:
+                value = getattr(bare, attribute)
+                if callable(value) and not isinstance(value, type):
+                    value(*arguments.get(attribute, ()))
+                elif not callable(value):
+                    pass
+                else:
+                    continue
+            except TypeError:
+                refused += 1
+                continue
+            except Exception as error:
+                # static factories (from_numpy, ...) do not touch the bare instance: anything they raise is theirs
+                if isinstance(getattr(cls, attribute, None), (staticmethod, classmethod)) or attribute.startswith("from_"):
+                    continue
+                print("NOT A TYPEERROR", name, attribute, type(error).__name__, error)
+                continue
+            if attribute.startswith("from_") or attribute in ("numpy_type",):
+                continue
+            print("ACCEPTED", name, attribute)
+        del bare
+        gc.collect()
+    print("refused", refused)
+    print("done")
+""")
+
+
+@pytest.mark.hardening
+def test_a_tag_that_refers_to_its_tracker_is_collected():
+    def make():
+        tracker = nbx.OriginTracker()
+        tag = Tag()
+        tag.tracker = tracker
+        with tracker.scope(tag):
+            tracker.create()
+        return tag  # held by the tracker, which the tag holds
+    assert collected(make)
+
+
+@pytest.mark.hardening
+def test_a_scope_on_a_frame_lets_the_frame_go():
+    def make():
+        tracker = nbx.OriginTracker()
+        marker = Tag()  # lives as long as this frame's locals
+        scope = tracker.scope(sys._getframe())  # the frame holds the scope, the scope the frame
+        assert scope is not None
+        return marker
+    assert collected(make)
+
+
+@pytest.mark.hardening
+def test_a_scope_held_outside_a_cycle_keeps_working():
+    import gc
+
+    tracker = nbx.OriginTracker()
+    tag = Tag()
+    tag.scope = tracker.scope(tag)
+    survivor = []
+    tag.keep = survivor
+    scope = tag.scope
+    del tag
+    gc.collect()  # the scope is still alive (held here): nothing is cleared
+    with scope:
+        tracker.create()
+    assert tracker.tagged() == 1
+
+
+@pytest.mark.hardening
+def test_reraising_one_exception_does_not_format_its_traceback(monkeypatch):
+    import traceback
+    formatted = []
+    real = traceback.format_exception
+
+    def counting(*args, **kwargs):
+        formatted.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(traceback, "format_exception", counting)
+    error = ValueError("the same one")
+
+    def raise_it():
+        raise error
+
+    for _ in range(200):
+        with pytest.raises(ValueError) as caught:
+            nbx.call(raise_it)
+        assert caught.value is error
+    assert formatted == []  # formatted on every pass, 200 passes take seconds (quadratic)
+
+
+@pytest.mark.hardening
+def test_bare_instances_raise_type_errors_and_never_crash():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run([sys.executable, "-c", PROBE.format(module=EXAMPLE_MODULE)], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert result.returncode == 0, (result.returncode, result.stdout[-2000:], result.stderr[-2000:])
+    lines = result.stdout.strip().splitlines()
+    assert lines[-1] == "done", result.stdout
+    assert not [line for line in lines if line.startswith("NOT A TYPEERROR")], result.stdout
+    accepted = {tuple(line.split()[1:]) for line in lines if line.startswith("ACCEPTED")}
+    if BINDING == "cpython":
+        assert "Tensor refused at __new__" in lines and "TrackerScope refused at __new__" in lines, result.stdout
+        assert all(name == "OriginTracker" for name, _ in accepted), accepted  # a whole tracker: it works
+    else:
+        assert accepted == set(), accepted
+        refused = int(next(line for line in lines if line.startswith("refused")).split()[1])
+        assert refused >= 15, result.stdout  # Tensor's properties and methods, the scope's and the tracker's
+
+
+def test_error_classes_form_the_documented_hierarchy():
+    assert issubclass(nbx.ConversionError, TypeError) and issubclass(nbx.ConversionError, ValueError)
+    assert issubclass(nbx.DTypeError, nbx.ConversionError)
+    assert issubclass(nbx.MetadataError, nbx.DTypeError)
+    assert issubclass(nbx.ValueRangeError, nbx.ConversionError)

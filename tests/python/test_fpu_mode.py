@@ -11,7 +11,9 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import flush_to_zero, mgb_dtype, nbx
 
+
 Tensor = nbx.Tensor
+
 
 # Values around and below the smallest normal float32 / float16 / bfloat16, and ordinary ones.
 TINY = st.one_of(
@@ -20,6 +22,8 @@ TINY = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True, width=64),
     st.sampled_from([1e-40, -2.5e-39, 1.1754942e-38, 5e-324, -1e-45, 6e-8, -5.9e-8, 0.0, -0.0]),
 )
+
+
 TARGETS = ["Float32", "Float16", "BFloat16", "Complex64", "Float64"]
 
 
@@ -101,3 +105,58 @@ def test_a_subnormal_scale_quantizes_as_ieee_says_with_flush_to_zero_on():
     assert codes.view(np.int8).tolist() == [2, -30]
     assert back.tolist() == (np.array([3, -100], np.float32) * np.float32(1e-40)).tolist()
     assert back[0] != 0
+
+
+bf = np.dtype(nbx.bfloat16)
+
+
+ALL_BF16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+
+
+def _conversions():
+    """Every conversion of bfloat16 values out and in, as bytes (the comparison is bit for bit)."""
+    out = {}
+    every = ALL_BF16.view(bf)
+    with np.errstate(all="ignore"):
+        out["bf16 -> Float32"] = Tensor.from_numpy(every, dtype="Float32").storage()
+        out["bf16 -> Float16 (wrap)"] = Tensor.from_numpy(every, dtype="Float16", narrowing="wrap").storage()
+        out["bf16 -> Int32 (wrap)"] = Tensor.from_numpy(every, dtype="Int32", narrowing="wrap").storage()
+        floats = (ALL_BF16.astype(np.uint32) << 16 | 0x8001).view(np.float32)  # every exponent, odd low bits
+        out["float32 -> BFloat16"] = Tensor.from_numpy(floats, dtype="BFloat16", narrowing="wrap").storage()
+        doubles = floats.astype(np.float64) * np.float64(2.0 ** -20)  # products exact: bfloat16 subnormals too
+        out["float64 -> BFloat16"] = Tensor.from_numpy(doubles, dtype="BFloat16", narrowing="wrap").storage()
+        out["bf16 round trip"] = Tensor.from_numpy(every).numpy().tobytes()
+    return out
+
+
+@pytest.mark.guarantee
+def test_bfloat16_conversions_give_the_same_bits_with_flush_to_zero_on():
+    plain = _conversions()
+    with flush_to_zero():
+        flushed = _conversions()
+    for name in plain:
+        assert flushed[name] == plain[name], name
+    # and the subnormals are really there (MegEngine gives 0x00010000 / 0x807F0000)
+    assert np.frombuffer(plain["bf16 -> Float32"], np.uint32)[[0x0001, 0x807F]].tolist() == [0x00010000, 0x807F0000]
+
+
+@pytest.mark.guarantee
+def test_own_intb_casts_give_the_same_values_with_flush_to_zero_on():
+    ib4 = np.dtype(nbx.intb4)
+    values = np.arange(-15, 16, 2, dtype=np.int8)
+    plain = [values.astype(ib4).astype(t).tobytes() for t in (np.float32, np.float64, np.int8, np.float16)]
+    with flush_to_zero():
+        flushed = [values.astype(ib4).astype(t).tobytes() for t in (np.float32, np.float64, np.int8, np.float16)]
+    assert flushed == plain
+
+
+@pytest.mark.guarantee
+@pytest.mark.parametrize("mode", ["default", "flush_to_zero"])
+def test_tiny_scales_are_judged_the_same_in_every_fpu_mode(mode):
+    import contextlib
+    want = float(np.float32(1e-40))  # a float32 subnormal, read before the mode is on
+    with (flush_to_zero() if mode == "flush_to_zero" else contextlib.nullcontext()):
+        t = Tensor.from_numpy(np.zeros(2, mgb_dtype("int8", "QuantizedS8", 1e-40)))
+        assert t.numpy().dtype.metadata["mgb_dtype"]["scale"] == want
+        with pytest.raises(nbx.MetadataError, match=r"scale 1e-46 is too small .* smallest positive one is 1\.4\d*e-45"):
+            Tensor.from_numpy(np.zeros(2, mgb_dtype("int8", "QuantizedS8", 1e-46)))

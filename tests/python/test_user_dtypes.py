@@ -7,11 +7,13 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from conftest import EXAMPLE_MODULE, nbx
+from conftest import exact, EXAMPLE_MODULE, nbx, run_python
 
 
 bf16 = nbx.bfloat16
+
 
 try:
     import ml_dtypes
@@ -198,3 +200,141 @@ def test_intb_tensors_pack_from_and_unpack_to_the_user_dtype():
     assert back.dtype == np.dtype(nbx.intb2)
     assert back.tolist() == a.tolist()
     assert nbx.Tensor.from_storage(bytes([0xE4, 0x1B]), "IntB2", (7,)).numpy().tolist() == [-3, -1, 1, 3, 3, 1, -1]
+
+
+Tensor = nbx.Tensor
+
+
+NUMPY2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
+
+
+INTB = [nbx.intb1, nbx.intb2, nbx.intb4]
+
+
+OURS = not nbx.register_user_dtypes()["bfloat16_from_ml_dtypes"]
+
+
+FLOATS = np.array([3, np.nan, -np.inf, -1, 0, np.inf, 3, 2.5, np.nan], np.float32)
+
+
+INTB_TOP = {"intb1": 1, "intb2": 3, "intb4": 15}
+
+
+@pytest.mark.hardening
+@pytest.mark.parametrize("dtype", INTB + [nbx.bfloat16])
+@pytest.mark.parametrize("integer", [np.longlong, np.ulonglong, np.int64, np.uint64, np.intc])
+def test_user_dtypes_cast_to_and_from_every_integer_type(dtype, integer):
+    valid = [1, 1] if dtype is nbx.intb1 else [1, 3]
+    values = np.array(valid, integer)
+    there = values.astype(dtype)
+    assert there.astype(integer).tolist() == valid
+    assert np.array(valid, np.int8).astype(dtype).astype(integer).dtype == np.dtype(integer)
+
+
+@pytest.mark.hardening
+def test_intb_cast_errors_do_not_name_a_wrong_index():
+    x = np.ones(40, np.int64)
+    x[15] = 2
+    with pytest.raises(ValueError) as caught:
+        x[1::2].astype(nbx.intb2)
+    assert "cannot hold 2" in str(caught.value) and "index 0" not in str(caught.value)
+    # npybridge's own conversion knows the index, in the view's coordinates.
+    with pytest.raises(nbx.ValueRangeError, match=r"value 2 at index \(7,\)"):
+        Tensor.from_numpy(x[1::2], dtype="IntB2")
+    y = np.ones((4, 4), np.int64)
+    y[1, 2] = 2
+    with pytest.raises(nbx.ValueRangeError, match=r"value 2 at index \(2, 1\)"):
+        Tensor.from_numpy(y.T, dtype="IntB4")
+
+
+@pytest.mark.hardening
+@pytest.mark.skipif(not OURS, reason="bfloat16 here is ml_dtypes' (npybridge's own is used without ml_dtypes)")
+def test_npybridge_bfloat16_orders_and_finds_like_float16():
+    ours, half = FLOATS.astype(nbx.bfloat16), FLOATS.astype(np.float16)
+    np.testing.assert_array_equal(np.sort(ours).astype(np.float32), np.sort(half).astype(np.float32))
+    # One NaN: numpy collapses repeated NaNs only for its own float kinds (a user dtype's kind is 'V').
+    one_nan = FLOATS[:-1]
+    np.testing.assert_array_equal(np.unique(one_nan.astype(nbx.bfloat16)).astype(np.float32),
+                                  np.unique(one_nan.astype(np.float16)).astype(np.float32))
+    assert np.argmin(ours) == np.argmin(half) and np.argmax(ours) == np.argmax(half)
+    finite = ours[np.isfinite(FLOATS)]
+    assert np.argmin(finite) == np.argmin(FLOATS[np.isfinite(FLOATS)].astype(np.float16))
+    assert np.nonzero(ours)[0].tolist() == np.nonzero(half)[0].tolist()
+
+
+@pytest.mark.hardening
+@pytest.mark.skipif(not OURS, reason="bfloat16 here is ml_dtypes'")
+def test_npybridge_bfloat16_byteswaps():
+    values = np.array([1.5, -2.0, 3.0], np.float32).astype(nbx.bfloat16)
+    bits = values.view(np.uint16)
+    assert values.byteswap().view(np.uint16).tolist() == bits.byteswap().tolist()
+    swapped = values.copy()
+    swapped.byteswap(inplace=True)
+    assert swapped.view(np.uint16).tolist() == bits.byteswap().tolist()
+    assert values.newbyteorder().byteswap().astype(np.float32).tolist() == [1.5, -2.0, 3.0] if not NUMPY2 else True
+
+
+@pytest.mark.hardening
+@pytest.mark.skipif(not OURS, reason="bfloat16 here is ml_dtypes'")
+@pytest.mark.skipif(not __import__("platform").machine() in ("x86_64", "AMD64"), reason="out-of-range casts are x86-64's")
+@pytest.mark.parametrize("integer", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+                                     np.longlong, np.ulonglong, np.bool_])
+def test_npybridge_bfloat16_casts_to_integers_as_float32_does(integer):
+    values = np.array([3e38, -3e38, 1e10, -1e10, np.nan, np.inf, -np.inf, 300.5, -1.5, 65536, 1e19, -1e19, 4e9, 0.5],
+                      np.float32).astype(nbx.bfloat16)
+    with np.errstate(all="ignore"):
+        expected = values.astype(np.float32).astype(integer)
+    assert values.astype(integer).tolist() == expected.tolist()
+
+
+@pytest.mark.hardening
+@pytest.mark.parametrize("order", ["example first", "registry removed"])
+def test_registration_survives_a_removed_registry_module(order):
+    result = run_python(f"""
+        import sys
+        import numpy as np
+        import {EXAMPLE_MODULE} as nbx
+        before = nbx.register_user_dtypes()
+        old = np.array([1, 3], np.int8).astype(nbx.intb4)
+        del sys.modules["_npybridge_user_dtypes"]
+        after = nbx.register_user_dtypes()
+        assert after == before, (before, after)
+        assert "_npybridge_user_dtypes" in sys.modules
+        assert nbx.Tensor.from_numpy(old).dtype_name == "IntB4"
+        print("same types")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "same types" in result.stdout
+
+
+@pytest.mark.guarantee
+@settings(max_examples=100, deadline=None)
+@given(name=st.sampled_from(sorted(INTB_TOP)), count=st.integers(1, 3000), data=st.data())
+def test_intb_reductions_compute_in_float64_as_megengine_does(name, count, data):
+    top = INTB_TOP[name]
+    dtype = np.dtype(getattr(nbx, name))
+    values = data.draw(st.lists(st.sampled_from(range(-top, top + 1, 2)), min_size=count, max_size=count))
+    a = np.array(values, np.int8).astype(dtype)
+    exact = np.array(values, np.float64)
+    assert a.sum().dtype == np.float64 and a.sum() == exact.sum()  # MegEngine's intbN: float64 too
+    assert a.mean() == exact.mean()
+    assert a.max() == exact.max() and a.min() == exact.min()
+    assert np.cumsum(a)[-1] == exact.sum()
+    short = a[:5]
+    assert short.prod() == np.prod(exact[:5])
+
+
+@pytest.mark.guarantee
+@pytest.mark.parametrize("bits, name", [(1, "intb1"), (2, "intb2"), (4, "intb4")])
+def test_intb_arange_as_megengines_own_test_expects(bits, name):
+    dtype = np.dtype(getattr(nbx, name))
+    top, low = (1 << bits) - 1, 1 - (1 << bits)
+    with pytest.raises(ValueError):
+        np.arange(low, top, dtype=dtype)  # step 1: the second value is even
+    with pytest.raises(ValueError):
+        np.arange(low - 2, top + 4, 2, dtype=dtype)  # the first value is out of range
+    np.testing.assert_allclose(np.arange(low, 12, 2, dtype=dtype).astype(np.float64),
+                               (np.arange((13 - low) // 2, dtype=np.int8) % (top + 1)) * 2 - top)
+    np.testing.assert_allclose(np.arange(top, top - 20, -2, dtype=dtype).astype(np.float64),
+                               (np.arange(top, top - 10, -1, dtype=np.int8) % (top + 1)) * 2 - top)
+    np.testing.assert_allclose(np.arange(low, top + 2, 4, dtype=dtype).astype(np.float64), range(low, top + 2, 4))

@@ -1,0 +1,212 @@
+"""Float16 and BFloat16 conversions: one rounding from the source's value, NumPy's and MegDNN's bits, NaN payloads,
+the kernels against NumPy's casts (docs/dtypes.md).
+"""
+import numpy as np
+import pytest
+from hypothesis import assume, example, given, settings, strategies as st
+
+from conftest import BF16_MAX, BF16_OVERFLOW, bf16_value, exact, finite_floats, nbx
+
+
+Tensor = nbx.Tensor
+
+
+bf = np.dtype(nbx.bfloat16)
+
+
+def round_once_to_bfloat16(value):
+    """The bfloat16 bits of `value` rounded once to nearest, ties to even, or None when that is infinite.
+    Exact arithmetic on fractions: nothing here goes through a float32."""
+    x = exact(value)
+    if abs(x) >= BF16_OVERFLOW:
+        return None
+    sign = 0x8000 if (x < 0 or (x == 0 and np.signbit(value))) else 0
+    approx = int(np.array([np.float32(min(abs(float(x)), float(BF16_MAX)))], np.float32).view(np.uint32)[0]) >> 16
+    best = None
+    for bits in range(max(approx - 2, 0), min(approx + 3, 0x7F80)):
+        distance = abs(bf16_value(bits) - abs(x))
+        if best is None or distance < best[0] or (distance == best[0] and bits % 2 == 0):
+            best = (distance, bits)
+    return sign | best[1]
+
+
+def megdnn_float2bfloat16(bits32):
+    """MegDNN's float2bfloat16 on float32 bits (round to nearest even; inf / NaN: a NaN whose payload lies in
+    the low half keeps being a NaN by setting the last bit, signalling NaNs stay signalling)."""
+    if bits32 & 0x7F800000 != 0x7F800000:
+        return ((bits32 + 0x7FFF + ((bits32 >> 16) & 1)) & 0xFFFFFFFF) >> 16
+    return ((bits32 | 0x10000) if bits32 & 0xFFFF else bits32) >> 16
+
+
+def bits16(tensor):
+    return np.frombuffer(tensor.storage(), np.uint16)
+
+
+SOURCES = [np.float64, np.longdouble, np.float32]
+
+
+NAN_BITS = st.builds(lambda sign, payload: sign | 0x7F800000 | payload, st.sampled_from([0, 0x80000000]),
+                     st.integers(1, 0x7FFFFF))
+
+
+FLOAT32_BITS = st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=300)
+
+
+def stored(array, dtype, narrowing="wrap"):
+    return np.frombuffer(Tensor.from_numpy(array, dtype=dtype, narrowing=narrowing).storage(), np.uint16)
+
+
+def bf16_of_float32(values):
+    """float32 -> bfloat16 bits: to nearest even; a NaN keeps its top bits, its last one set when only lower
+    payload bits were (MegDNN's rule)."""
+    u = values.view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    special = (u & 0x7F800000) == 0x7F800000
+    kept = ((u >> 16) | ((u & 0xFFFF) != 0)).astype(np.uint16)
+    return np.where(special, kept, rounded)
+
+
+@pytest.mark.hardening
+@pytest.mark.parametrize("target,expected", [("Float16", np.float16), ("Complex64", np.complex64), ("Float32", np.float32)])
+def test_bfloat16_goes_into_float_dtypes_as_floats_do(target, expected):
+    a = np.array([1.5, -2.0, 65280.0], dtype=nbx.bfloat16)
+    t = Tensor.from_numpy(a, dtype=target)
+    np.testing.assert_array_equal(t.numpy(), np.array([1.5, -2.0, 65280.0], expected))
+
+
+@pytest.mark.hardening
+def test_bfloat16_beyond_float16_is_named():
+    a = np.array([1.0, 131072.0], dtype=nbx.bfloat16)
+    with pytest.raises(nbx.ValueRangeError, match=r"value 131072 at index \(1,\) does not fit Float16"):
+        Tensor.from_numpy(a, dtype="Float16")
+
+
+@pytest.mark.hardening
+def test_bfloat16_into_integers_follows_the_float_rule():
+    with pytest.raises(nbx.ValueRangeError, match=r"narrowing bfloat16 to Int32: value 1\.5 at index \(0,\) is not held"):
+        Tensor.from_numpy(np.array([1.5], dtype=nbx.bfloat16), dtype="Int32")
+    assert Tensor.from_numpy(np.array([-2.0, 256.0], dtype=nbx.bfloat16), dtype="Int32").numpy().tolist() == [-2, 256]
+
+
+@pytest.mark.guarantee
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), source=st.sampled_from(SOURCES), route=st.sampled_from(["from_numpy", "from_dlpack"]))
+@example(data=None, source=np.float64, route="from_numpy")
+def test_checked_float_into_bfloat16_rounds_once_or_is_refused(data, source, route):
+    value = np.dtype(source).type(3.3961775e38) if data is None else data.draw(finite_floats(source))
+    array = np.array([value], source)
+    if route == "from_dlpack" and source is np.longdouble:
+        return  # DLPack has no long double
+    want = round_once_to_bfloat16(value)
+    convert = getattr(Tensor, route)
+    if want is None:
+        with pytest.raises(nbx.ValueRangeError, match=r"value .* at index \(0,\) does not fit BFloat16"):
+            convert(array, dtype="BFloat16")
+        return
+    got = bits16(convert(array, dtype="BFloat16"))
+    assert got.tolist() == [want], (repr(value), hex(int(got[0])), hex(want))
+
+
+@pytest.mark.guarantee
+@settings(max_examples=200, deadline=None)
+@given(value=finite_floats(np.float64), narrowing=st.sampled_from(["checked", "wrap"]))
+def test_wrap_and_checked_agree_on_every_value_checked_accepts(value, narrowing):
+    want = round_once_to_bfloat16(value)
+    assume(want is not None)
+    got = bits16(Tensor.from_numpy(np.array([value]), dtype="BFloat16", narrowing=narrowing))
+    assert got.tolist() == [want]
+
+
+@pytest.mark.guarantee
+@settings(max_examples=300, deadline=None)
+@given(bits=NAN_BITS)
+@example(bits=0x7F800001)
+@example(bits=0x7FA00000)
+def test_float32_nan_into_bfloat16_keeps_megdnn_payload(bits):
+    array = np.array([bits], np.uint32).view(np.float32)
+    with np.errstate(invalid="ignore"):  # a signalling NaN read as a double raises the invalid flag
+        got = bits16(Tensor.from_numpy(array, dtype="BFloat16"))
+    assert got.tolist() == [megdnn_float2bfloat16(bits)]
+
+
+@pytest.mark.guarantee
+def test_bfloat16_nan_into_float32_keeps_its_bits():
+    values = np.array([0x7F81, 0xFF81, 0x7FC0, 0x7FA0, 0x7F80, 0x0001, 0x807F], np.uint16).view(bf)
+    with np.errstate(invalid="ignore"):
+        got = np.frombuffer(Tensor.from_numpy(values, dtype="Float32").storage(), np.uint32)
+    assert got.tolist() == [0x7F810000, 0xFF810000, 0x7FC00000, 0x7FA00000, 0x7F800000, 0x00010000, 0x807F0000]
+
+
+@pytest.mark.guarantee
+@pytest.mark.parametrize("target, error, text", [
+    ("Float16", nbx.ValueRangeError, "narrowing bfloat16 to Float16: value 70144"),
+    ("Int8", nbx.ValueRangeError, "narrowing bfloat16 to Int8: value 70144"),
+])
+def test_errors_for_a_bfloat16_input_name_bfloat16(target, error, text):
+    with pytest.raises(error) as raised:
+        Tensor.from_numpy(np.array([70144], np.float32).astype(bf), dtype=target)
+    assert text in str(raised.value) and "float32" not in str(raised.value)
+
+
+@pytest.mark.guarantee
+@pytest.mark.parametrize("narrowing", ["checked", "reject", "wrap"])
+def test_bool_bytes_other_than_one_become_one_in_bfloat16(narrowing):
+    mask = np.array([0, 1, 2, 255], np.uint8).view(np.bool_)
+    t = Tensor.from_numpy(mask, dtype="BFloat16", narrowing=narrowing)
+    assert bits16(t).tolist() == [0, 0x3F80, 0x3F80, 0x3F80]
+
+
+@settings(max_examples=60, deadline=None)
+@given(FLOAT32_BITS)
+def test_float32_into_float16_and_bfloat16_gives_numpys_and_the_correctly_rounded_bits(bits):
+    values = np.array(bits, np.uint32).view(np.float32)
+    with np.errstate(all="ignore"):
+        half = values.astype(np.float16).view(np.uint16)
+    assert np.array_equal(stored(values, "Float16"), half)
+    assert np.array_equal(stored(values[::-1], "Float16"), half[::-1])  # strided: the general path
+    assert np.array_equal(stored(values, "BFloat16"), bf16_of_float32(values))
+    assert np.array_equal(stored(values[::-1], "BFloat16"), bf16_of_float32(values)[::-1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=200))
+def test_float64_into_bfloat16_gives_the_bits_of_the_elementwise_rounding(bits):
+    values = np.array(bits, np.uint64).view(np.float64)
+    assert np.array_equal(stored(values, "BFloat16"), stored(values[::-1], "BFloat16")[::-1])
+    one_by_one = np.concatenate([stored(values[i:i + 1], "BFloat16") for i in range(values.size)])
+    assert np.array_equal(stored(values, "BFloat16"), one_by_one)  # the block kernel and the tail agree
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 2**64 - 1),
+                          st.builds(lambda head, e, noise: int(np.float64((2048 + head * 2 + 1) * 2.0 ** e)
+                                                               .view(np.uint64)) + noise,
+                                    st.integers(0, 1023), st.integers(-40, 5), st.integers(-1, 1))),
+                min_size=1, max_size=200))
+def test_float64_into_float16_gives_numpys_bits_rounded_once(bits):
+    values = np.array(bits, np.uint64).view(np.float64)  # near half ties at every exponent, and any bits
+    with np.errstate(all="ignore"):
+        half = values.astype(np.float16).view(np.uint16)
+    assert np.array_equal(stored(values, "Float16"), half)
+    assert np.array_equal(stored(values[::-1], "Float16"), half[::-1])
+
+
+def test_every_float16_widens_to_numpys_float32():
+    every = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    ours = np.frombuffer(Tensor.from_numpy(every, dtype="Float32").storage(), np.uint32)
+    assert np.array_equal(ours, every.astype(np.float32).view(np.uint32))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(width=32, allow_nan=True, allow_infinity=True), min_size=1, max_size=9000),
+       st.sampled_from([("Float16", 65520.0), ("BFloat16", (2 - 2**-8) * 2.0**127)]), st.sampled_from(["float32", "float64"]))
+def test_checked_refuses_the_first_finite_value_that_would_overflow(values, target, source):
+    name, overflow = target
+    array = np.array(values, source)
+    finite = np.isfinite(array)
+    bad = np.nonzero(finite & (np.abs(array.astype(np.float64)) >= overflow))[0]
+    if bad.size == 0:
+        Tensor.from_numpy(array, dtype=name)
+        return
+    with pytest.raises(nbx.ValueRangeError, match=rf"at index \({bad[0]},\)"):
+        Tensor.from_numpy(array, dtype=name)

@@ -1,0 +1,391 @@
+"""Narrowing: the checked, wrap and reject modes, and the checked rule that decides by values (docs/policies.md).
+"""
+import re
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings, strategies as st
+
+from conftest import bf16_value, exact, finite_floats, mgb_dtype, nbx
+
+
+Tensor = nbx.Tensor
+
+
+NARROWER = [
+    (np.array([2**40, 300]), "Int8", "1099511627776", "(0,)"),
+    (np.array([5, 300]), "Int8", "300", "(1,)"),
+    (np.array([5, 70000], np.int32), "Int16", "70000", "(1,)"),
+    (np.array([5, -1], np.int16), "Uint8", "-1", "(1,)"),
+    (np.array([5, 2**64 - 1], np.uint64), "Int32", "18446744073709551615", "(1,)"),
+    (np.array([5, 65536], np.uint32), "Uint16", "65536", "(1,)"),
+    (np.array([1.0, 1e39]), "Float16", "1e+39", "(1,)"),
+    (np.array([1.0, 70000.0], np.float32), "Float16", "70000", "(1,)"),
+    (np.array([1.0, 1e39]), "BFloat16", "1e+39", "(1,)"),
+    (np.array([[1, 2], [3, 100000]]), "Float16", "100000", "(1, 1)"),
+    (np.array([1 + 1j, 1e39 + 0j]), "Complex64", "(1e+39+0j)", "(1,)"),
+]
+
+
+bf = np.dtype(nbx.bfloat16)
+
+
+FLOAT_FORMATS = {"Float16": (11, -14, 15), "BFloat16": (8, -126, 127), "Float32": (24, -126, 127)}
+
+
+INT_RANGES = {"Int8": (-128, 127), "Uint8": (0, 255), "Int16": (-32768, 32767), "Uint16": (0, 65535),
+              "Int32": (-2 ** 31, 2 ** 31 - 1)}
+
+
+def round_fraction(x, digits, emin, emax):
+    """x rounded once to `digits` significant bits, ties to even, exponents in [emin, emax] (subnormals below):
+    a Fraction, or None when the result is infinite."""
+    if x == 0:
+        return Fraction(0)
+    a = abs(x)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    quantum = Fraction(2) ** (max(e, emin) - digits + 1)
+    n, rest = divmod(a / quantum, 1)
+    if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and n % 2 == 1):
+        n += 1
+    result = n * quantum
+    if result >= Fraction(2) ** (emax + 1):
+        return None
+    return result if x > 0 else -result
+
+
+def _stored_values(tensor, target):
+    raw = tensor.storage()
+    if target == "BFloat16":
+        return [Fraction(float(v)) for v in (np.frombuffer(raw, np.uint16).astype(np.uint32) << 16).view(np.float32)]
+    numpy_type = {"Float16": np.float16, "Float32": np.float32}.get(target) or np.dtype(target.lower())
+    return [Fraction(*np.longdouble(v).as_integer_ratio()) for v in np.frombuffer(raw, numpy_type)]
+
+
+@st.composite
+def sources_at_the_edges(draw):
+    source = draw(st.sampled_from(["float16", "float32", "float64", "longdouble", "int8", "uint8", "int16",
+                                   "int32", "int64", "uint32"]))
+    dtype = np.dtype(source)
+    if dtype.kind == "f":
+        return dtype, draw(finite_floats(dtype))
+    info = np.iinfo(dtype)
+    edges = [0, 1, -1, 127, 128, -128, -129, 255, 256, 32767, 32768, -32769, 65535, 65536, 2 ** 24 + 1,
+             2 ** 31 - 1, 2 ** 31, -2 ** 31 - 1, 16777216, 33554435]
+    value = draw(st.one_of(st.integers(info.min, info.max),
+                           st.sampled_from(edges).map(lambda v: v + draw(st.integers(-2, 2)))))
+    return dtype, dtype.type(min(max(value, info.min), info.max))
+
+
+CODE_TARGETS = {  # quantized and packed targets: their codes, by name
+    "QuantizedS8": (mgb_dtype("int8", "QuantizedS8", 0.5), lambda v: -128 <= v <= 127),
+    "QuantizedS16": (mgb_dtype("int16", "QuantizedS16", 0.5), lambda v: -32768 <= v <= 32767),
+    "Quantized8Asymm": (mgb_dtype("uint8", "Quantized8Asymm", 0.5, 3), lambda v: 0 <= v <= 255),
+    "IntB4": ("IntB4", lambda v: -15 <= v <= 15 and v % 2 == 1),
+    "IntB2": ("IntB2", lambda v: -3 <= v <= 3 and v % 2 == 1),
+}
+
+
+# Each target: what from_numpy is given, its valid codes, and how its stored values read back.
+TARGETS = {
+    "Int8": ("Int8", lambda v: -128 <= v <= 127),
+    "Uint8": ("Uint8", lambda v: 0 <= v <= 255),
+    "Int16": ("Int16", lambda v: -32768 <= v <= 32767),
+    "Uint16": ("Uint16", lambda v: 0 <= v <= 65535),
+    "Int32": ("Int32", lambda v: -2 ** 31 <= v <= 2 ** 31 - 1),
+    "Bool": ("Bool", lambda v: v in (0, 1)),
+    "QuantizedS8": (mgb_dtype("int8", "QuantizedS8", 0.5), lambda v: -128 <= v <= 127),
+    "QuantizedS1": (mgb_dtype("int8", "QuantizedS1", 1.0), lambda v: v in (0, 1)),
+    "Quantized8Asymm": (mgb_dtype("uint8", "Quantized8Asymm", 0.5, 3), lambda v: 0 <= v <= 255),
+    "QuantizedS4": (mgb_dtype("int8", "QuantizedS4", 0.25), lambda v: -8 <= v <= 7),
+    "IntB4": ("IntB4", lambda v: -15 <= v <= 15 and v % 2 == 1),
+    "IntB2": ("IntB2", lambda v: -3 <= v <= 3 and v % 2 == 1),
+}
+
+
+WHOLE_EDGES = [0, 1, -1, 2, 3, 7, -8, 127, 128, -128, -129, 255, 256, 32767, 32768, -32769, 65535, 65536, 2 ** 31 - 1,
+         2 ** 31, -2 ** 31, -2 ** 31 - 1, 2 ** 53, 2 ** 63, -2 ** 63, 2 ** 64]
+
+
+@st.composite
+def floats_near_whole_numbers(draw):
+    """A float of each NumPy width at or next to a target's edge: whole, half-way, a quarter off, or special."""
+    dtype = np.dtype(draw(st.sampled_from(["float16", "float32", "float64", "longdouble"])))
+    special = draw(st.sampled_from([None] * 8 + ["nan", "inf", "-inf", "-0.0", "1e-40", "5e-324"]))
+    if special is not None:
+        with np.errstate(all="ignore"):
+            return dtype, dtype.type(special)
+    offset = draw(st.sampled_from([0, 0, 0, 0.5, -0.5, 0.25, 1, -1]))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = dtype.type(draw(st.sampled_from(WHOLE_EDGES))) + dtype.type(offset)
+    return dtype, value
+
+
+def copied_into(array, wanted):
+    tensor = Tensor.from_numpy(np.ones(array.shape, np.int8), dtype=wanted)
+    tensor.copy_from(array)
+    return tensor
+
+
+SOURCES = ["bool", "int8", "uint64", "float16", "float64", "longdouble", "complex64", "complex128",
+           np.dtype(nbx.bfloat16)]
+
+
+@pytest.mark.hardening
+@pytest.mark.parametrize("values, target, shown, index", NARROWER)
+def test_checked_names_every_value_that_does_not_fit_a_narrower_dtype(values, target, shown, index):
+    with pytest.raises(nbx.ValueRangeError) as caught:
+        Tensor.from_numpy(values, dtype=target, narrowing="checked")
+    message = str(caught.value)
+    assert f"value {shown} at index {index}" in message and target in message
+
+
+@pytest.mark.hardening
+def test_checked_keeps_values_that_round_but_stay_finite():
+    # 65519 rounds to float16's largest value 65504; 65520 would be infinite.
+    assert Tensor.from_numpy(np.array([65519.0]), dtype="Float16").numpy().tolist() == [65504.0]
+    with pytest.raises(nbx.ValueRangeError, match="65520"):
+        Tensor.from_numpy(np.array([65520.0]), dtype="Float16")
+    with pytest.raises(nbx.ValueRangeError, match="65520"):
+        Tensor.from_numpy(np.array([3, 65520]), dtype="Float16")
+    # Non-finite values are values too, and NaN stays NaN.
+    out = Tensor.from_numpy(np.array([np.inf, -np.inf, np.nan]), dtype="Float16").numpy()
+    assert np.isinf(out[:2]).all() and np.isnan(out[2])
+    assert Tensor.from_numpy(np.array([-128, 127]), dtype="Int8").numpy().tolist() == [-128, 127]
+
+
+@pytest.mark.hardening
+@pytest.mark.parametrize("values, target, shown, index", NARROWER)
+def test_reject_refuses_every_cast_that_can_lose_values(values, target, shown, index):
+    with pytest.raises(nbx.DTypeError, match="narrowing='reject' allows no cast that can lose values"):
+        Tensor.from_numpy(values, dtype=target, narrowing="reject")
+    # Even when this array's values would fit.
+    with pytest.raises(nbx.DTypeError, match=target):
+        Tensor.from_numpy(values[:1], dtype=target, narrowing="reject")
+
+
+@pytest.mark.hardening
+def test_reject_takes_casts_that_lose_nothing():
+    assert Tensor.from_numpy(np.array([1, -2], np.int8), dtype="Int32", narrowing="reject").numpy().tolist() == [1, -2]
+    assert Tensor.from_numpy(np.array([1.5], np.float16), dtype="Float32", narrowing="reject").numpy().tolist() == [1.5]
+
+
+@pytest.mark.hardening
+@pytest.mark.parametrize("values, target, shown, index", NARROWER)
+def test_wrap_casts_anyway(values, target, shown, index):
+    with np.errstate(all="ignore"):
+        Tensor.from_numpy(values, dtype=target, narrowing="wrap")
+
+
+@pytest.mark.hardening
+@pytest.mark.parametrize("values,numpy_type,target,shown,index", [
+    ([1, 16777217], np.int32, "Float32", "16777217 (not held exactly: it would become 16777216)", "(1,)"),
+    ([2**53 + 1], np.int64, "Float32", "9007199254740993", "(0,)"),
+    ([3, 2**62 + 1], np.uint64, "Complex64", "4611686018427387905", "(1,)"),
+    ([2049], np.int16, "Float16", "2049 (not held exactly: it would become 2048)", "(0,)"),
+    ([[256, 257]], np.int32, "BFloat16", "257 (not held exactly: it would become 256)", "(0, 1)"),
+])
+def test_checked_never_changes_an_integer_it_lets_into_a_float(values, numpy_type, target, shown, index):
+    with pytest.raises(nbx.ValueRangeError) as caught:
+        Tensor.from_numpy(np.array(values, numpy_type), dtype=target)
+    assert f"value {shown}" in str(caught.value) and f"at index {index}" in str(caught.value), str(caught.value)
+
+
+@pytest.mark.hardening
+@pytest.mark.parametrize("values,numpy_type,target", [
+    ([16777216, -16777216, 2**30, 0], np.int32, "Float32"), ([2048, -2048, 2**15], np.int32, "Float16"),
+    ([256, -256, 2**20], np.int64, "BFloat16"), ([2**63], np.uint64, "Float32"),
+])
+def test_checked_takes_integers_a_float_holds_exactly(values, numpy_type, target):
+    t = Tensor.from_numpy(np.array(values, numpy_type), dtype=target)
+    np.testing.assert_array_equal(t.numpy().astype(np.float64), np.array(values, np.float64))
+
+
+@pytest.mark.hardening
+def test_wrap_rounds_integers_into_floats_without_a_check():
+    t = Tensor.from_numpy(np.array([16777217], np.int32), dtype="Float32", narrowing="wrap")
+    assert t.numpy()[0] == 16777216
+
+
+@pytest.mark.guarantee
+@settings(max_examples=300, deadline=None)
+@given(case=sources_at_the_edges(), target=st.sampled_from(sorted(CODE_TARGETS)))
+def test_checked_integers_into_codes_change_no_value(case, target):
+    """Integers into quantized and packed dtypes: the code as it is, or a refusal exactly when it is not one."""
+    dtype, value = case
+    assume(dtype.kind in "iu")
+    wanted, valid = CODE_TARGETS[target]
+    array = np.array([value], dtype)
+    try:
+        tensor = Tensor.from_numpy(array, dtype=wanted)
+    except nbx.ValueRangeError as error:
+        assert not valid(int(value)) and "at index (0,)" in str(error)
+        return
+    assert valid(int(value))
+    stored = tensor.numpy()
+    assert int(np.asarray(stored).astype(np.int64)[0]) == int(value)
+
+
+@pytest.mark.guarantee
+@settings(max_examples=200, deadline=None)
+@given(bits=st.integers(0, 0xFFFF).filter(lambda b: b & 0x7F80 != 0x7F80),
+       target=st.sampled_from(["Float16", "Float32", "BFloat16"]))
+def test_checked_bfloat16_sources_round_once(bits, target):
+    """bfloat16 arrays (npybridge's, ml_dtypes' or MegEngine's: the same bits) into the float dtypes."""
+    array = np.array([bits], np.uint16).view(bf)
+    x = bf16_value(bits) if bits & 0x7FFF else Fraction(0)
+    try:
+        stored = _stored_values(Tensor.from_numpy(array, dtype=target), target)[0]
+    except nbx.ValueRangeError:
+        assert round_fraction(x, *FLOAT_FORMATS[target]) is None
+        return
+    assert stored == round_fraction(x, *FLOAT_FORMATS[target])
+
+
+@pytest.mark.guarantee
+@settings(max_examples=600, deadline=None)
+@given(case=sources_at_the_edges(), target=st.sampled_from(sorted(FLOAT_FORMATS) + sorted(INT_RANGES)))
+def test_checked_narrowing_changes_no_value_beyond_one_rounding(case, target):
+    dtype, value = case
+    x = Fraction(*np.longdouble(value).as_integer_ratio()) if dtype.kind == "f" else Fraction(int(value))
+    array = np.array([value], dtype)
+    try:
+        stored = _stored_values(Tensor.from_numpy(array, dtype=target), target)[0]
+    except nbx.ValueRangeError as error:
+        assert "at index (0,)" in str(error) and target in str(error)
+        if target in INT_RANGES:
+            lo, hi = INT_RANGES[target]
+            assert not (lo <= x <= hi and x.denominator == 1)  # refused: out of range, or not a whole number
+        else:
+            rounded = round_fraction(x, *FLOAT_FORMATS[target])
+            # Refused: it would overflow, or it is an integer the float does not hold exactly.
+            assert rounded is None or (dtype.kind in "iu" and rounded != x)
+        return
+    if target in INT_RANGES:
+        assert stored == x
+    else:
+        assert stored == round_fraction(x, *FLOAT_FORMATS[target])
+        if dtype.kind in "iu":
+            assert stored == x  # checked takes an integer into a float only when it is held exactly
+
+
+@settings(max_examples=500, deadline=None)
+@given(case=floats_near_whole_numbers(), target=st.sampled_from(sorted(TARGETS)))
+def test_floats_convert_exactly_when_whole_and_valid_else_are_refused_by_index(case, target):
+    dtype, value = case
+    wanted, valid = TARGETS[target]
+    x = exact(value)
+    holds = x is not None and x.denominator == 1 and valid(int(x))
+    array = np.array([1, value], dtype)  # the first value is valid everywhere: the second is named by index
+    for convert in (lambda: Tensor.from_numpy(array, dtype=wanted),
+                    lambda: copied_into(array, wanted)):
+        try:
+            stored = convert().numpy()
+        except nbx.ValueRangeError as error:
+            assert not holds, f"{value!r} ({dtype}) into {target}: {error}"
+            assert "at index (1,)" in str(error)
+            continue
+        assert holds, f"{value!r} ({dtype}) into {target} was taken"
+        assert int(np.asarray(stored).astype(np.int64)[1]) == int(x)
+
+
+@pytest.mark.parametrize("value, index", [(float("nan"), "(2,)"), (float("inf"), "(2,)"), (2.5, "(2,)"),
+                                          (128.0, "(2,)"), (2.0 ** 63, "(2,)")])
+def test_the_refusal_names_the_value_the_index_and_the_way_out(value, index):
+    array = np.array([0.0, -0.0, value])
+    with pytest.raises(nbx.ValueRangeError) as plain:
+        Tensor.from_numpy(array, dtype="Int8")
+    text = str(plain.value)
+    assert f"narrowing float64 to Int8: value {np.float64(value)!s}".lower()[:30] in text.lower()
+    assert f"at index {index} is not held exactly by Int8" in text and "'wrap' casts as NumPy does" in text
+    with pytest.raises(nbx.ValueRangeError, match=r"quantize\(\) converts real values"):
+        Tensor.from_numpy(array, dtype=mgb_dtype("int8", "QuantizedS8", 0.5))
+
+
+def test_negative_zero_becomes_zero_and_whole_floats_are_megengines_codes():
+    # MegEngine: tensor(np.arange(6).astype('float32'), dtype=qint8(0.5)) stores the codes 0..5.
+    t = Tensor.from_numpy(np.arange(6).astype("float32"), dtype=mgb_dtype("int8", "QuantizedS8", 0.5))
+    assert t.numpy().view(np.int8).tolist() == [0, 1, 2, 3, 4, 5]
+    assert Tensor.from_numpy(np.array([-0.0, 1.0]), dtype="Bool").numpy().tolist() == [False, True]
+    assert Tensor.from_numpy(np.array([-0.0]), dtype="Int16").storage() == b"\0\0"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=str)
+@pytest.mark.parametrize("target", sorted(TARGETS) + ["Float32", "BFloat16", "Float16", "Complex64"])
+def test_an_empty_array_always_converts(source, target):
+    wanted = TARGETS[target][0] if target in TARGETS else target
+    empty = np.zeros((0, 3), source)
+    t = Tensor.from_numpy(empty, dtype=wanted)
+    assert t.shape == (0, 3)
+    destination = Tensor.from_numpy(np.zeros((0, 3), np.int8), dtype=wanted)
+    destination.copy_from(empty)
+
+
+@pytest.mark.parametrize("target", ["BFloat16", "Float32", "Float16", "Int8", "Bool"])
+@pytest.mark.parametrize("source", ["complex64", "complex128"])
+def test_complex_numbers_go_only_into_complex_dtypes(source, target):
+    array = np.array([1 + 2j, 3 - 4j], source)
+    with pytest.raises(nbx.DTypeError, match=f"cannot cast numpy {source} to {target} with narrowing='checked': "
+                                             "complex numbers go only into complex dtypes"):
+        Tensor.from_numpy(array, dtype=target)
+    assert Tensor.from_numpy(array, dtype="Complex64").numpy().tolist() == [1 + 2j, 3 - 4j]
+
+
+@pytest.mark.parametrize("value, target, stored", [
+    (2 ** 60 + 2 ** 36 + 1, "Float32", "1.15292164e+18"),   # 2**60 + 2**37: what astype(float32) gives
+    (2 ** 60 + 2 ** 52 + 1, "BFloat16", "1.1619287e+18"),   # 2**60 + 2**53
+    (-(2 ** 40) - 2 ** 16 - 1, "Float32", "-1.09951176e+12"),  # -(2**40 + 2**17)
+    (2 ** 63 + 2 ** 40 + 1, "Float32", "9.22337314e+18"),  # uint64: 2**63 + 2**40
+])
+def test_an_inexact_integer_is_refused_naming_what_the_conversion_stores(value, target, stored):
+    array = np.array([value], np.uint64 if value >= 2 ** 63 else np.int64)
+    with pytest.raises(nbx.ValueRangeError, match=re.escape(f"value {value} (not held exactly: it would become {stored})")):
+        Tensor.from_numpy(array, dtype=target)
+    wrapped = Tensor.from_numpy(array, dtype=target, narrowing="wrap").numpy().astype(np.float64)[0]
+    assert f"{wrapped:.9g}" == stored
+
+
+def test_checked_narrowing_names_the_first_bad_index_and_value():
+    a = np.zeros((2, 3), dtype=np.int64)
+    a[1, 2] = 2**31
+    a[1, 1] = -(2**31) - 1
+    with pytest.raises(nbx.ValueRangeError) as error:
+        Tensor.from_numpy(a)
+    assert "value -2147483649 at index (1, 1)" in str(error.value)
+    assert isinstance(error.value, ValueError) and isinstance(error.value, nbx.ConversionError)
+
+
+def test_checked_float_narrowing_rejects_overflow_but_keeps_inf_and_nan():
+    ok = np.array([1.5, np.inf, -np.inf, np.nan, 3.4e38])
+    back = Tensor.from_numpy(ok).numpy()
+    assert back.dtype == np.float32
+    np.testing.assert_array_equal(back, ok.astype(np.float32))
+    with pytest.raises(nbx.ValueRangeError, match=r"value 1e\+39 at index \(2,\)"):
+        Tensor.from_numpy(np.array([0.0, 1.0, 1e39]))
+
+
+def test_wrap_narrowing_casts_like_c():
+    a = np.array([2**31, -1, 2**32 + 5], dtype=np.int64)
+    np.testing.assert_array_equal(Tensor.from_numpy(a, narrowing="wrap").numpy(), a.astype(np.int32))
+
+
+def test_reject_narrowing_refuses_64_bit_input():
+    with pytest.raises(nbx.DTypeError, match="numpy dtype int64 has no MegBrain dtype.*reject"):
+        Tensor.from_numpy(np.arange(3), narrowing="reject")
+
+
+def test_explicit_dtype_converts_values_held_exactly_and_refuses_the_rest():
+    t = Tensor.from_numpy(np.arange(3, dtype=np.int16), dtype="float32")
+    assert t.dtype_name == "Float32" and not t.borrowed
+    assert Tensor.from_numpy(np.array([-3.0, 127.0]), dtype="Int8").numpy().tolist() == [-3, 127]
+    with pytest.raises(nbx.ValueRangeError, match=r"narrowing float64 to Int8: value 1\.5 at index \(1,\) is not "
+                                                  r"held exactly by Int8 .*'wrap' casts as NumPy does"):
+        Tensor.from_numpy(np.array([2.0, 1.5]), dtype="Int8")
+    with pytest.raises(nbx.DTypeError, match="cannot cast numpy complex128 to Float32 with narrowing='checked'"):
+        Tensor.from_numpy(np.array([1 + 2j]), dtype="Float32")
+    assert Tensor.from_numpy(np.array([1.5, 300.0]), dtype="Int8", narrowing="wrap").dtype_name == "Int8"
