@@ -1,7 +1,8 @@
 """Each ```cpp block of the README and docs/guide.md compiles on its own, as a reader copies it: its own includes
 and namespace alias, nothing from the blocks before it (//tests:readme_snippets_test compiles them together, and
-would hide a block that leans on another's includes). g++ -fsyntax-only in C++17, NumPy's and CPython's headers
-as a build system hands them over."""
+would hide a block that leans on another's includes). So does the example in each public header's synopsis (a
+```cpp block inside its `///` comments), with -Wall -Wextra -Werror. g++ -fsyntax-only in C++17, NumPy's and
+CPython's headers as a build system hands them over."""
 import concurrent.futures
 import os
 import pathlib
@@ -23,8 +24,18 @@ def blocks():
             yield f"{doc}:{text.count(chr(10), 0, match.start()) + 1}", match.group(1)
 
 
-def compile_alone(source):
-    command = ["g++", "-x", "c++", "-std=c++17", "-fsyntax-only", "-I", str(ROOT / "include"),
+def header_examples():
+    """The ```cpp blocks of the public headers' /// comments."""
+    include = ROOT / "include" / "npybridge"
+    for header in sorted([*include.glob("*.hpp"), *(include / "core").glob("*.hpp")]):
+        text = header.read_text()
+        for match in re.finditer(r"^/// ```cpp\n(.*?)^/// ```$", text, re.S | re.M):
+            code = "\n".join(line[4:] if line.startswith("/// ") else line[3:] for line in match.group(1).splitlines())
+            yield f"{header.relative_to(ROOT)}:{text.count(chr(10), 0, match.start()) + 1}", code + "\n"
+
+
+def compile_alone(source, warnings=()):
+    command = ["g++", "-x", "c++", "-std=c++17", "-fsyntax-only", *warnings, "-I", str(ROOT / "include"),
                "-isystem", numpy.get_include(), "-isystem", sysconfig.get_paths()["include"], "-"]
     result = subprocess.run(command, input=source, capture_output=True, text=True)
     return result.returncode, result.stderr
@@ -39,6 +50,15 @@ class DocBlocksAloneTest(unittest.TestCase):
         for (where, _), (code, errors) in zip(found, results):
             with self.subTest(block=where):
                 self.assertEqual(code, 0, f"the block at {where} does not compile alone:\n{errors[:2000]}")
+
+    def test_each_header_example_compiles_alone_without_warnings(self):
+        found = list(header_examples())
+        self.assertGreaterEqual(len(found), 1, "the public headers lost their examples")
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(lambda block: compile_alone(block[1], ["-Wall", "-Wextra", "-Werror"]), found))
+        for (where, _), (code, errors) in zip(found, results):
+            with self.subTest(block=where):
+                self.assertEqual(code, 0, f"the example at {where} does not compile alone:\n{errors[:2000]}")
 
 
 if __name__ == "__main__":

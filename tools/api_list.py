@@ -3,7 +3,8 @@
 
 A public name is one declared at namespace scope in a public header (include/npybridge/*.hpp, core/*.hpp, bind/*.hpp)
 outside any `detail` namespace, or a macro those headers leave defined. Overloads and re-declarations of a name
-share its entry. The summary is the first sentence of the `///` comment just before a declaration.
+share its entry; one without a `///` of its own after a documented one (a definition after its declaration) adds
+no signature. The summary is the first sentence of the `///` comment just before a declaration.
 
     tools/api_list.py            print docs/api.md
     tools/api_list.py --write    rewrite docs/api.md
@@ -216,6 +217,8 @@ def entities(include):
             if kind in ("class", "enum"):
                 signature = re.split(r"\s*(?::(?!:)|\{)", signature, 1)[0]
             entity = by_name.setdefault(name, Entity(name, kind, [], ""))
+            if entity.summary and not doc:
+                continue  # the definition of a declaration above, or an overload its comment covers
             if signature not in entity.signatures:
                 entity.signatures.append(signature)
             if doc and not entity.summary:
