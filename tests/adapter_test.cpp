@@ -422,7 +422,7 @@ TEST_CASE("a tensor that borrowed an array shares it back with that array as bas
 
 TEST_CASE("C++ that writes through a default borrow cannot change memory Python holds read-only",
           "[adapter][readonly][megengine]") {
-    namespace npy = npybridge::megengine;
+    namespace npy = npybridge::npy;
     // An immutable bytes object seen by numpy, and a read-only view: MegBrain code writes through ptr<T>().
     for (const char* read_only :
          {"np.frombuffer(bytes(range(16)), np.float32)", "np.arange(4, dtype=np.float32)[::1].view()",
@@ -457,7 +457,7 @@ TEST_CASE("C++ that writes through a default borrow cannot change memory Python 
 
 TEST_CASE("MegEngine's ndarray_from_tensor hands back shared memory read-only, as MegEngine does",
           "[megengine][readonly]") {
-    namespace npy = npybridge::megengine;
+    namespace npy = npybridge::npy;
     test::owned array = test::eval("np.arange(6, dtype=np.int32)");
     host_tensor t = npy::np2tensor(array.get(), npy::Meth<host_tensor>::borrow());
     for (auto share : {npy::ShareType::TRY_SHARE, npy::ShareType::MUST_SHARE}) {

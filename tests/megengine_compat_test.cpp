@@ -12,7 +12,7 @@
 #include <string>
 
 namespace npb = npybridge;
-namespace npy = npybridge::megengine;
+namespace npy = npybridge::npy;
 using Catch::Matchers::Contains;
 using megbrain_like::host_tensor;
 

@@ -67,6 +67,10 @@ def name_and_kind(declaration):
     text = re.sub(r"^decltype\(auto\)\s*", "", text)
     if match := re.match(r"(?:using|namespace)\s+(\w+)\s*=", text):
         return match.group(1), "alias"
+    if match := re.match(r"namespace\s+(\w+)$", text):
+        return match.group(1), "namespace"
+    if text.startswith("using namespace"):
+        return "", "definition"  # a using-directive: no new name
     if match := re.match(r"using\s+[\w:]*::(\w+)$", text):
         return match.group(1), "using-declaration"
     if match := re.match(r"enum(?:\s+class)?\s+(\w+)", text):
@@ -156,8 +160,11 @@ def scan(text):
             continue
         if c == "{":
             head = " ".join(statement.split())
-            if match := re.match(r"(?:inline\s+)?namespace\s*(\w*)", head):
-                scopes.append("private ns" if match.group(1) == "detail" or not public_scope() else "ns")
+            if match := re.match(r"(?:inline\s+)?namespace\s*(?:\[\[.*?\]\]\s*)?(\w*)", head):
+                name = match.group(1)
+                if public_scope() and pending and name != "detail":
+                    found.append((list(pending), f"namespace {name}", None))  # a namespace with a /// of its own
+                scopes.append("private ns" if name == "detail" or not public_scope() else "ns")
                 statement, pending = "", []
             else:
                 if public_scope() and not head.startswith("extern"):

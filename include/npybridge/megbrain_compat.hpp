@@ -16,27 +16,27 @@ namespace npy {
 
 /// How np2tensor gets its tensor: Meth::borrow(cn), Meth::must_borrow(cn) (cn defaults to MegBrain's
 /// default CPU) or Meth::copy_into(&tensor) (the copy is made on that tensor's comp node).
-using Meth = megengine::Meth<mgb::HostTensorND>;
+using Meth = ::npybridge::npy::Meth<mgb::HostTensorND>;
 /// Whether ndarray_from_tensor shares the tensor's memory, as MegEngine's npy::ShareType.
-using ShareType = megengine::ShareType;
+using ShareType = ::npybridge::npy::ShareType;
 /// MegEngine's PyExceptionForward.
-using megengine::PyExceptionForward;
-/// MegEngine's OprPyTracker for any key (npybridge::megengine::OprPyTracker: enter / on_create / blame).
+using ::npybridge::npy::PyExceptionForward;
+/// MegEngine's OprPyTracker for any key (npybridge::npy::OprPyTracker: enter / on_create / blame).
 template <class Key>
-using OprPyTracker = megengine::OprPyTracker<Key>;
+using OprPyTracker = ::npybridge::npy::OprPyTracker<Key>;
 /// The dtype MegBrain stores a numpy dtype as (int64 -> Int32, float64 -> Float32), as MegEngine's.
-using megengine::to_mgb_supported_dtype;
+using ::npybridge::npy::to_mgb_supported_dtype;
 
 /// numpy (or anything numpy can make an array of) -> HostTensorND. An invalid `dtype` means the array's own.
 inline mgb::HostTensorND np2tensor(PyObject* obj, const Meth& meth, mgb::DType dtype) {
     const std::optional<npybridge::dtype> wanted =
         dtype.valid() ? std::optional<npybridge::dtype>(from_megdnn(dtype)) : std::nullopt;
-    return megengine::np2tensor(obj, meth, wanted);
+    return ::npybridge::npy::np2tensor(obj, meth, wanted);
 }
 
 /// HostTensorND -> numpy; a new reference.
 inline PyObject* ndarray_from_tensor(const mgb::HostTensorND& value, ShareType share) {
-    return megengine::ndarray_from_tensor(value, share);
+    return ::npybridge::npy::ndarray_from_tensor(value, share);
 }
 
 /// mgb::DType -> numpy.dtype (None for an invalid DType, as MegEngine's); a new reference.
@@ -45,11 +45,11 @@ inline PyObject* dtype_mgb2np(mgb::DType dtype) {
         Py_INCREF(Py_None);
         return Py_None;
     }
-    return megengine::dtype_mgb2np(from_megdnn(dtype));
+    return ::npybridge::npy::dtype_mgb2np(from_megdnn(dtype));
 }
 
 /// Anything numpy.dtype() accepts (quantized metadata included) -> mgb::DType.
-inline mgb::DType dtype_np2mgb(PyObject* obj) { return to_megdnn(megengine::dtype_np2mgb(obj)); }
+inline mgb::DType dtype_np2mgb(PyObject* obj) { return to_megdnn(::npybridge::npy::dtype_np2mgb(obj)); }
 
 }  // namespace npy
 }  // namespace megbrain

@@ -1,6 +1,6 @@
 // npybridge/megengine_compat.hpp — the names of MegEngine's python_helper (namespace npy and friends) over
 // npybridge, for any tensor type with a tensor_adapter. A MegBrain-based project replaces its helper file by
-// including this one and writing `namespace npy = npybridge::megengine;` (with MegBrain's own types:
+// including this one and writing `namespace npy = npybridge::npy;` (with MegBrain's own types:
 // megbrain_compat.hpp). docs/guide.md's "Migrating from MegEngine's python_helper" maps every old name to its
 // npybridge call; new code should call npybridge directly.
 #pragma once
@@ -18,7 +18,7 @@
 #include <string>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
-namespace megengine {
+namespace npy {
 
 /// How np2tensor gets its tensor, as MegEngine's npy::Meth: borrow (share when possible, else copy),
 /// must_borrow (share or throw), each placed where asked (a comp node for MegBrain's tensors; tensor types
@@ -136,5 +136,10 @@ public:
 template <class Key>
 using OprPyTracker = origin_tracker<Key>;
 
+}  // namespace npy
+
+/// Deprecated: the name before 0.6 of npybridge::npy (naming it warns; it goes in the next release).
+namespace [[deprecated("npybridge: npybridge::megengine is deprecated since 0.6.0: write npybridge::npy")]] megengine {
+using namespace ::npybridge::npy;
 }  // namespace megengine
 }  // namespace npybridge

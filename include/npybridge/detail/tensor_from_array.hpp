@@ -201,12 +201,11 @@ void copy_into_tensor(PyObject* obj, Tensor& destination, const to_tensor_option
     to_tensor_options as_target = options;
     as_target.type = target;
     const copy_values values = values_for(array, match_of(array, as_target), target);
-    const fill_plan plan =
-        plan_fill(value_facts_of(values, target, options.narrow), target, options.narrow);
+    const fill_plan plan = plan_fill(value_facts_of(values, target, options.narrow), target, options.narrow);
     const lowbit_layout packing =
         target.info().is_packed ? adapter::packed_layout(destination) : lowbit_layout::compact;
     fill_existing(plan, values, descr_text(PyArray_DESCR(array)),
-                          fill_target{target, adapter::data(destination), into, packing, true}, options.narrow);
+                  fill_target{target, adapter::data(destination), into, packing, true}, options.narrow);
 }
 
 }  // namespace detail
