@@ -33,19 +33,8 @@ namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 //   static T borrow(const dtype&, void* data, const tensor_layout&, bool writable, owner_handle);
 //   static T make(const dtype&, const tensor_layout& contiguous, lowbit_layout);  // fresh, writable
 //
-// A tensor type whose memory has a place (MegBrain's comp nodes, a device)
-// adds `using placement = ...;` and then takes it as the last argument of
-// borrow and make; to_tensor and from_dlpack pass it through (default:
-// `static placement default_placement()` when the adapter has one, else
-// `placement{}`), and `static placement placement_of(const T&)` (optional)
-// lets megengine_compat's copy_into make the copy where the destination is.
-//
-// make() may lay a packed tensor out row-aligned with padded strides
-// (tensor_layout::row_aligned) or compact; npybridge reads layout_of() of the
-// tensor it made and fills it accordingly.
-// npybridge::tensor below is the reference implementation;
-// tests/support/megbrain_like.hpp is a second one (7 dims, no 0-d, no negative
-// strides, a placement) and npybridge/megbrain.hpp adapts MegBrain's own HostTensorND.
+// A type whose memory has a place adds `using placement = ...;` and takes it last in borrow and make.
+// docs/extending.md explains each member; npybridge::tensor is the reference implementation.
 // ---------------------------------------------------------------------------
 /// How npybridge makes, reads and borrows into a tensor type: specialize it for yours (the contract above).
 template <class Tensor>
@@ -147,8 +136,8 @@ namespace detail {
 template <class Tensor>
 inline constexpr bool has_placement = !std::is_same_v<placement_t<Tensor>, no_placement>;
 
-/// adapter::borrow with the placement when the adapter takes one. Always inlined: GCC otherwise keeps it a
-/// call of its own (the owner handle passed by value), 27 instructions of every borrow (callgrind).
+/// adapter::borrow with the placement when the adapter takes one. Always inlined: the borrow is the hot path
+/// (docs/performance.md counts its instructions).
 template <class Tensor>
 [[gnu::always_inline]] inline Tensor adapter_borrow_at(const dtype& type, void* data, const tensor_layout& layout,
                                                        bool writable, owner_handle owner,

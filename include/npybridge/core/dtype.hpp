@@ -445,7 +445,7 @@ constexpr std::array<std::uint8_t, sizeof...(I)> make_param_slots(std::index_seq
 }
 
 /// Each row's param struct as its index in params_variant: with_params dispatches over the few param structs,
-/// not over every row (a fold over 22 rows cost each translation unit ~50 ms per caller).
+/// not over every row, which keeps parse time down (docs/performance.md).
 inline constexpr std::array<std::uint8_t, dtype_count> param_slots =
     make_param_slots(std::make_index_sequence<dtype_count>{});
 

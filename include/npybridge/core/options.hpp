@@ -1,5 +1,4 @@
-// npybridge/core/options.hpp — the vocabulary of a conversion: borrow / share policies, narrowing, the options of
-// to_tensor and what it returns (docs/policies.md). Python-free: naming an option costs no CPython or NumPy.
+// npybridge/core/options.hpp — the vocabulary of a conversion: policies, narrowing, to_tensor's options and result.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -14,14 +13,9 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// What happens to values that a narrower dtype may not hold: int64 / float64 input, which MegBrain has no
-/// dtype for (it becomes Int32 / Float32), and a requested dtype other than the array's (docs/policies.md).
-/// checked: a value it lets through is unchanged. Every value is checked, and the first that the tensor's
-/// dtype does not hold exactly is an error: integers and floats into integer, bool and quantized dtypes must be
-/// whole and in range (not NaN); integers into float dtypes must be held exactly; floats into float and complex
-/// dtypes must not overflow (rounding once to the nearest float is the one change allowed); complex numbers go
-/// only into complex dtypes; bools go anywhere. wrap: any cast NumPy has, like a C cast. reject: only casts
-/// that cannot lose a value (NumPy's 'safe').
+/// What happens to values the tensor's dtype may not hold (docs/policies.md has the whole rule). checked: the
+/// first value that would change, beyond a float's one rounding, is an error. wrap: NumPy's cast, like a C cast.
+/// reject: only casts that cannot lose a value (NumPy's 'safe').
 enum class narrowing : std::uint8_t { checked, wrap, reject };
 
 /// numpy → tensor (docs/policies.md).
@@ -38,10 +32,8 @@ enum class share_policy : std::uint8_t {
     copy,        ///< always copy
 };
 
-/// How to_array gives numpy a packed tensor: one byte per element (int8 /
-/// uint8, with MegEngine's metadata when quantized: MegEngine's own form), or
-/// ml_dtypes' int4 / uint4 carrying the same metadata (QuantizedS4 and
-/// Quantized4Asymm only; the value in the low nibble, upper bits zero).
+/// How to_array gives numpy a packed tensor: one byte per element, as MegEngine does, or ml_dtypes' int4 / uint4
+/// (QuantizedS4 and Quantized4Asymm only), with the same metadata.
 enum class lowbit_format : std::uint8_t { int8, ml_dtypes };
 
 /// How to_tensor, copy_into and from_dlpack convert: the dtype, the policies, the narrowing mode, the layout.
@@ -51,13 +43,10 @@ struct to_tensor_options {
     narrowing narrow = narrowing::checked;
     std::optional<lowbit_layout> layout;  ///< packed dtypes; nullopt: MegBrain's default
     bool require_writable = false;        ///< a read-only array is then copied (or must_borrow fails)
-    /// false: a borrowed tensor does not hold a reference to the array; it is
-    /// valid only while the caller keeps the array alive (the argument of the
-    /// call being served, say). Saves making and releasing an owner per borrow.
+    /// false: a borrowed tensor holds no reference to the array, so the caller keeps the array alive.
     bool keep_alive = true;
-    /// true: the caller only reads the tensor. A tensor type that cannot mark memory read-only (MegBrain's
-    /// HostTensorND) then borrows a read-only array too; by default it gets a copy, so C++ that writes
-    /// through the tensor can never change memory Python holds read-only (an immutable bytes object, say).
+    /// true: the caller only reads the tensor, so a tensor type that cannot mark memory read-only may borrow a
+    /// read-only array (it gets a copy otherwise).
     bool reads_only = false;
 
     // Chainable setters: to_tensor_options().as(type).with(borrow_policy::copy)
@@ -96,8 +85,7 @@ template <class Tensor>
 struct to_tensor_result {
     to_tensor_result(Tensor made, bool shared, std::string reason = {})
         : tensor(std::move(made)), borrowed(shared), copy_reason(std::move(reason)) {}
-    /// Builds the tensor in place from `make()` (no move of a large tensor;
-    /// GCC also zero-fills aggregates that hold a std::string before building them).
+    /// Builds the tensor in place from `make()`, without a move.
     template <class Make>
     to_tensor_result(std::in_place_t, Make&& make, bool shared)
         : tensor(std::forward<Make>(make)()), borrowed(shared) {}

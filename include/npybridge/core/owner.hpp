@@ -9,26 +9,18 @@
 #include <utility>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
-/// What an owner handle points at: a reference count and the function that
-/// frees whatever the block keeps alive once the count reaches zero. Derive
-/// from it to make a new kind of owner (python_owner.hpp's Python references,
-/// tensor::empty's storage); `release` may run on any thread.
+/// What an owner handle points at: a count and the function that frees what the block keeps alive when the count
+/// reaches zero, on any thread. Derive from it for a new kind of owner.
 struct owner_block {
     explicit owner_block(void (*on_last_release)(owner_block*) noexcept) noexcept : release(on_last_release) {}
     std::atomic<std::size_t> references{1};
     void (*const release)(owner_block*) noexcept;
-    /// The memory is read-only (a read-only array or DLPack tensor was
-    /// borrowed): set before the block is shared, so that a tensor type with
-    /// no read-only flag of its own (MegBrain's) never hands it back writable.
+    /// The memory is read-only; set before the block is shared.
     bool read_only = false;
 };
 
-/// Keeps borrowed memory alive: a tensor that borrows holds one of these, and
-/// the memory stays valid while any copy lives. Copies and releases are safe
-/// from any thread (an atomic count, like std::shared_ptr's). One pointer
-/// wide, and a sole owner is released without an atomic read-modify-write.
-/// Any std::shared_ptr converts to one (the handle then keeps a copy), and
-/// shared() hands one to tensor types that hold their storage in a shared_ptr.
+/// Keeps borrowed memory alive while any copy lives; copies and releases are safe from any thread. Any
+/// std::shared_ptr converts to one, and shared() gives one to tensor types that store a shared_ptr.
 class owner_handle {
 public:
     owner_handle() noexcept = default;
@@ -41,10 +33,7 @@ public:
         return handle;
     }
 
-    /// Keeps `kept` alive (one allocation for the block holding it). A
-    /// shared_ptr that shared() made gives back the owner it keeps, so an owner
-    /// that went through a tensor type's shared_ptr storage is the same owner
-    /// again (an array a tensor borrowed is the base of the array it shares back).
+    /// Keeps `kept` alive. A shared_ptr that shared() made gives back the owner it keeps.
     template <class T>
     owner_handle(std::shared_ptr<T> kept);  // NOLINT: implicit on purpose, any shared_ptr is an owner
 
@@ -72,8 +61,7 @@ public:
     /// Handles sharing this one's block (0 when empty); a snapshot, for tests.
     std::size_t use_count() const noexcept { return m_block ? m_block->references.load(std::memory_order_relaxed) : 0; }
 
-    /// A shared_ptr to `pointer` that keeps this owner alive (for tensor types
-    /// whose storage is a shared_ptr; one control block per call).
+    /// A shared_ptr to `pointer` that keeps this owner alive.
     template <class T>
     std::shared_ptr<T> shared(T* pointer) const&;
     /// The same, moving this owner into the shared_ptr (no count update).
