@@ -236,16 +236,10 @@ to_tensor_result<Tensor> padded_from_dlpack(consumed_capsule& taken, const to_te
 
 }  // namespace detail
 
-/// Tensor → DLPack capsule (new reference), with the semantics of the array
-/// API's __dlpack__: a "dltensor_versioned" capsule (DLPack 1.1, READ_ONLY
-/// and IS_COPIED flags) when options.max_version is 1.0 or newer, else the
-/// legacy "dltensor" capsule, which cannot say read-only: a read-only tensor
-/// is then refused unless copy=true (NumPy's rule). The capsule keeps the
-/// tensor's memory alive through its owner until the consumer's deleter call
-/// (any thread, no GIL needed) or, if nobody consumes it, the capsule's end.
-/// Packed dtypes export their packed bits (element i at bit i * bits, as
-/// MegBrain's compact layout); row-aligned tensors give the padded rows as
-/// element strides. Requires the GIL.
+/// Tensor → DLPack capsule (new reference), as the array API's __dlpack__ makes it: versioned (DLPack 1.1, with
+/// READ_ONLY and IS_COPIED) when options.max_version allows, else legacy, which refuses a read-only tensor unless
+/// copy=true. The capsule keeps the tensor's memory alive until the consumer's deleter runs, on any thread.
+/// Packed dtypes export their packed bits (docs/interchange.md). Requires the GIL; throws dlpack_error.
 template <class Tensor>
 object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
     static_assert(check_adapter<Tensor>());
@@ -284,16 +278,10 @@ object to_dlpack(const Tensor& source, const dlpack_options& options = {}) {
     return detail::export_capsule(std::move(made), view, versioned, flags);
 }
 
-/// Any DLPack producer (an object with __dlpack__, or a capsule) → Tensor,
-/// with to_tensor's options and policies: memory is borrowed when it can be
-/// (the tensor's owner keeps the producer's tensor alive and calls its
-/// deleter exactly once, on whatever thread lets go last), READ_ONLY data
-/// gives a read-only tensor, int64 / float64 narrow as options.narrow says,
-/// and copies say why. Only CPU memory is read (another device is a
-/// dlpack_error naming it). Packed sub-byte data (int4 / uint4 / uint2 / uint1)
-/// needs a packed dtype in options.type and is copied. A borrowed tensor
-/// always keeps its owner (options.scoped() does not apply: DLPack memory
-/// lives until its deleter is called). Requires the GIL.
+/// Any DLPack producer (an object with __dlpack__, or a capsule) → Tensor, with to_tensor's options, policies and
+/// copy reasons. A borrow calls the producer's deleter exactly once, on whatever thread lets go last; READ_ONLY
+/// memory gives a read-only tensor. Only CPU memory is read: another device is a dlpack_error naming it.
+/// Requires the GIL.
 template <class Tensor = tensor>
 to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& options = {},
                                      const placement_t<Tensor>& where = default_placement<Tensor>()) {

@@ -5,12 +5,9 @@
 //   NB_MODULE(m, m) { npybridge::nanobind_support::init(m); m.def("run", [](my::Tensor t) { ... }); }
 // npybridge::tensor and every npybridge::arg<Tensor, ...> of a tensor type with a caster work without a macro.
 //
-// nanobind casters must not throw. What cannot become the argument at all (another ndim, another quantized
-// dtype, not numbers) is declined on every pass, so that another overload gets its turn. On the first pass a
-// caster takes only what it can borrow as it is; on the second pass an ndarray it could convert but cannot
-// (a value out of range) is still taken, with npybridge's error kept, and the error is thrown when nanobind
-// asks for the value (inside the call, where nanobind translates exceptions): the user sees npybridge's class
-// and message, not only "incompatible function arguments".
+// nanobind casters must not throw. What can never become the argument is declined, so another overload gets its
+// turn; an array that fails to convert (a value out of range) is taken with npybridge's error kept, thrown when
+// nanobind asks for the value, so the user sees npybridge's error, not "incompatible function arguments".
 #pragma once
 
 #include <npybridge/arg.hpp>
