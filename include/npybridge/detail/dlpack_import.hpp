@@ -346,6 +346,84 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::DLTensor& view, const 
                                     "packed DLPack data is copied into the tensor's own packing");
 }
 
+/// Checks an imported DLPack tensor npybridge can read (CPU memory, at most copy_max_ndim dimensions, a shape,
+/// no negative extents or lanes); returns whether it has no elements.
+inline bool checked_import_view(const consumed_capsule& taken) {
+    const dlpack::DLTensor& view = taken.view;
+    if (view.device.device_type != dlpack::kDLCPU) {
+        throw dlpack_error("from_dlpack: the DLPack tensor is on " +
+                           dlpack::device_text(view.device.device_type, view.device.device_id) +
+                           "; npybridge reads CPU memory only (kDLCPU)");
+    }
+    if (view.ndim < 0 || static_cast<std::size_t>(view.ndim) > copy_max_ndim) {
+        throw conversion_error("from_dlpack: a DLPack tensor of " + std::to_string(view.ndim) +
+                               " dimensions; npybridge holds at most " + std::to_string(NPYBRIDGE_MAX_NDIM));
+    }
+    if (view.ndim > 0 && view.shape == nullptr) {
+        throw dlpack_error("from_dlpack: the DLPack tensor's shape is NULL with ndim = " + std::to_string(view.ndim));
+    }
+    std::size_t extents[copy_max_ndim] = {};
+    for (std::int32_t i = 0; i < view.ndim; ++i) {
+        if (view.shape[i] < 0) throw conversion_error("from_dlpack: negative extent in the DLPack tensor's shape");
+        extents[i] = static_cast<std::size_t>(view.shape[i]);
+    }
+    // A shape no memory can hold is a lie.
+    const bool empty = tensor_layout::checked_count(extents, static_cast<std::size_t>(view.ndim)) == 0;
+    check_dlpack_view(view, taken.flags);
+    if (view.dtype.lanes != 1) {
+        throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(view.dtype) +
+                          " (vector lanes) has no MegBrain dtype");
+    }
+    return empty;
+}
+
+/// The planner's first case over DLPack memory: a plain dtype as it is, writable, aligned, strides the tensor
+/// type takes. Fills `layout` and returns the dtype to borrow straight (no numpy array in between), or nullptr
+/// to leave the decision to the general path. Always inlined: from_dlpack builds the tensor in place.
+template <class Tensor>
+[[gnu::always_inline]] inline const dtype* dlpack_borrow_at_once(const consumed_capsule& taken, bool empty,
+                                                                 const to_tensor_options& options,
+                                                                 tensor_layout& layout) {
+    using adapter = tensor_adapter<Tensor>;
+    const dlpack::DLTensor& view = taken.view;
+    const dtype* plain = view.dtype.bits >= 8 ? plain_dtype_of(view.dtype) : nullptr;
+    if (plain == nullptr || (taken.flags & dlpack::flag_read_only) != 0 ||
+        static_cast<std::size_t>(view.ndim) > ndim_limit<Tensor> || (view.ndim == 0 && !adapter::has_scalar)) {
+        return nullptr;
+    }
+    layout.ndim = static_cast<std::size_t>(view.ndim);
+    std::ptrdiff_t stride = 1;
+    for (std::size_t i = layout.ndim; i-- > 0;) {
+        layout.shape[i] = static_cast<std::size_t>(view.shape[i]);
+        // Size-1 dimensions (and every one of an empty tensor) get the contiguous stride: theirs is never used.
+        const bool own = view.strides != nullptr && view.shape[i] > 1 && !empty;
+        layout.strides[i] = own ? static_cast<std::ptrdiff_t>(view.strides[i]) : stride;
+        stride *= static_cast<std::ptrdiff_t>(view.shape[i] == 0 ? 1 : view.shape[i]);
+    }
+    const bool aligned = reinterpret_cast<std::uintptr_t>(dlpack_first_byte(view)) % plain->info().element_size == 0;
+    return borrows_at_once(plain, aligned, adapter::accepts_strides(layout), options) ? plain : nullptr;
+}
+
+/// Padded sub-byte data (one element per byte, DLPack's IS_SUBBYTE_TYPE_PADDED): the values extracted into a
+/// new array, so the tensor is always a copy.
+template <class Tensor>
+to_tensor_result<Tensor> padded_from_dlpack(consumed_capsule& taken, const to_tensor_options& options,
+                                            const placement_t<Tensor>& where) {
+    const dlpack::DLTensor& view = taken.view;
+    const std::string what = "padded sub-byte DLPack " + dlpack::type_text(view.dtype) +
+                             " data (one element per byte) is unpacked into a copy";
+    if (options.policy == borrow_policy::must_borrow) throw conversion_error("must_borrow: " + what);
+    object descr = object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_UINT8)));
+    const bool writable = (taken.flags & dlpack::flag_read_only) == 0;
+    object bytes = array_over_dlpack(view, descr.get(), 1, writable, taken.owner);
+    object values = low_bits_as_bytes(reinterpret_cast<PyArrayObject*>(bytes.get()), view.dtype.bits,
+                                      view.dtype.code == dlpack::kDLInt);
+    to_tensor_result<Tensor> result = to_tensor<Tensor>(values.get(), options, where);
+    result.borrowed = false;  // (it may have borrowed the extracted values)
+    result.copy_reason = what;
+    return result;
+}
+
 }  // namespace detail
 
 }  // namespace npybridge

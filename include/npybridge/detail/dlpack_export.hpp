@@ -1,0 +1,167 @@
+// npybridge/detail/dlpack_export.hpp — what to_dlpack is made of: the export block and its capsule, the checks of
+// __dlpack__'s arguments, and the copy made for copy=True. Included by dlpack.hpp after dlpack_options.
+#pragma once
+
+#include <npybridge/core/config.hpp>
+#include <npybridge/convert.hpp>
+#include <npybridge/detail/dlpack_import.hpp>
+#include <npybridge/core/detail/dlpack_types.hpp>
+#include <npybridge/core/dlpack_abi.hpp>
+#include <npybridge/core/errors.hpp>
+#include <npybridge/core/lowbit.hpp>
+#include <npybridge/python.hpp>
+#include <npybridge/python_errors.hpp>
+#include <npybridge/core/tensor.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+/// One allocation per export: the managed tensor (either kind), its shape and
+/// strides, and the owner keeping the tensor's memory alive. The deleter
+/// frees it on any thread (owner handles may be released anywhere).
+struct dlpack_export {
+    dlpack::DLManagedTensor legacy{};
+    dlpack::DLManagedTensorVersioned versioned{};
+    owner_handle owner;
+    std::int64_t shape[copy_max_ndim];
+    std::int64_t strides[copy_max_ndim];
+
+    static void delete_legacy(dlpack::DLManagedTensor* self) noexcept {
+        delete static_cast<dlpack_export*>(self->manager_ctx);
+    }
+    static void delete_versioned(dlpack::DLManagedTensorVersioned* self) noexcept {
+        delete static_cast<dlpack_export*>(self->manager_ctx);
+    }
+};
+
+/// The capsule's destructor: a capsule nobody consumed (still named
+/// "dltensor[_versioned]") still owns its tensor; a consumed one does not.
+inline void dlpack_capsule_destructor(PyObject* capsule) noexcept {
+    if (PyCapsule_IsValid(capsule, dlpack::versioned_capsule_name)) {
+        auto* managed = static_cast<dlpack::DLManagedTensorVersioned*>(
+            PyCapsule_GetPointer(capsule, dlpack::versioned_capsule_name));
+        if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+    } else if (PyCapsule_IsValid(capsule, dlpack::capsule_name)) {
+        auto* managed = static_cast<dlpack::DLManagedTensor*>(PyCapsule_GetPointer(capsule, dlpack::capsule_name));
+        if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+    }
+}
+
+/// The message for a quantized (or IntBn) export without `codes`.
+inline std::string needs_codes_text(const dtype& type) {
+    const dtype_info& entry = type.info();
+    const auto codes = dlpack_type_of(entry, true);
+    const std::string what = entry.is_quantized
+                                 ? "DLPack has no quantized types: its " +
+                                       std::string(entry.param_fields == 2 ? "scale and zero_point" : "scale") +
+                                       " would be lost"
+                                 : "DLPack has no type for its odd values (" + valid_set_text(entry) + ")";
+    return "DLPack export of " + type.to_string() + ": " + what + "; export the stored codes (" +
+           (codes ? dlpack::type_text(*codes) : std::string("none")) +
+           ") with the codes option (dlpack_options::codes, __dlpack__(codes=True)) and carry the rest yourself";
+}
+
+/// The DLPack type a tensor exports as, after the checks of __dlpack__'s arguments: the CPU device only, a
+/// DLPack type for the dtype (quantized ones need `codes`), a read-only tensor only as a versioned capsule
+/// (or a copy), packed data only dense.
+inline dlpack::DLDataType exportable_type(const dtype& type, const tensor_layout& layout, lowbit_layout packing,
+                                          bool writable, const dlpack_options& options) {
+    if (options.device && (options.device->device_type != dlpack::kDLCPU || options.device->device_id != 0)) {
+        throw dlpack_error("__dlpack__: dl_device " +
+                           dlpack::device_text(options.device->device_type, options.device->device_id) +
+                           " is not possible: npybridge tensors live in CPU memory (kDLCPU, 0)");
+    }
+    const dtype_info& entry = type.info();
+    const std::optional<dlpack::DLDataType> dl_type = dlpack_types[options.codes ? 1 : 0][table_index(entry.id)];
+    if (!dl_type) throw dtype_error(needs_codes_text(type));
+    if (layout.ndim > copy_max_ndim) throw dlpack_error("__dlpack__: too many dimensions");
+    const bool versioned = options.max_version && options.max_version->major >= 1;
+    if (!versioned && !writable && !options.copy.value_or(false)) {
+        throw dlpack_error(
+            std::string("__dlpack__: the tensor is read-only and the legacy DLPack capsule cannot say so; ") +
+            (options.copy ? "pass copy=True, or " : "") +
+            "ask for max_version=(1, 0) or newer (a read-only DLPack 1.x capsule)");
+    }
+    if (entry.is_packed && !layout.is_dense_packed(entry.id, packing)) {
+        throw dlpack_error("__dlpack__: a strided packed " + type.to_string() + " tensor cannot be described");
+    }
+    return *dl_type;
+}
+
+/// A fresh, dense copy of a tensor's memory for copy=True (packed: its bytes as they are).
+inline tensor export_copy(const dtype& type, const void* data, const tensor_layout& layout, lowbit_layout packing) {
+    const dtype_info& entry = type.info();
+    tensor fresh = tensor::empty(type, layout.shape.data(), layout.ndim, packing);
+    if (entry.is_packed) {
+        std::memcpy(fresh.data(), data, fresh.storage_bytes());
+    } else if (layout.count() != 0) {
+        copy_plan plan;
+        plan.ndim = layout.ndim;
+        for (std::size_t i = 0; i < layout.ndim; ++i) {
+            plan.shape[i] = layout.shape[i];
+            plan.src[i] = layout.strides[i] * static_cast<std::ptrdiff_t>(entry.element_size);
+            plan.dst[i] = fresh.layout().strides[i] * static_cast<std::ptrdiff_t>(entry.element_size);
+        }
+        without_gil_if_large(layout.count() * entry.element_size,
+                             [&] { copy_strided(plan, data, fresh.data(), entry.element_size); });
+    }
+    return fresh;
+}
+
+/// The capsule over one export block (it owns the block from here on).
+inline object export_capsule(std::unique_ptr<dlpack_export> made, const dlpack::DLTensor& view, bool versioned,
+                             std::uint64_t flags) {
+    dlpack_export* block = made.get();
+    PyObject* capsule;
+    if (versioned) {
+        block->versioned = {dlpack::supported, block, &dlpack_export::delete_versioned, flags, view};
+        capsule = PyCapsule_New(&block->versioned, dlpack::versioned_capsule_name, dlpack_capsule_destructor);
+    } else {
+        block->legacy = {view, block, &dlpack_export::delete_legacy};
+        capsule = PyCapsule_New(&block->legacy, dlpack::capsule_name, dlpack_capsule_destructor);
+    }
+    if (capsule == nullptr) throw python_error();
+    made.release();
+    return object::steal(capsule);
+}
+
+
+/// A (int, int) argument of __dlpack__, each part in [0, limit]; nullopt for None.
+inline std::optional<std::pair<std::uint32_t, std::uint32_t>> dlpack_int_pair(PyObject* obj, const char* what,
+                                                                              long long limit) {
+    if (obj == nullptr || obj == Py_None) return std::nullopt;
+    const auto refuse = [&](const std::string& why) {
+        return conversion_error("__dlpack__: " + std::string(what) + "=" + safe_repr(obj) + ": " + why);
+    };
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2) throw refuse("must be a tuple of two ints");
+    long long parts[2];
+    for (Py_ssize_t i = 0; i < 2; ++i) {
+        PyObject* item = PyTuple_GET_ITEM(obj, i);
+        if (!PyLong_Check(item) || PyBool_Check(item)) throw refuse("must be a tuple of two ints");
+        int overflow = 0;
+        parts[i] = PyLong_AsLongLongAndOverflow(item, &overflow);
+        if (parts[i] == -1 && PyErr_Occurred()) throw python_error();
+        if (overflow != 0 || parts[i] < 0 || parts[i] > limit) {
+            throw refuse("each number must be in [0, " + std::to_string(limit) + "]");
+        }
+    }
+    return std::make_pair(static_cast<std::uint32_t>(parts[0]), static_cast<std::uint32_t>(parts[1]));
+}
+
+inline std::optional<bool> dlpack_truth(PyObject* obj) {
+    if (obj == nullptr || obj == Py_None) return std::nullopt;
+    const int truth = PyObject_IsTrue(obj);
+    if (truth < 0) throw python_error();
+    return truth == 1;
+}
+
+}  // namespace detail
+}  // namespace npybridge
