@@ -1,7 +1,8 @@
 """Each ```cpp block of the README and docs/guide.md compiles on its own, as a reader copies it: its own includes
 and namespace alias, nothing from the blocks before it (//tests:readme_snippets_test compiles them together, and
 would hide a block that leans on another's includes). So does the example in each public header's synopsis (a
-```cpp block inside its `///` comments), with -Wall -Wextra -Werror. g++ -fsyntax-only in C++17, NumPy's and
+```cpp block inside its `///` comments), with -Wall -Wextra -Werror and -fvisibility=hidden (as
+docs/building.md asks of an extension). g++ -fsyntax-only in C++17, NumPy's and
 CPython's headers as a build system hands them over."""
 import concurrent.futures
 import os
@@ -55,7 +56,7 @@ class DocBlocksAloneTest(unittest.TestCase):
         found = list(header_examples())
         self.assertGreaterEqual(len(found), 1, "the public headers lost their examples")
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            results = list(pool.map(lambda block: compile_alone(block[1], ["-Wall", "-Wextra", "-Werror"]), found))
+            results = list(pool.map(lambda block: compile_alone(block[1], ["-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]), found))
         for (where, _), (code, errors) in zip(found, results):
             with self.subTest(block=where):
                 self.assertEqual(code, 0, f"the example at {where} does not compile alone:\n{errors[:2000]}")

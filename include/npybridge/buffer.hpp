@@ -28,6 +28,30 @@ constexpr const char* buffer_format_of(const dtype_info& entry) noexcept {
 /// asked for writing, a dtype without a format, strides the request forbids).
 /// Pair with release_buffer in bf_releasebuffer. Requires the GIL.
 template <class Tensor>
+int get_buffer(PyObject* exporter, const Tensor& source, Py_buffer* view, int flags) noexcept;
+
+/// The bf_releasebuffer partner of get_buffer.
+inline void release_buffer(Py_buffer* view) noexcept { PyMem_Free(view->internal); }
+
+/// Example: the buffer slots of a Python type whose objects hold an npybridge::tensor.
+/// ```cpp
+/// #include <npybridge/buffer.hpp>
+///
+/// struct tensor_object {
+///     PyObject_HEAD
+///     npybridge::tensor value;
+/// };
+///
+/// int get(PyObject* self, Py_buffer* view, int flags) {
+///     return npybridge::get_buffer(self, reinterpret_cast<tensor_object*>(self)->value, view, flags);
+/// }
+/// void release(PyObject*, Py_buffer* view) { npybridge::release_buffer(view); }
+/// PyBufferProcs buffer_slots = {get, release};
+/// ```
+
+// ---- Definitions ------------------------------------------------------------------------------------------------
+
+template <class Tensor>
 int get_buffer(PyObject* exporter, const Tensor& source, Py_buffer* view, int flags) noexcept {
     static_assert(check_adapter<Tensor>());
     using adapter = tensor_adapter<Tensor>;
@@ -86,8 +110,5 @@ int get_buffer(PyObject* exporter, const Tensor& source, Py_buffer* view, int fl
         return -1;
     }
 }
-
-/// The bf_releasebuffer partner of get_buffer.
-inline void release_buffer(Py_buffer* view) noexcept { PyMem_Free(view->internal); }
 
 }  // namespace npybridge

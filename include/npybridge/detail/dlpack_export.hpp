@@ -133,7 +133,6 @@ inline object export_capsule(std::unique_ptr<dlpack_export> made, const dlpack::
     return object::steal(capsule);
 }
 
-
 /// A (int, int) argument of __dlpack__, each part in [0, limit]; nullopt for None.
 inline std::optional<std::pair<std::uint32_t, std::uint32_t>> dlpack_int_pair(PyObject* obj, const char* what,
                                                                               long long limit) {
