@@ -2,6 +2,10 @@
 header cannot go unexplained; and every header under core/ is listed in the map's Python-free part.
 
 Header length is a review signal, not a rule: CONTRIBUTING.md says when a long header deserves a second look.
+
+Public headers read as synopses: the ones in SYNOPSIS open with their declarations and hold no `namespace detail`
+(their mechanics live in detail/ files); every other header has at most one `namespace detail` block, but the
+ones in MANY_DETAIL_BLOCKS, which are still to be split. Both lists only move one way.
 """
 import os
 import pathlib
@@ -24,7 +28,30 @@ def named(name, text):
     return re.search(r"(?<![\w/])" + re.escape(name) + r"(?!\w)", text) is not None
 
 
+SYNOPSIS = ["array_quantization.hpp", "buffer.hpp", "convert.hpp", "core/lowbit.hpp", "dlpack.hpp"]
+MANY_DETAIL_BLOCKS = {"core/dtype.hpp", "numpy_dtype.hpp", "user_dtypes.hpp", "numpy.hpp", "core/scalar_types.hpp",
+                      "core/adapter.hpp", "bind/pybind11.hpp", "bind/nanobind.hpp", "arg.hpp"}
+
+
 class HeaderMapTest(unittest.TestCase):
+    def test_synopsis_headers_declare_first_and_keep_mechanics_in_detail_files(self):
+        for name in SYNOPSIS:
+            with self.subTest(header=name):
+                text = (include_root() / "npybridge" / name).read_text()
+                self.assertNotIn("namespace detail {", text)
+                self.assertIn("// ---- Definitions", text)
+                self.assertIn("/// ```cpp", text.split("// ---- Definitions")[0], "one compiled example")
+
+    def test_one_detail_block_per_header(self):
+        for name in self.headers():
+            text = (include_root() / "npybridge" / name).read_text()
+            blocks = len(re.findall(r"^namespace detail \{", text, re.MULTILINE))
+            with self.subTest(header=name):
+                if name in MANY_DETAIL_BLOCKS:
+                    self.assertGreater(blocks, 1, "now one block: take it off MANY_DETAIL_BLOCKS")
+                else:
+                    self.assertLessEqual(blocks, 1, "more than one namespace detail block")
+
     def headers(self):
         headers = sorted((include_root() / "npybridge").rglob("*.hpp"))
         self.assertGreaterEqual(len(headers), 30, f"too few headers found under {include_root()}")
