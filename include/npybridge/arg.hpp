@@ -112,17 +112,6 @@ struct python_name_removed {
         "npybridge: arg::python_name was removed in 0.6.0: write arg::pybind11_typing or arg::nanobind_typing");
 };
 
-}  // namespace detail
-
-/// Removed: naming it stops the build with a message that names policy_is<borrow_policy::must_borrow>.
-using borrow_only = detail::borrow_only_removed<>;
-/// Removed: naming it stops the build with a message that names policy_is<borrow_policy::copy>.
-using copy_always = detail::copy_always_removed<>;
-/// Removed: naming it stops the build with a message that names writable_is<true>.
-using writable_only = detail::writable_only_removed<>;
-
-namespace detail {
-
 template <class... Constraints>
 constexpr arg_spec make_arg_spec() noexcept {
     arg_spec s;
@@ -228,6 +217,13 @@ constexpr arg_text render_typed_name(const arg_spec& s, typing_style style) noex
 }
 
 }  // namespace detail
+
+/// Removed: naming it stops the build with a message that names policy_is<borrow_policy::must_borrow>.
+using borrow_only = detail::borrow_only_removed<>;
+/// Removed: naming it stops the build with a message that names policy_is<borrow_policy::copy>.
+using copy_always = detail::copy_always_removed<>;
+/// Removed: naming it stops the build with a message that names writable_is<true>.
+using writable_only = detail::writable_only_removed<>;
 
 /// A tensor argument with compile-time constraints: `arg<tensor, dtype_is<dtype_enum::QuantizedS8>, ndim_is<2>>`.
 /// Every impossible combination is a compile error that says why; `options()` is the to_tensor_options the

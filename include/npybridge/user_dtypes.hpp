@@ -215,10 +215,6 @@ inline int find_registered(const char* name, PyObject*& type) {
     }
 }
 
-}  // namespace detail
-
-namespace detail {
-
 using found_user_dtypes = std::array<user_dtype_found, user_dtype_count>;
 
 inline const char* user_dtype_name(std::size_t slot) { return info(user_dtype_ids[slot]).numpy.chars.data(); }
