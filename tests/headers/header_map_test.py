@@ -42,6 +42,20 @@ class HeaderMapTest(unittest.TestCase):
                 self.assertIn("// ---- Definitions", text)
                 self.assertIn("/// ```cpp", text.split("// ---- Definitions")[0], "one compiled example")
 
+    def test_the_vocabulary_header_brings_only_the_dtype(self):
+        # core/options.hpp (the policies, narrowing, lowbit_layout, to_tensor_options) includes the standard
+        # library, the core's config and, since to_tensor_options holds a dtype, core/dtype.hpp: nothing else.
+        def reached(name, seen=None):
+            seen = set() if seen is None else seen
+            text = (include_root() / "npybridge" / name).read_text()
+            for found in re.findall(r"^#include <npybridge/([^>]+)>", text, re.MULTILINE):
+                if found not in seen:
+                    seen.add(found)
+                    reached(found, seen)
+            return seen
+        self.assertEqual(reached("core/options.hpp") - {"core/dtype.hpp", "core/config.hpp"},
+                         reached("core/dtype.hpp") - {"core/config.hpp"})
+
     def test_one_detail_block_per_header(self):
         for name in self.headers():
             text = (include_root() / "npybridge" / name).read_text()

@@ -5,6 +5,7 @@
 #include <npybridge/core/detail/lowbit_kernels.hpp>
 #include <npybridge/core/dtype.hpp>
 #include <npybridge/core/errors.hpp>
+#include <npybridge/core/options.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -13,12 +14,6 @@
 #include <string>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
-
-/// How a packed tensor's bits are laid out (docs/lowbit.md has bit pictures).
-enum class lowbit_layout : std::uint8_t {
-    compact,      ///< the whole tensor is one bit stream
-    row_aligned,  ///< each innermost row starts on a byte boundary
-};
 
 /// MegBrain's layout for a dtype: row-aligned for the packed quantized 4-bit
 /// dtypes, compact for IntB1/2/4 and UintB4 (and, meaninglessly, for every

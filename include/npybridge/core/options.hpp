@@ -3,7 +3,6 @@
 
 #include <npybridge/core/config.hpp>
 #include <npybridge/core/dtype.hpp>
-#include <npybridge/core/lowbit.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +11,12 @@
 #include <utility>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+
+/// How a packed tensor's bits are laid out (docs/lowbit.md has bit pictures).
+enum class lowbit_layout : std::uint8_t {
+    compact,      ///< the whole tensor is one bit stream
+    row_aligned,  ///< each innermost row starts on a byte boundary
+};
 
 /// What happens to values the tensor's dtype may not hold (docs/policies.md has the whole rule). checked: the
 /// first value that would change, beyond a float's one rounding, is an error. wrap: NumPy's cast, like a C cast.
