@@ -73,6 +73,37 @@ inline void** numpy_api_table(const char* capsule_name) noexcept {
     return table;
 }
 
+/// NumPy's type number of each of its built-in dtype names (NumPy's own fact: name -> number).
+inline constexpr std::pair<std::string_view, int> numpy_type_numbers[] = {
+    {"bool", NPY_BOOL},           {"int8", NPY_INT8},
+    {"int16", NPY_INT16},         {"int32", NPY_INT32},
+    {"int64", NPY_INT64},         {"uint8", NPY_UINT8},
+    {"uint16", NPY_UINT16},       {"uint32", NPY_UINT32},
+    {"uint64", NPY_UINT64},       {"float16", NPY_HALF},
+    {"float32", NPY_FLOAT32},     {"float64", NPY_FLOAT64},
+    {"complex64", NPY_COMPLEX64}, {"complex128", NPY_COMPLEX128},
+};
+
+/// NumPy type number of a C++ element type (through its NumPy name in element_table), or -1.
+template <class Element>
+constexpr int numpy_type_num_of() noexcept {
+    for (const auto& [name, number] : numpy_type_numbers) {
+        if (name == facts_of<Element>().numpy_name) return number;
+    }
+    return -1;
+}
+
+template <std::size_t... I>
+constexpr std::array<int, sizeof...(I)> make_numpy_type_nums(std::index_sequence<I...>) {
+    return {
+        (dtype_table[I].form == numpy_form::builtin ? numpy_type_num_of<typename row_t<I>::element_type>() : -1)...};
+}
+
+/// Built-in NumPy type number per table row; -1 where the dtype has no
+/// built-in numpy form (user dtypes get their number when registered).
+inline constexpr std::array<int, dtype_count> numpy_type_nums =
+    make_numpy_type_nums(std::make_index_sequence<dtype_count>{});
+
 }  // namespace detail
 
 /// Makes NumPy's C API usable from every npybridge header (and from your own
@@ -124,41 +155,6 @@ inline bool import_numpy_ufuncs() noexcept {
 
 /// True once import_numpy() has succeeded.
 inline bool numpy_ready() noexcept { return PyArray_API != nullptr; }
-
-namespace detail {
-
-/// NumPy's type number of each of its built-in dtype names (NumPy's own fact: name -> number).
-inline constexpr std::pair<std::string_view, int> numpy_type_numbers[] = {
-    {"bool", NPY_BOOL},           {"int8", NPY_INT8},
-    {"int16", NPY_INT16},         {"int32", NPY_INT32},
-    {"int64", NPY_INT64},         {"uint8", NPY_UINT8},
-    {"uint16", NPY_UINT16},       {"uint32", NPY_UINT32},
-    {"uint64", NPY_UINT64},       {"float16", NPY_HALF},
-    {"float32", NPY_FLOAT32},     {"float64", NPY_FLOAT64},
-    {"complex64", NPY_COMPLEX64}, {"complex128", NPY_COMPLEX128},
-};
-
-/// NumPy type number of a C++ element type (through its NumPy name in element_table), or -1.
-template <class Element>
-constexpr int numpy_type_num_of() noexcept {
-    for (const auto& [name, number] : numpy_type_numbers) {
-        if (name == facts_of<Element>().numpy_name) return number;
-    }
-    return -1;
-}
-
-template <std::size_t... I>
-constexpr std::array<int, sizeof...(I)> make_numpy_type_nums(std::index_sequence<I...>) {
-    return {
-        (dtype_table[I].form == numpy_form::builtin ? numpy_type_num_of<typename row_t<I>::element_type>() : -1)...};
-}
-
-/// Built-in NumPy type number per table row; -1 where the dtype has no
-/// built-in numpy form (user dtypes get their number when registered).
-inline constexpr std::array<int, dtype_count> numpy_type_nums =
-    make_numpy_type_nums(std::make_index_sequence<dtype_count>{});
-
-}  // namespace detail
 
 /// Built-in NumPy type number of a dtype (quantized dtypes: their base type),
 /// or -1 when the dtype has no built-in numpy form.
