@@ -29,8 +29,7 @@ def named(name, text):
 
 
 SYNOPSIS = ["array_quantization.hpp", "buffer.hpp", "convert.hpp", "core/lowbit.hpp", "dlpack.hpp"]
-MANY_DETAIL_BLOCKS = {"core/dtype.hpp", "numpy_dtype.hpp", "core/scalar_types.hpp",
-                      "core/adapter.hpp", "bind/pybind11.hpp", "bind/nanobind.hpp"}
+MANY_DETAIL_BLOCKS = {"core/dtype.hpp", "numpy_dtype.hpp", "core/adapter.hpp", "bind/pybind11.hpp", "bind/nanobind.hpp"}
 
 
 class HeaderMapTest(unittest.TestCase):

@@ -224,34 +224,6 @@ private:
     static float float_nan(double value) noexcept { return detail::float_of(detail::narrow_to_binary32(value, 24)); }
 };
 
-namespace detail {
-
-/// A bfloat16 as a builtin real type, by bits (float, double, long double): exact in every FPU mode.
-template <class Real>
-Real widen_bfloat16(bfloat16 value) noexcept {
-    if constexpr (std::is_same_v<Real, float>) {
-        return value.to_float();
-    } else {
-        return static_cast<Real>(value.to_double());  // double -> long double is x87's: no MXCSR mode
-    }
-}
-
-/// A builtin real rounded once to bfloat16.
-template <class Real>
-bfloat16 round_to_bfloat16(Real value) noexcept {
-    if constexpr (std::is_same_v<Real, float>) {
-        return bfloat16::from_float(value);
-    } else if constexpr (std::is_same_v<Real, double>) {
-        return bfloat16::from_double(value);
-    } else if constexpr (std::is_floating_point_v<Real>) {
-        return bfloat16::from_long_double(static_cast<long double>(value));
-    } else {
-        return bfloat16::from_integer(value);
-    }
-}
-
-}  // namespace detail
-
 static_assert(sizeof(half) == 2 && sizeof(bfloat16) == 2,
               "npybridge: half and bfloat16 must be exactly 2 bytes on this compiler");
 

@@ -9,9 +9,34 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
+
+/// A bfloat16 as a builtin real type, by bits (float, double, long double): exact in every FPU mode.
+template <class Real>
+Real widen_bfloat16(bfloat16 value) noexcept {
+    if constexpr (std::is_same_v<Real, float>) {
+        return value.to_float();
+    } else {
+        return static_cast<Real>(value.to_double());  // double -> long double is x87's: no MXCSR mode
+    }
+}
+
+/// A builtin real rounded once to bfloat16.
+template <class Real>
+bfloat16 round_to_bfloat16(Real value) noexcept {
+    if constexpr (std::is_same_v<Real, float>) {
+        return bfloat16::from_float(value);
+    } else if constexpr (std::is_same_v<Real, double>) {
+        return bfloat16::from_double(value);
+    } else if constexpr (std::is_floating_point_v<Real>) {
+        return bfloat16::from_long_double(static_cast<long double>(value));
+    } else {
+        return bfloat16::from_integer(value);
+    }
+}
 
 #if defined(NPYBRIDGE_SSE2)
 /// Eight floats' bits rounded to bfloat16 as bfloat16::from_float does: to nearest, ties to even; an infinity as
