@@ -29,7 +29,7 @@ def named(name, text):
 
 
 SYNOPSIS = ["array_quantization.hpp", "buffer.hpp", "convert.hpp", "core/lowbit.hpp", "dlpack.hpp"]
-MANY_DETAIL_BLOCKS = {"core/dtype.hpp", "numpy_dtype.hpp", "core/adapter.hpp", "bind/pybind11.hpp", "bind/nanobind.hpp"}
+MANY_DETAIL_BLOCKS = {"core/dtype.hpp", "numpy_dtype.hpp", "core/adapter.hpp"}
 
 
 class HeaderMapTest(unittest.TestCase):
@@ -58,6 +58,9 @@ class HeaderMapTest(unittest.TestCase):
     def test_one_detail_block_per_header(self):
         for name in self.headers():
             text = (include_root() / "npybridge" / name).read_text()
+            # npybridge's own: the binding headers also open pybind11::detail / nanobind::detail, where the
+            # libraries want their type_caster specializations.
+            text = re.sub(r"^namespace (pybind11|nanobind) \{\nnamespace detail \{", "", text, flags=re.MULTILINE)
             blocks = len(re.findall(r"^namespace detail \{", text, re.MULTILINE))
             with self.subTest(header=name):
                 if name in MANY_DETAIL_BLOCKS:
