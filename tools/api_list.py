@@ -222,7 +222,7 @@ def entities(include):
             if kind == "variable":
                 signature = re.split(r"\s+=\s+|\{", signature, 1)[0]
             if kind in ("class", "enum"):
-                signature = re.split(r"\s*(?::(?!:)|\{)", signature, 1)[0]
+                signature = re.split(r"\s*(?:(?<!:):(?!:)|\{)", signature, 1)[0]
             entity = by_name.setdefault(name, Entity(name, kind, [], ""))
             if entity.summary and not doc:
                 continue  # the definition of a declaration above, or an overload its comment covers
