@@ -9,7 +9,8 @@ checks, outside fenced code blocks:
   - `//package:target` labels: the package's BUILD defines the target (or holds the file);
   - C++ names in backticks (`npb::to_tensor`, `npybridge::megbrain::from_megdnn`, `Meth::borrow(cn)`, ...):
     the last name is declared somewhere in include/ (or, for a test's helper, tests/ and examples/);
-  - `python -m npybridge --option` and `npybridge.function()`: the package has them.
+  - `python -m npybridge --option` and `npybridge.function()`: the package has them;
+and that the README stays within 300 lines.
 Prints each miss as FILE:LINE: what; exits 1 when there is one. Usage: check_docs.py [ROOT]
 """
 import pathlib
@@ -167,8 +168,15 @@ def check(doc):
     return misses
 
 
+README_LINES = 300  # the front door: what is past it belongs in docs/
+
+
 def main():
     misses = [miss for doc in DOCS for miss in check(doc)]
+    readme = ROOT / "README.md"
+    if readme.exists() and len(readme.read_text().splitlines()) > README_LINES:
+        misses.append(f"README.md: {len(readme.read_text().splitlines())} lines, over {README_LINES}: move detail "
+                      "to docs/")
     for miss in misses:
         print(miss)
     print(f"check_docs: {len(DOCS)} documents, {len(misses)} missing mentions")

@@ -51,7 +51,9 @@ def main():  # (an argument, the checkout's root, is accepted and not needed)
     for mention, said in BAD.items():
         bad = run(checkout(GOOD + mention + "\n"))
         assert bad.returncode == 1 and said in bad.stdout and "README.md:8:" in bad.stdout, (mention, bad.stdout, bad.stderr)
-    print(f"check_docs_test: a correct checkout passes; {len(BAD)} kinds of stale mention are each found")
+    long = run(checkout(GOOD + "line\n" * 300))
+    assert long.returncode == 1 and "over 300" in long.stdout, long.stdout
+    print(f"check_docs_test: a correct checkout passes, a README over 300 lines does not; {len(BAD)} kinds of stale mention are each found")
 
 
 if __name__ == "__main__":

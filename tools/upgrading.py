@@ -43,6 +43,9 @@ MOVED_TO_CORE = ["adapter", "config", "dlpack_abi", "dtype", "errors", "layout",
                  "reflect", "scalar_types", "tensor", "version"]
 
 ARG = "#include <npybridge/arg.hpp>\n"
+# npb::arg's tags took one grammar, <field>_is<value>, in 0.5.0.
+ARG_TAGS = [("borrow_only", "policy_is<borrow_policy::must_borrow>"), ("copy_always", "policy_is<borrow_policy::copy>"),
+            ("writable_only", "writable_is<true>")]
 # The DLPack mirror took dlpack.h's names in 0.6.0.
 DLPACK_TYPES = [("api_version", "DLPackVersion"), ("device_spec", "DLDevice"), ("data_type", "DLDataType"),
                 ("type_code", "DLDataTypeCode"), ("tensor_view", "DLTensor"), ("managed_tensor", "DLManagedTensor"),
@@ -59,15 +62,8 @@ REMOVED = [
     Removed("to_numpy", "to_numpy_dtype", "0.6.0", verb="call",
             use="#include <npybridge/numpy_dtype.hpp>\n"
                 "npybridge::object write(const npybridge::dtype& t) { return npybridge::to_numpy(t); }\n"),
-    Removed("borrow_only", "policy_is<borrow_policy::must_borrow>", "0.6.0",
-            use=ARG + "using a = npybridge::arg<npybridge::tensor, npybridge::borrow_only>;\n"
-                      "static_assert(a::spec.ndims == 0);\n"),
-    Removed("copy_always", "policy_is<borrow_policy::copy>", "0.6.0",
-            use=ARG + "using a = npybridge::arg<npybridge::tensor, npybridge::copy_always>;\n"
-                      "static_assert(a::spec.ndims == 0);\n"),
-    Removed("writable_only", "writable_is<true>", "0.6.0",
-            use=ARG + "using a = npybridge::arg<npybridge::tensor, npybridge::writable_only>;\n"
-                      "static_assert(a::spec.ndims == 0);\n"),
+    *(Removed(old, new, "0.6.0", use=ARG + f"using a = npybridge::arg<npybridge::tensor, npybridge::{old}>;\n"
+                                          "static_assert(a::spec.ndims == 0);\n") for old, new in ARG_TAGS),
     Removed("arg::python_name", "arg::pybind11_typing or arg::nanobind_typing", "0.6.0",
             use=ARG + "using a = npybridge::arg<npybridge::tensor>;\n"
                       "const char* name() { return a::python_name.data(); }\n"),
