@@ -136,3 +136,135 @@ TEST_CASE("first_outside and first_overflow agree with a per-value reference aro
     const std::uint64_t huge[] = {1, 2, ~std::uint64_t{0}};
     CHECK(npb::detail::first_outside<std::uint64_t>(huge, 3, 0, 255) == 2);
 }
+
+namespace {
+
+/// store_checked's contract, per value: held when a whole number in [lo, hi] (NaN is not).
+template <class Source>
+bool held_in(Source value, std::int64_t lo, std::int64_t hi) {
+    const auto wide = static_cast<long double>(value);
+    return wide >= lo && wide <= hi && std::trunc(wide) == wide;
+}
+
+/// Values of Source mostly inside [lo, hi], with its edges, and (by trial) one or two that are not held
+/// anywhere, block tails included: fractions, NaN, infinities, one past each bound.
+template <class Source>
+std::vector<Source> values_around(std::size_t n, std::int64_t lo, std::int64_t hi, int trial, std::mt19937_64& random) {
+    using limits = std::numeric_limits<Source>;
+    const auto clip = [](long double v) {
+        return static_cast<Source>(std::min<long double>(std::max<long double>(v, limits::lowest()), limits::max()));
+    };
+    std::vector<Source> values(n);
+    const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
+    for (std::size_t i = 0; i < n; ++i) {
+        const long double inside = static_cast<long double>(lo) + static_cast<long double>(random() % span);
+        values[i] = i % 5 == 0 ? clip(random() % 2 ? lo : hi) : clip(inside);
+        if constexpr (std::is_floating_point_v<Source>) {
+            if (i % 11 == 0) values[i] = -0.0;
+        }
+    }
+    std::vector<Source> bad = {clip(static_cast<long double>(lo) - 1), clip(static_cast<long double>(hi) + 1)};
+    if constexpr (std::is_floating_point_v<Source>) {
+        bad.insert(bad.end(), {limits::quiet_NaN(), limits::infinity(), -limits::infinity(), Source(0.5),
+                               static_cast<Source>(hi) - Source(0.25), static_cast<Source>(lo) + Source(0.5)});
+    }
+    for (int k = 0; k < trial && n > 0; ++k) values[random() % n] = bad[random() % bad.size()];
+    return values;
+}
+
+/// Every store_checked path on this CPU against the per-value contract: the answer is the start of the block
+/// of the first value not held (n: all held), and when all are held each stored value is the source's.
+template <class Source, class Target, class Run>
+void check_store_checked(std::int64_t lo, std::int64_t hi, Run run) {
+    std::mt19937_64 random(11);
+    for (const std::size_t n : {0, 1, 15, 16, 17, 1023, 1024, 1025, 3000}) {
+        for (int trial = 0; trial < 3; ++trial) {
+            const std::vector<Source> in = values_around<Source>(n, lo, hi, trial, random);
+            std::size_t first = n;
+            for (std::size_t i = 0; i < n && first == n; ++i) {
+                if (!held_in(in[i], lo, hi)) first = i;
+            }
+            std::vector<Target> out(n, Target{0x5A});
+            const std::size_t answer = run(in.data(), n, out.data());
+            CAPTURE(n, trial, first, lo, hi);
+            REQUIRE(answer == (first == n ? n : first / 1024 * 1024));
+            for (std::size_t i = 0; i < answer; ++i) {
+                REQUIRE(out[i] == static_cast<Target>(static_cast<std::int64_t>(in[i])));
+            }
+        }
+    }
+}
+
+struct bounds_case {
+    std::int64_t lo, hi;
+    std::size_t size;
+};
+
+constexpr bounds_case targets[] = {{-128, 127, 1},     {0, 255, 1},   {0, 1, 1},    {-8, 7, 1},
+                                   {-32768, 32767, 2}, {0, 65535, 2}, {0, 1000, 2}, {INT32_MIN, INT32_MAX, 4},
+                                   {0, UINT32_MAX, 4}};
+
+template <class Target, class Source>
+void check_integer_paths(const bounds_case& target) {
+    using limits = std::numeric_limits<Source>;
+    const auto lo = static_cast<Source>(std::max<long double>(target.lo, limits::min()));
+    const auto hi = static_cast<Source>(std::min<long double>(target.hi, limits::max()));
+    check_store_checked<Source, Target>(lo, hi, [&](const Source* in, std::size_t n, Target* out) {
+        return npb::detail::store_checked(in, n, out, lo, hi);
+    });
+    check_store_checked<Source, Target>(lo, hi, [&](const Source* in, std::size_t n, Target* out) {
+        return npb::detail::store_checked_integers(in, n, out, lo, hi);  // AVX2 where this CPU has it
+    });
+#if defined(NPYBRIDGE_X86)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) {
+        check_store_checked<Source, Target>(lo, hi, [&](const Source* in, std::size_t n, Target* out) {
+            return npb::detail::store_checked_avx2(in, n, out, lo, hi);
+        });
+    }
+#endif
+}
+
+template <class Target, class Source>
+void check_float_paths(const bounds_case& target) {
+    check_store_checked<Source, Target>(target.lo, target.hi, [&](const Source* in, std::size_t n, Target* out) {
+        return npb::detail::store_checked_floats(in, n, out, target.lo, target.hi);
+    });
+    check_store_checked<Source, Target>(target.lo, target.hi, [&](const Source* in, std::size_t n, Target* out) {
+        return npb::detail::store_checked<std::int64_t, double>(in, n, out, target.lo, target.hi);  // portable
+    });
+#if defined(NPYBRIDGE_SSE2)
+    if (target.hi <= INT32_MAX) {
+        check_store_checked<Source, Target>(target.lo, target.hi, [&](const Source* in, std::size_t n, Target* out) {
+            return npb::detail::store_checked_sse2(in, n, out, static_cast<std::int32_t>(target.lo),
+                                                   static_cast<std::int32_t>(target.hi));
+        });
+    }
+#endif
+}
+
+template <class Target>
+void check_sources(const bounds_case& target) {
+    check_integer_paths<Target, std::int8_t>(target);
+    check_integer_paths<Target, std::int16_t>(target);
+    check_integer_paths<Target, std::int32_t>(target);
+    check_integer_paths<Target, std::int64_t>(target);
+    check_integer_paths<Target, std::uint8_t>(target);
+    check_integer_paths<Target, std::uint16_t>(target);
+    check_integer_paths<Target, std::uint32_t>(target);
+    check_integer_paths<Target, std::uint64_t>(target);
+    check_float_paths<Target, float>(target);
+    check_float_paths<Target, double>(target);
+}
+
+}  // namespace
+
+TEST_CASE("checked narrowing into integer storage tests and stores in one pass, on every path, as each value says",
+          "[narrowing]") {
+    for (const bounds_case& target : targets) {
+        CAPTURE(target.lo, target.hi, target.size);
+        if (target.size == 1) check_sources<std::uint8_t>(target);
+        if (target.size == 2) check_sources<std::uint16_t>(target);
+        if (target.size == 4) check_sources<std::uint32_t>(target);
+    }
+}

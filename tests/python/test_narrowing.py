@@ -389,3 +389,42 @@ def test_explicit_dtype_converts_values_held_exactly_and_refuses_the_rest():
     with pytest.raises(nbx.DTypeError, match="cannot cast numpy complex128 to Float32 with narrowing='checked'"):
         Tensor.from_numpy(np.array([1 + 2j]), dtype="Float32")
     assert Tensor.from_numpy(np.array([1.5, 300.0]), dtype="Int8", narrowing="wrap").dtype_name == "Int8"
+
+
+BLOCK_SOURCES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64"]
+
+
+def _one_bad_value(source, lo, hi, draw):
+    """A value of `source` that INT_RANGES' (lo, hi) does not hold, or None when every value of it fits."""
+    dtype = np.dtype(source)
+    candidates = []
+    if dtype.kind == "f":
+        candidates += [np.nan, np.inf, -np.inf, 0.5, hi - 0.5, lo + 0.25]
+    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+    candidates += [v for v in (lo - 1, hi + 1) if info.min <= v <= info.max]
+    candidates = [v for v in candidates if dtype.kind == "f" or float(v).is_integer()]
+    return dtype.type(draw(st.sampled_from(candidates))) if candidates else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), source=st.sampled_from(BLOCK_SOURCES), target=st.sampled_from(sorted(INT_RANGES)),
+       n=st.integers(1, 2600))
+def test_checked_narrowing_of_long_arrays_tests_every_value_as_it_stores_it(data, source, target, n):
+    """Into integer dtypes the check and the store are one pass over blocks: a value not held anywhere (a vector
+    lane, a block's tail) is named by its own index; with none, the values are stored unchanged."""
+    lo, hi = INT_RANGES[target]
+    dtype = np.dtype(source)
+    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+    inside = (max(lo, int(max(info.min, -2 ** 24))), min(hi, int(min(info.max, 2 ** 24))))
+    values = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1))).integers(*inside, n, endpoint=True)
+    array = values.astype(dtype)
+    bad = _one_bad_value(source, lo, hi, data.draw)
+    at = data.draw(st.integers(0, n - 1))
+    if bad is not None and data.draw(st.booleans()):
+        array[at] = bad
+        with pytest.raises(nbx.ValueRangeError, match=re.escape(f"at index ({at},)")):
+            Tensor.from_numpy(array, dtype=target)
+        return
+    stored = np.frombuffer(Tensor.from_numpy(array, dtype=target).storage(), np.dtype(target.lower()))
+    assert (stored.astype(np.int64) == values).all()
+

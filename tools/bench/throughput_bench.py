@@ -31,6 +31,8 @@ def rows(nbx, n, ml_dtypes):
     square = f32[: 4096 * 4096].reshape(4096, 4096) if n >= 4096 * 4096 else f32.reshape(-1, 64)
     cube = ints[: 64 * 512 * 512].astype(np.int16).reshape(64, 512, 512) if n >= 64 * 512 * 512 else None
     odd = (ints % 16 * 2 - 15).astype(np.int8)
+    small = np.clip(ints, -128, 127).astype(np.int32)
+    whole = np.rint(f32)
     made = []
     if ml_dtypes is not None:
         bf = ml_dtypes.bfloat16
@@ -54,6 +56,10 @@ def rows(nbx, n, ml_dtypes):
          "astype(int32)"),
         ("float64 -> Float32, checked", f64, lambda: Tensor.from_numpy(f64), lambda: f64.astype(np.float32),
          "astype(float32)"),
+        ("int32 -> Int8, checked", small, lambda: Tensor.from_numpy(small, dtype="Int8"),
+         lambda: small.astype(np.int8), "astype(int8)"),
+        ("float32 -> Int16, checked", whole, lambda: Tensor.from_numpy(whole, dtype="Int16"),
+         lambda: whole.astype(np.int16), "astype(int16)"),
         ("quantize float32 -> QuantizedS8", f32, lambda: nbx.quantize(f32, qs8),
          lambda: np.clip(np.rint(f32 / np.float32(0.5)), -128, 127).astype(np.int8), "clip(rint(x / s)).astype"),
         ("dequantize QuantizedS8 -> float32", codes.astype(qs8), lambda: nbx.dequantize(codes.astype(qs8)),
@@ -82,6 +88,7 @@ def main(argv=None):
     parser.add_argument("bazel_bin")
     parser.add_argument("--elements", type=int, default=16 << 20)
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--only", default="", help="run the rows whose name holds this text")
     args = parser.parse_args(argv)
     sys.path.insert(0, os.path.join(args.bazel_bin, "examples"))
     import npybridge_example as nbx
@@ -96,6 +103,8 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|")
     saved = []
     for name, source, ours, peer, peer_name in rows(nbx, args.elements, ml_dtypes):
+        if args.only not in name:
+            continue
         nbytes = source.nbytes
         plain_from, plain_to = np.empty(nbytes, np.uint8), np.empty(nbytes, np.uint8)
         floor = lambda: np.copyto(plain_to, plain_from)  # noqa: E731

@@ -78,18 +78,16 @@ public:
     }
 
 private:
-    /// The owner block and the storage in one allocation: the block, then
-    /// `bytes` from the first 64-byte boundary after it. Plain operator new
-    /// (an aligned new costs glibc a slow memalign per call). Large buffers
-    /// are 2 MiB aligned and, on Linux, asked for transparent huge pages (as
-    /// NumPy does): first-touch page faults otherwise dominate big conversions.
+    /// The owner block and the storage in one allocation: the block, then `bytes` from the first 64-byte boundary
+    /// after it. Plain operator new (an aligned new costs glibc a slow memalign per call). Large buffers come from
+    /// malloc, as NumPy's do, so that the allocator reuses the pages of a freed one (a fresh mapping costs the
+    /// kernel a zeroed page per first touch), and on Linux are asked for transparent huge pages.
     struct storage_block : owner_block {
         using owner_block::owner_block;
     };
     static constexpr std::size_t storage_alignment = 64;
 
     static owner_handle allocate(std::size_t bytes, void*& data) {
-        constexpr std::size_t huge = std::size_t{2} << 20;
         const std::size_t total = sizeof(storage_block) + storage_alignment + (bytes > 0 ? bytes : 1);
         void* memory;
         void (*release)(owner_block*) noexcept;
@@ -100,11 +98,13 @@ private:
                 ::operator delete(static_cast<void*>(self));
             };
         } else {
-            const std::size_t rounded = (total + huge - 1) / huge * huge;
-            memory = std::aligned_alloc(huge, rounded);
+            memory = std::malloc(total);
             if (memory == nullptr) throw std::bad_alloc();
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-            madvise(memory, rounded, MADV_HUGEPAGE);  // advice only: failure is harmless
+            constexpr std::uintptr_t page = 4096;
+            const auto first = (reinterpret_cast<std::uintptr_t>(memory) + page - 1) & ~(page - 1);
+            const auto end = reinterpret_cast<std::uintptr_t>(memory) + total;
+            madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);  // advice only: failure is harmless
 #endif
             release = [](owner_block* self) noexcept {
                 static_cast<storage_block*>(self)->~storage_block();

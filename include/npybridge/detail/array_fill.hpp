@@ -18,8 +18,12 @@
 #include <npybridge/python.hpp>
 #include <npybridge/core/tensor.hpp>
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
@@ -302,6 +306,82 @@ inline bool convert_by_kernel(const fill_plan& plan, PyArrayObject* array, const
     return true;
 }
 
+/// The first value from `start` on that `bounds` does not hold, as check_values names it (index from 0).
+inline unfit_value unfit_from(PyArrayObject* array, std::size_t start, const value_bounds& bounds) {
+    const npy_intp size = PyArray_ITEMSIZE(array);
+    const auto* data = static_cast<const char*>(PyArray_DATA(array)) + start * static_cast<std::size_t>(size);
+    unfit_value unfit = *first_unfit_in(descr_kind(PyArray_DESCR(array)), size, data,
+                                        static_cast<std::size_t>(PyArray_SIZE(array)) - start, 1, bounds);
+    unfit.index += start;
+    return unfit;
+}
+
+/// Calls `store(pointer)` with `data` as the integer or float type of numpy's (kind, itemsize): 'i', 'u', or 'f'
+/// of 4 or 8 bytes.
+template <class Store>
+std::size_t with_number_pointer(char kind, npy_intp itemsize, const void* data, Store store) {
+    switch (kind == 'f' ? 100 + itemsize : kind == 'i' ? itemsize : -itemsize) {
+        case 1: return store(static_cast<const std::int8_t*>(data));
+        case 2: return store(static_cast<const std::int16_t*>(data));
+        case 4: return store(static_cast<const std::int32_t*>(data));
+        case 8: return store(static_cast<const std::int64_t*>(data));
+        case -1: return store(static_cast<const std::uint8_t*>(data));
+        case -2: return store(static_cast<const std::uint16_t*>(data));
+        case -4: return store(static_cast<const std::uint32_t*>(data));
+        case -8: return store(static_cast<const std::uint64_t*>(data));
+        case 104: return store(static_cast<const float*>(data));
+        default: return store(static_cast<const double*>(data));
+    }
+}
+
+/// n values into 1-, 2- or 4-byte integer storage within `bounds`, tested as they are stored: the start of the
+/// block holding the first value that is not held, or n.
+template <class Source>
+std::size_t store_within(const Source* in, std::size_t n, void* out, std::size_t size, const value_bounds& bounds) {
+    const auto store_as = [&](auto* to, auto lo, auto hi) {
+        if constexpr (std::is_floating_point_v<Source>)
+            return store_checked_floats(in, n, to, lo, hi);
+        else
+            return store_checked_integers(in, n, to, lo, hi);
+    };
+    const auto into_size = [&](auto lo, auto hi) {
+        if (size == 1) return store_as(static_cast<std::uint8_t*>(out), lo, hi);
+        if (size == 2) return store_as(static_cast<std::uint16_t*>(out), lo, hi);
+        return store_as(static_cast<std::uint32_t*>(out), lo, hi);
+    };
+    if constexpr (std::is_floating_point_v<Source>) {
+        return into_size(bounds.lo, bounds.hi);
+    } else {
+        using limits = std::numeric_limits<Source>;
+        return into_size(static_cast<Source>(std::max<long double>(bounds.lo, limits::min())),
+                         static_cast<Source>(std::min<long double>(bounds.hi, limits::max())));
+    }
+}
+
+/// Integers and floats into 1-, 2- or 4-byte integer storage under narrowing='checked', tested and stored in
+/// one pass (store_within): for C-contiguous, aligned, native sources into fresh memory. False for anything
+/// else (check_values, then numpy's cast).
+inline bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
+                                          const fill_target& into) {
+    const char kind = descr_kind(PyArray_DESCR(array));
+    const npy_intp itemsize = PyArray_ITEMSIZE(array);
+    const std::size_t size = into.type.info().element_size;
+    const bool source_fits = kind == 'i' || kind == 'u' || (kind == 'f' && (itemsize == 4 || itemsize == 8));
+    if ((plan.check != value_check::range && plan.check != value_check::whole) || into.check_first ||
+        into.type.info().is_packed || size > 4 || !source_fits || !PyArray_IS_C_CONTIGUOUS(array) ||
+        !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) {
+        return false;
+    }
+    const value_bounds bounds = *storage_bounds(into.type.info());
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
+    const std::size_t bad = without_gil_if_large(n * static_cast<std::size_t>(itemsize), [&] {
+        return with_number_pointer(kind, itemsize, PyArray_DATA(array),
+                                   [&](const auto* in) { return store_within(in, n, into.out, size, bounds); });
+    });
+    if (bad != n) throw_unfit_value(array_dtype, into.type, plan.check, unfit_from(array, bad, bounds), into.layout);
+    return true;
+}
+
 /// The plan's value check, before anything is written: the first value the tensor's dtype does not hold is an
 /// error (the same storage: a value that is not one of its codes).
 inline void check_values(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
@@ -338,9 +418,11 @@ inline void run_fill(const fill_plan& plan, const copy_values& values, const std
         convert_exact_into_float32(array, array_dtype, into.out, into.layout)) {
         return;
     }
-    if (plan.route == fill_route::convert && static_cast<std::size_t>(PyArray_NDIM(array)) == into.layout.ndim &&
-        convert_by_kernel(plan, array, array_dtype, into)) {
-        return;
+    const bool same_ndim = static_cast<std::size_t>(PyArray_NDIM(array)) == into.layout.ndim;
+    if (plan.route == fill_route::convert && same_ndim && convert_by_kernel(plan, array, array_dtype, into)) return;
+    if (plan.route == fill_route::convert && same_ndim &&
+        convert_checked_into_integers(plan, array, array_dtype, into)) {
+        return;  // every value stored is one of the target's codes: nothing to settle
     }
     check_values(plan, array, array_dtype, into);
     if (plan.route == fill_route::same) {

@@ -1,5 +1,6 @@
-// npybridge/core/detail/narrowing_kernels.hpp — value checks of checked narrowing (int64 -> int32 and float64 ->
-// float32 with a per-value fit check, portable and SSE2; ranges, whole numbers, exactly held integers).
+// npybridge/core/detail/narrowing_kernels.hpp — the loops of checked narrowing: int64 -> int32 and float64 -> float32,
+// integers and floats into integer storage tested as they are stored, and the scans for ranges, whole numbers and
+// exactly held integers (portable, with SSE2 and AVX2 levels).
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -272,6 +273,165 @@ std::size_t convert_checking_overflow(const T* in, std::size_t n, Out* out, T ov
         convert(in + start, count, out + start);
     }
     return n;
+}
+
+/// One block of store_checked: each value clamped to [lo, hi] (NaN to lo) and stored as Target; true when the
+/// clamp or the cast changed one (out of range, a fraction, NaN). Floats are clamped in Clamp, a float type that
+/// holds lo and hi exactly; Wide is the integer the clamped value passes through. Branch-free, so compilers
+/// vectorize it; always inlined, so it takes the instruction set of the loop that calls it.
+template <class Wide, class Clamp, class Source, class Target>
+__attribute__((always_inline)) inline bool store_checked_block(const Source* __restrict in, Target* __restrict out,
+                                                               std::size_t count, Wide lo, Wide hi) noexcept {
+    Wide changed = 0;  // nonzero once a value changed: a reduction in the lanes' own width
+    for (std::size_t i = 0; i < count; ++i) {
+        if constexpr (std::is_floating_point_v<Source>) {
+            const Clamp value = static_cast<Clamp>(in[i]);
+            const Clamp lowest = static_cast<Clamp>(lo), highest = static_cast<Clamp>(hi);
+            const auto held = static_cast<Wide>(!(value >= lowest) ? lowest : value > highest ? highest : value);
+            changed |= static_cast<Wide>(static_cast<Clamp>(held) != value);
+            out[i] = static_cast<Target>(held);
+        } else {
+            const Source value = in[i];
+            const Source held = value < lo ? lo : value > hi ? hi : value;
+            changed |= held ^ value;
+            out[i] = static_cast<Target>(held);
+        }
+    }
+    return changed != 0;
+}
+
+/// Blocks of 1024 (a constant trip count, which -O2's vectorizer takes): the start of the first block holding a
+/// value that changed, or n.
+template <class Wide, class Clamp, class Source, class Target>
+__attribute__((always_inline)) inline std::size_t store_checked_blocks(const Source* in, std::size_t n, Target* out,
+                                                                       Wide lo, Wide hi) noexcept {
+    constexpr std::size_t block = 1024;
+    std::size_t start = 0;
+    for (; start + block <= n; start += block) {
+        if (store_checked_block<Wide, Clamp>(in + start, out + start, block, lo, hi)) return start;
+    }
+    return store_checked_block<Wide, Clamp>(in + start, out + start, n - start, lo, hi) ? start : n;
+}
+
+/// Integers or floats into integer storage in one pass over memory, each value tested as it is stored
+/// (store_checked_block). Returns the start of the first block holding a value that does not fit (the values
+/// from it on are not all stored: fresh memory only), or n.
+template <class Wide, class Clamp = Wide, class Source, class Target>
+std::size_t store_checked(const Source* in, std::size_t n, Target* out, Wide lo, Wide hi) noexcept {
+    return store_checked_blocks<Wide, Clamp>(in, n, out, lo, hi);
+}
+
+#if defined(NPYBRIDGE_X86)
+/// store_checked for integers compiled for AVX2: twice the lanes, the same bits.
+template <class Source, class Target>
+__attribute__((target("avx2"))) std::size_t store_checked_avx2(const Source* in, std::size_t n, Target* out, Source lo,
+                                                               Source hi) noexcept {
+    return store_checked_blocks<Source, Source>(in, n, out, lo, hi);
+}
+#endif
+
+/// Whether the CPU runs AVX2 (the integer kernels' faster level; the tests call each level directly).
+inline bool integer_kernels_use_avx2() noexcept {
+#if defined(NPYBRIDGE_X86)
+    static const bool avx2 = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") != 0;
+    }();
+    return avx2;
+#else
+    return false;
+#endif
+}
+
+/// Integers into integer storage, checked as store_checked does, with AVX2 where the CPU has it.
+template <class Source, class Target>
+std::size_t store_checked_integers(const Source* in, std::size_t n, Target* out, Source lo, Source hi) noexcept {
+#if defined(NPYBRIDGE_X86)
+    if (integer_kernels_use_avx2()) return store_checked_avx2(in, n, out, lo, hi);
+#endif
+    return store_checked(in, n, out, lo, hi);
+}
+
+#if defined(NPYBRIDGE_SSE2)
+/// Four floats (or doubles) clamped to [lo, hi] (NaN to lo; maxps returns its second operand for a NaN) and cut
+/// to int32 lanes; `changed` gains the lanes whose value the clamp or the cut changed.
+inline __m128i clamp_to_int32(const float* in, __m128 lo, __m128 hi, __m128& changed) noexcept {
+    const __m128 value = _mm_loadu_ps(in);
+    const __m128i held = _mm_cvttps_epi32(_mm_min_ps(_mm_max_ps(value, lo), hi));
+    changed = _mm_or_ps(changed, _mm_cmpneq_ps(_mm_cvtepi32_ps(held), value));
+    return held;
+}
+
+inline __m128i clamp_to_int32(const double* in, __m128d lo, __m128d hi, __m128d& changed) noexcept {
+    const __m128d a = _mm_loadu_pd(in), b = _mm_loadu_pd(in + 2);
+    const __m128i held_a = _mm_cvttpd_epi32(_mm_min_pd(_mm_max_pd(a, lo), hi));
+    const __m128i held_b = _mm_cvttpd_epi32(_mm_min_pd(_mm_max_pd(b, lo), hi));
+    changed = _mm_or_pd(changed, _mm_cmpneq_pd(_mm_cvtepi32_pd(held_a), a));
+    changed = _mm_or_pd(changed, _mm_cmpneq_pd(_mm_cvtepi32_pd(held_b), b));
+    return _mm_unpacklo_epi64(held_a, held_b);
+}
+
+/// store_checked for float32 / float64 into 1-, 2- or 4-byte storage whose bounds fit int32, 16 values a step:
+/// the int32 lanes, already within [lo, hi], narrowed by saturating packs (which then change nothing; unsigned
+/// 16-bit lanes are biased by 2^15 around the signed pack).
+template <class Source, class Target>
+std::size_t store_checked_sse2(const Source* in, std::size_t n, Target* out, std::int32_t lo,
+                               std::int32_t hi) noexcept {
+    constexpr bool single = std::is_same_v<Source, float>;
+    const auto splat = [](std::int32_t v) {
+        if constexpr (single)
+            return _mm_set1_ps(static_cast<float>(v));
+        else
+            return _mm_set1_pd(static_cast<double>(v));
+    };
+    using lanes = decltype(splat(0));
+    const lanes low = splat(lo), high = splat(hi);
+    const bool unsigned_16 = sizeof(Target) == 2 && hi > 32767;
+    const __m128i bias = _mm_set1_epi32(unsigned_16 ? 32768 : 0), flip = _mm_set1_epi16(unsigned_16 ? -32768 : 0);
+    constexpr std::size_t block = 1024;
+    std::size_t start = 0;
+    for (; start + block <= n; start += block) {
+        lanes changed{};
+        for (std::size_t i = start; i < start + block; i += 16) {
+            __m128i q[4];
+            for (int k = 0; k < 4; ++k) q[k] = clamp_to_int32(in + i + 4 * k, low, high, changed);
+            auto* to = reinterpret_cast<__m128i*>(out + i);
+            if constexpr (sizeof(Target) == 4) {
+                for (int k = 0; k < 4; ++k) _mm_storeu_si128(to + k, q[k]);
+            } else if constexpr (sizeof(Target) == 2) {
+                for (int k = 0; k < 4; k += 2) {
+                    const __m128i packed = _mm_packs_epi32(_mm_sub_epi32(q[k], bias), _mm_sub_epi32(q[k + 1], bias));
+                    _mm_storeu_si128(to + k / 2, _mm_xor_si128(packed, flip));
+                }
+            } else {
+                const __m128i a = _mm_packs_epi32(q[0], q[1]), b = _mm_packs_epi32(q[2], q[3]);
+                _mm_storeu_si128(to, lo < 0 ? _mm_packs_epi16(a, b) : _mm_packus_epi16(a, b));
+            }
+        }
+        int mask;
+        if constexpr (single)
+            mask = _mm_movemask_ps(changed);
+        else
+            mask = _mm_movemask_pd(changed);
+        if (mask != 0) return start;
+    }
+    const std::size_t rest = store_checked<std::int32_t, double>(in + start, n - start, out + start, lo, hi);
+    return rest == n - start ? n : start + rest;
+}
+#endif
+
+/// Floats into integer storage, checked as store_checked does: SSE2 where the bounds fit int32.
+template <class Source, class Target>
+std::size_t store_checked_floats(const Source* in, std::size_t n, Target* out, std::int64_t lo,
+                                 std::int64_t hi) noexcept {
+    const bool fits_int32 = hi <= std::numeric_limits<std::int32_t>::max();
+#if defined(NPYBRIDGE_SSE2)
+    if (fits_int32) return store_checked_sse2(in, n, out, static_cast<std::int32_t>(lo), static_cast<std::int32_t>(hi));
+#endif
+    if (fits_int32)
+        return store_checked<std::int32_t, double>(in, n, out, static_cast<std::int32_t>(lo),
+                                                   static_cast<std::int32_t>(hi));
+    return store_checked<std::int64_t, double>(in, n, out, lo, hi);
 }
 
 /// Whether a float is a whole number, read from its bits (not from FPU arithmetic, which flush-to-zero mode
