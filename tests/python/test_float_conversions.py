@@ -210,3 +210,34 @@ def test_checked_refuses_the_first_finite_value_that_would_overflow(values, targ
         return
     with pytest.raises(nbx.ValueRangeError, match=rf"at index \({bad[0]},\)"):
         Tensor.from_numpy(array, dtype=name)
+
+
+@pytest.mark.parametrize("library", ["own", "ml_dtypes"])
+@pytest.mark.parametrize("view", ["contiguous", "reversed", "0-d", "byte-swapped", "2-d"])
+def test_every_bfloat16_widens_to_float32_by_its_bits(library, view):
+    """Every bfloat16 bit pattern, NaN payloads and subnormals included, into Float32 as its bits << 16, whichever
+    library's array and however it is laid out (straight into the tensor or through a temporary)."""
+    if library == "ml_dtypes":
+        ml_dtypes = pytest.importorskip("ml_dtypes")
+        bf16 = np.dtype(ml_dtypes.bfloat16)
+    else:
+        bf16 = np.dtype(nbx.bfloat16)
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    source = bits.view(bf16)
+    expected = bits.astype(np.uint32) << 16
+    if view == "reversed":
+        source, expected = source[::-1], expected[::-1]
+    elif view == "0-d":
+        source, expected = source[0x7FC1].reshape(()), expected[0x7FC1].reshape(())
+    elif view == "byte-swapped":
+        swapped = bits.byteswap().view(bf16.newbyteorder())
+        if swapped.dtype.byteorder == "=" or swapped.dtype.isnative:
+            pytest.skip(f"{library}'s bfloat16 has no byte-swapped form")
+        source = swapped
+    elif view == "2-d":
+        source, expected = source.reshape(256, 256), expected.reshape(256, 256)
+    ours = np.frombuffer(Tensor.from_numpy(source, dtype="Float32").storage(), np.uint32).reshape(expected.shape)
+    assert np.array_equal(ours, expected)
+    existing = Tensor.from_numpy(np.zeros(expected.shape, np.float32), policy="copy")
+    existing.copy_from(source)  # copy_into: into existing memory
+    assert np.array_equal(np.frombuffer(existing.storage(), np.uint32).reshape(expected.shape), expected)

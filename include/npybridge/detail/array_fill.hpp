@@ -138,45 +138,61 @@ inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
 /// The values a copy reads, as the planner sees them: user dtypes read as plain numbers unless they go into
 /// their own dtype (any library's bfloat16 as float32, widened by bits; intbN as the int8 bytes it holds;
 /// ml_dtypes' int1/2/4 / uint1/2/4 as int8 / uint8 values); their own dtype through npybridge's own user dtype.
+/// A bfloat16 array is widened on first use (`get`), so that a fill into Float32 can widen it straight into the
+/// tensor (widen_bfloat16_into) instead of into a temporary first.
 struct copy_values {
-    object array;
+    mutable object array;
     std::optional<numpy_dtype_match> match;
+    object bfloat16;  ///< the bfloat16 array these float32 values come from, when not widened yet
 
-    PyArrayObject* get() const noexcept { return reinterpret_cast<PyArrayObject*>(array.get()); }
+    PyArrayObject* get() const {
+        if (!array) array = bfloat16_as_float32(reinterpret_cast<PyArrayObject*>(bfloat16.get()));
+        return reinterpret_cast<PyArrayObject*>(array.get());
+    }
 };
 
 inline copy_values values_for(PyArrayObject* array, const std::optional<numpy_dtype_match>& match,
                               const dtype& target) {
     if (const std::optional<ml_dtypes_subbyte> sub = ml_dtypes_subbyte_kind(PyArray_DESCR(array))) {
         return {low_bits_as_bytes(array, sub->bits, sub->is_signed),
-                numpy_dtype_match{dtype(sub->is_signed ? dtype_enum::Int8 : dtype_enum::Uint8), false}};
+                numpy_dtype_match{dtype(sub->is_signed ? dtype_enum::Int8 : dtype_enum::Uint8), false}, object{}};
     }
     if (match && match->type.info().form == numpy_form::user_dtype && match->type.info().is_packed) {
-        return {view_as(array, PyArray_DescrFromType(NPY_INT8)),
-                numpy_dtype_match{dtype(dtype_enum::Int8), false}};  // intbN
+        return {view_as(array, PyArray_DescrFromType(NPY_INT8)), numpy_dtype_match{dtype(dtype_enum::Int8), false},
+                object{}};  // intbN
     }
     if (!match || match->type.info().form != numpy_form::user_dtype || match->type == target) {
-        return {through_own_user_dtype(array, match), match};
+        return {through_own_user_dtype(array, match), match, object{}};
     }
-    return {bfloat16_as_float32(array), numpy_dtype_match{dtype(dtype_enum::Float32), false}};
+    const numpy_dtype_match as_float32{dtype(dtype_enum::Float32), false};
+    if (PyArray_NDIM(array) == 0) return {bfloat16_as_float32(array), as_float32, object{}};  // numpy 1 casts by value
+    return {object{}, as_float32, object::borrow(reinterpret_cast<PyObject*>(array))};
 }
 
 /// The facts plan_fill asks of the values; numpy is asked about its casts only where the mode needs them.
 inline value_facts value_facts_of(const copy_values& values, const dtype& target, narrowing mode) {
-    PyArrayObject* array = values.get();
+    const bool widening = !values.array;  // bfloat16 values not widened yet: float32, as get() would make them
+    auto* array = reinterpret_cast<PyArrayObject*>(widening ? values.bfloat16.get() : values.array.get());
     value_facts facts;
     facts.type = values.match ? &values.match->type : nullptr;
     facts.narrowed = values.match && values.match->narrowed;
-    facts.kind = descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF ? 'V' : descr_kind(PyArray_DESCR(array));
-    facts.itemsize = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
+    facts.kind = widening                                              ? 'f'
+                 : descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF ? 'V'
+                                                                       : descr_kind(PyArray_DESCR(array));
+    facts.itemsize = widening ? sizeof(float) : static_cast<std::size_t>(PyArray_ITEMSIZE(array));
     facts.empty = PyArray_SIZE(array) == 0;
     const bool checked_foreign = mode == narrowing::checked && !is_number_kind(facts.kind);
     if ((mode != narrowing::checked || checked_foreign) && !target.info().is_packed &&
         target.info().form != numpy_form::none) {
         const object descr = to_numpy_dtype(target, user_dtype_choice::own);
         auto* to = reinterpret_cast<PyArray_Descr*>(descr.get());
-        facts.numpy_safe = PyArray_CanCastArrayTo(array, to, NPY_SAFE_CASTING);
-        facts.numpy_casts = facts.numpy_safe || PyArray_CanCastArrayTo(array, to, NPY_UNSAFE_CASTING);
+        const auto can_cast = [&](NPY_CASTING casting) {
+            if (!widening) return PyArray_CanCastArrayTo(array, to, casting) != 0;
+            const object float32 = object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_FLOAT32)));
+            return PyArray_CanCastTypeTo(reinterpret_cast<PyArray_Descr*>(float32.get()), to, casting) != 0;
+        };
+        facts.numpy_safe = can_cast(NPY_SAFE_CASTING);
+        facts.numpy_casts = facts.numpy_safe || can_cast(NPY_UNSAFE_CASTING);
     }
     return facts;
 }
@@ -251,6 +267,20 @@ struct fill_target {
     /// Every value is checked before the first is written (copy_into's existing memory).
     bool check_first = false;
 };
+
+/// A bfloat16 array not widened yet, C-contiguous, aligned and native, widened by bits straight into the Float32
+/// tensor's contiguous memory: one pass. False for anything else (get() widens into a temporary).
+inline bool widen_bfloat16_into(const copy_values& values, const fill_target& into) {
+    auto* array = reinterpret_cast<PyArrayObject*>(values.bfloat16.get());
+    if (values.array || into.type.id() != dtype_enum::Float32 || !PyArray_IS_C_CONTIGUOUS(array) ||
+        !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) {
+        return false;
+    }
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
+    const auto* in = static_cast<const std::uint16_t*>(PyArray_DATA(array));
+    without_gil_if_large(n * sizeof(float), [&] { bfloat16_to_floats(in, n, static_cast<float*>(into.out)); });
+    return true;
+}
 
 /// The kernel of float32 / float64 values into a BFloat16 or Float16 target, with its overflow check; the index
 /// of the first value that overflows (checked), else n.
@@ -399,10 +429,11 @@ inline void check_values(const fill_plan& plan, PyArrayObject* array, const std:
 inline void run_fill(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
                      const fill_target& into, narrowing mode) {
     const ieee_float_mode ieee;  // the same bits under flush-to-zero, npybridge's loops and numpy's casts alike
-    PyArrayObject* array = values.get();
     const dtype& target = into.type;
     if (plan.route == fill_route::refuse) throw_refusal(plan.refused, array_dtype, values.match, target, mode);
     if (plan.route == fill_route::nothing) return;
+    if (plan.route == fill_route::same && !into.check_first && widen_bfloat16_into(values, into)) return;
+    PyArrayObject* array = values.get();
     const tensor_layout contiguous = tensor_layout::contiguous(into.layout.shape.data(), into.layout.ndim);
     if (plan.route == fill_route::pack) {
         object bytes = lowbit_values(array, target, into.layout);
