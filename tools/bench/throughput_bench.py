@@ -69,11 +69,21 @@ def rows(nbx, n, ml_dtypes):
         ("int8 -> IntB4 pack", odd, lambda: Tensor.from_numpy(odd, dtype="IntB4"), lambda: odd.copy(),
          "a plain int8 copy"),
     ]
+    # The same transposes into memory that is already there (copy_into): the copier without the kernel's
+    # zeroing of fresh pages, beside np.copyto into an existing array.
+    square_into = Tensor.from_numpy(np.empty(square.T.shape, np.float32), policy="copy")
+    square_out = np.empty(square.T.shape, np.float32)
+    made.insert(-1, ("float32 4096x4096 .T copy_into", square.T, lambda: square_into.copy_from(square.T),
+                     lambda: np.copyto(square_out, square.T), "np.copyto"))
     if cube is not None:
         view = cube.transpose(2, 0, 1)
         made.insert(-1, ("int16 (64,512,512) .transpose(2,0,1) copy", view,
                          lambda: Tensor.from_numpy(view, policy="copy"), lambda: np.ascontiguousarray(view),
                          "np.ascontiguousarray"))
+        view_into = Tensor.from_numpy(np.empty(view.shape, np.int16), policy="copy")
+        view_out = np.empty(view.shape, np.int16)
+        made.insert(-1, ("int16 (64,512,512) .transpose(2,0,1) copy_into", view,
+                         lambda: view_into.copy_from(view), lambda: np.copyto(view_out, view), "np.copyto"))
     packed = Tensor.from_numpy(odd, dtype="IntB4")
     made.append(("IntB4 -> int8 unpack", odd, lambda: packed.numpy(), lambda: odd.copy(), "a plain int8 copy"))
     return made

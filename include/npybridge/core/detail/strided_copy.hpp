@@ -290,10 +290,26 @@ struct simd_tile<narrow_op<std::int64_t, std::int32_t, false>> {
 
 // ------------------------------------------------------------ the copier
 
-/// Tile edge in elements: a tile row of the wider side is 128 bytes (two cache
-/// lines), so a tile of both sides is at most 2 * 128 rows of 128 bytes in L1.
+/// A tile's extent in elements: along i, 256 bytes of each source row; along j, one 64-byte cache line of each
+/// destination row, so that every line a tile writes is written whole (docs/performance.md has the sizes tried).
 template <class Op>
-inline constexpr std::size_t tile_edge = std::max<std::size_t>(4, 128 / std::max(Op::in, Op::out));
+inline constexpr std::size_t tile_i = std::max<std::size_t>(8, 256 / Op::in);
+template <class Op>
+inline constexpr std::size_t tile_j = std::max<std::size_t>(8, 64 / Op::out);
+
+/// A whole tile through a buffer: the SIMD tile transposes into contiguous rows, which then go out a row at a
+/// time. Written straight, a tile's destination rows (often a power of two apart, so they share cache sets)
+/// evict each other's lines between the SIMD blocks that fill them.
+template <class Op>
+bool copy_tile_staged(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di) noexcept {
+    constexpr std::size_t rows = tile_i<Op>;
+    constexpr std::size_t row = tile_j<Op> * Op::out;
+    alignas(64) unsigned char staged[rows * row];
+    const bool fits = simd_tile<Op>::run(src, sj, staged, static_cast<std::ptrdiff_t>(row), rows, tile_j<Op>);
+    for (std::size_t i = 0; i < rows; ++i)
+        std::memcpy(dst + static_cast<std::ptrdiff_t>(i) * di, staged + i * row, row);
+    return fits;
+}
 
 /// One 2-D block: i along the source's contiguous dimension, j along the
 /// destination's. Scalar loop for what the SIMD tile leaves (edges, strides
@@ -304,7 +320,9 @@ bool copy_block(const unsigned char* src, std::ptrdiff_t si, std::ptrdiff_t sj, 
     bool ok = true;
     std::size_t done_i = 0, done_j = 0;
     if constexpr (simd_tile<Op>::edge != 0) {
-        if (si == static_cast<std::ptrdiff_t>(Op::in) && dj == static_cast<std::ptrdiff_t>(Op::out)) {
+        const bool unit = si == static_cast<std::ptrdiff_t>(Op::in) && dj == static_cast<std::ptrdiff_t>(Op::out);
+        if (unit && ni == tile_i<Op> && nj == tile_j<Op>) return copy_tile_staged<Op>(src, sj, dst, di);
+        if (unit) {
             constexpr std::size_t e = simd_tile<Op>::edge;
             ok = simd_tile<Op>::run(src, sj, dst, di, ni, nj);
             done_i = ni / e * e;
@@ -381,16 +399,16 @@ bool copy_strided_with(copy_plan plan, const void* source, void* destination) no
     unsigned char* d_base = dst;
     for (;;) {
         if (tiled) {
-            constexpr std::size_t edge = tile_edge<Op>;
             const std::size_t ni = plan.shape[s], nj = plan.shape[d];
-            for (std::size_t i0 = 0; i0 < ni; i0 += edge) {
-                for (std::size_t j0 = 0; j0 < nj; j0 += edge) {
+            for (std::size_t i0 = 0; i0 < ni; i0 += tile_i<Op>) {
+                for (std::size_t j0 = 0; j0 < nj; j0 += tile_j<Op>) {
                     ok &= copy_block<Op>(s_base + static_cast<std::ptrdiff_t>(i0) * plan.src[s] +
                                              static_cast<std::ptrdiff_t>(j0) * plan.src[d],
                                          plan.src[s], plan.src[d],
                                          d_base + static_cast<std::ptrdiff_t>(i0) * plan.dst[s] +
                                              static_cast<std::ptrdiff_t>(j0) * plan.dst[d],
-                                         plan.dst[s], plan.dst[d], std::min(edge, ni - i0), std::min(edge, nj - j0));
+                                         plan.dst[s], plan.dst[d], std::min(tile_i<Op>, ni - i0),
+                                         std::min(tile_j<Op>, nj - j0));
                 }
             }
         } else {
