@@ -7,8 +7,10 @@
 
 #include "tests/support/python.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -97,18 +99,81 @@ TEST_CASE("the bfloat16 array kernels give the scalar conversions' bits", "[bflo
         }
         return n;
     };
-    std::vector<std::uint16_t> bits(floats.size() + 3);
-    for (std::size_t offset = 0; offset < 3; ++offset) {
-        npb::detail::floats_to_bfloat16(floats.data() + offset, floats.size() - offset, bits.data());
-        CHECK(first_difference(floats.size() - offset, [&](std::size_t i) {
-                  return bits[i] == npb::bfloat16::from_float(floats[i + offset]).bits;
-              }) == floats.size() - offset);
+    // Every level this CPU runs (the dispatcher's choice, SSE2, AVX2), unchecked and checked; checked stops at the
+    // first finite value that becomes infinity, which the scalar conversion names.
+    using float_kernel = std::function<std::size_t(const float*, std::size_t, std::uint16_t*, bool)>;
+    std::vector<std::pair<const char*, float_kernel>> float_levels = {
+        {"dispatched",
+         [](auto in, auto n, auto out, bool check) { return npb::detail::floats_to_bfloat16(in, n, out, check); }}};
+    using double_kernel = std::function<std::size_t(const double*, std::size_t, std::uint16_t*, bool)>;
+    std::vector<std::pair<const char*, double_kernel>> double_levels = {
+        {"dispatched",
+         [](auto in, auto n, auto out, bool check) { return npb::detail::doubles_to_bfloat16(in, n, out, check); }}};
+#if defined(NPYBRIDGE_SSE2)
+    float_levels.emplace_back("sse2", [](const float* in, std::size_t n, std::uint16_t* out, bool check) {
+        std::size_t done = 0;
+        const std::size_t bad = npb::detail::floats_to_bfloat16_sse2(in, n, out, check, done);
+        if (bad != n) return bad;
+        for (std::size_t i = done; i < n; ++i) {
+            out[i] = npb::bfloat16::from_float(in[i]).bits;
+            if (check && npb::detail::overflowed(in[i], out[i])) return i;
+        }
+        return n;
+    });
+    double_levels.emplace_back("sse2", [](const double* in, std::size_t n, std::uint16_t* out, bool check) {
+        std::size_t done = 0;
+        const std::size_t bad =
+            npb::detail::doubles_to_16_bits_sse2<7, 127>(in, n, out, npb::detail::bfloat16_bits_of_double, check, done);
+        if (bad != n) return bad;
+        for (std::size_t i = done; i < n; ++i) {
+            out[i] = npb::detail::bfloat16_bits_of_double(in[i]);
+            if (check && npb::detail::overflowed(in[i], out[i], 0x7F80)) return i;
+        }
+        return n;
+    });
+#endif
+#if defined(NPYBRIDGE_X86)
+    if (npb::detail::cpu_has_avx2()) {
+        float_levels.emplace_back("avx2", [](const float* in, std::size_t n, std::uint16_t* out, bool check) {
+            return npb::detail::floats_to_bfloat16_avx2(in, n, out, check);
+        });
+        double_levels.emplace_back("avx2", [](const double* in, std::size_t n, std::uint16_t* out, bool check) {
+            return npb::detail::doubles_to_16_bits_avx2<7, 127>(in, n, out, npb::detail::bfloat16_bits_of_double,
+                                                                check);
+        });
     }
-    std::vector<std::uint16_t> from_doubles(doubles.size());
-    npb::detail::doubles_to_bfloat16(doubles.data(), doubles.size(), from_doubles.data());
-    CHECK(first_difference(doubles.size(), [&](std::size_t i) {
-              return from_doubles[i] == npb::bfloat16::from_double(doubles[i]).bits;
-          }) == doubles.size());
+#endif
+    const auto first_overflow = [](const auto& values, std::size_t offset) {
+        for (std::size_t i = offset; i < values.size(); ++i) {
+            const auto bits = npb::detail::round_to_bfloat16(values[i]).bits;
+            if ((bits & 0x7FFF) == 0x7F80 && std::isfinite(values[i])) return i - offset;
+        }
+        return values.size() - offset;
+    };
+    std::vector<std::uint16_t> bits(std::max(floats.size(), doubles.size()));
+    for (const auto& [level, kernel] : float_levels) {
+        for (std::size_t offset = 0; offset < 3; ++offset) {
+            CAPTURE(level, offset);
+            const std::size_t n = floats.size() - offset;
+            CHECK(kernel(floats.data() + offset, n, bits.data(), false) == n);
+            CHECK(first_difference(n, [&](std::size_t i) {
+                      return bits[i] == npb::bfloat16::from_float(floats[i + offset]).bits;
+                  }) == n);
+            CHECK(kernel(floats.data() + offset, n, bits.data(), true) == first_overflow(floats, offset));
+        }
+    }
+    for (const auto& [level, kernel] : double_levels) {
+        CAPTURE(level);
+        CHECK(kernel(doubles.data(), doubles.size(), bits.data(), false) == doubles.size());
+        CHECK(first_difference(doubles.size(), [&](std::size_t i) {
+                  return bits[i] == npb::bfloat16::from_double(doubles[i]).bits;
+              }) == doubles.size());
+        CHECK(kernel(doubles.data(), doubles.size(), bits.data(), true) == first_overflow(doubles, 0));
+        // Past the first overflow: a run of values that all fit, so a checked level converts every one of them.
+        const std::size_t start = std::min(first_overflow(doubles, 0) + 1, doubles.size());
+        const std::size_t run = std::min<std::size_t>(5000, first_overflow(doubles, start));
+        CHECK(kernel(doubles.data() + start, run, bits.data(), true) == run);
+    }
     std::vector<std::uint16_t> every(0x10000 + 5);
     for (std::size_t i = 0; i < every.size(); ++i) every[i] = static_cast<std::uint16_t>(i * 40503u);
     std::vector<float> widened(every.size());
@@ -149,6 +214,22 @@ TEST_CASE("the float16 array kernels give NumPy's bits on every dispatch level t
     for (std::size_t i = 0; i < doubles.size(); ++i)
         wrong += vector_half[i] != npb::detail::half_bits_of_double(doubles[i]);
     CHECK(wrong == 0);
+    // The same by each level directly (the dispatcher takes one).
+    std::vector<std::uint16_t> level_half(doubles.size());
+#if defined(NPYBRIDGE_SSE2)
+    std::size_t done = 0;
+    npb::detail::doubles_to_16_bits_sse2<10, 15>(doubles.data(), doubles.size(), level_half.data(),
+                                                 npb::detail::half_bits_of_double, false, done);
+    CHECK(std::equal(level_half.begin(), level_half.begin() + static_cast<std::ptrdiff_t>(done), vector_half.begin()));
+    CHECK(done + 8 > doubles.size());
+#endif
+#if defined(NPYBRIDGE_X86)
+    if (npb::detail::cpu_has_avx2()) {
+        CHECK(npb::detail::doubles_to_16_bits_avx2<10, 15>(doubles.data(), doubles.size(), level_half.data(),
+                                                           npb::detail::half_bits_of_double, false) == doubles.size());
+        CHECK(level_half == vector_half);
+    }
+#endif
     // NumPy's NaN rule: the top payload bits kept, a signalling NaN stays one, a low payload becomes 1.
     CHECK(npb::detail::half_bits_like_numpy(npb::detail::float_of(0x7F800001u)) == 0x7C01u);
     CHECK(npb::detail::half_bits_like_numpy(npb::detail::float_of(0xFFC12345u)) == 0xFE09u);

@@ -58,29 +58,83 @@ inline __m128i bfloat16_bits_of_eight(__m128i a, __m128i b) noexcept {
 }
 #endif
 
-/// n floats rounded once to bfloat16 bits; with `check`, stops at the first finite value that becomes infinity
-/// and returns its index (else n).
-inline std::size_t floats_to_bfloat16(const float* in, std::size_t n, std::uint16_t* out, bool check = false) noexcept {
-    const auto overflowed = [](float value, std::uint16_t bits) {
-        return (bits & 0x7FFFu) == 0x7F80u && (bits_of(value) & 0x7F800000u) != 0x7F800000u;
-    };
-    std::size_t i = 0;
+/// Whether bfloat16 bits are an overflow of the finite float `value` (a finite value that became infinity).
+inline bool overflowed(float value, std::uint16_t bits) noexcept {
+    return (bits & 0x7FFFu) == 0x7F80u && (bits_of(value) & 0x7F800000u) != 0x7F800000u;
+}
+
 #if defined(NPYBRIDGE_SSE2)
+/// The SSE2 loop of floats_to_bfloat16, eight at a time; `done` says where it stopped.
+inline std::size_t floats_to_bfloat16_sse2(const float* in, std::size_t n, std::uint16_t* out, bool check,
+                                           std::size_t& done) noexcept {
+    std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
         const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 4));
         const __m128i bits = bfloat16_bits_of_eight(a, b);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), bits);
-        if (check) {
-            const __m128i infinite =
-                _mm_cmpeq_epi16(_mm_and_si128(bits, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x7F80));
-            if (_mm_movemask_epi8(infinite) != 0) {
-                for (std::size_t k = i; k < i + 8; ++k) {
-                    if (overflowed(in[k], out[k])) return k;
-                }
+        if (!check) continue;
+        const __m128i infinite = _mm_cmpeq_epi16(_mm_and_si128(bits, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x7F80));
+        if (_mm_movemask_epi8(infinite) == 0) continue;
+        for (std::size_t k = i; k < i + 8; ++k) {
+            if (overflowed(in[k], out[k])) {
+                done = i;
+                return k;
             }
         }
     }
+    done = i;
+    return n;
+}
+#endif
+
+/// One block of floats rounded as bfloat16_bits_of_eight does, branch-free for the compiler to vectorize in its
+/// caller's instruction set: true when, with `check`, a finite value became infinity.
+__attribute__((always_inline)) inline bool floats_to_bfloat16_block(const float* __restrict in,
+                                                                    std::uint16_t* __restrict out, std::size_t count,
+                                                                    bool check) noexcept {
+    std::uint32_t overflow = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        std::uint32_t u;
+        std::memcpy(&u, in + i, sizeof u);
+        const std::uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+        const bool special = (u & 0x7F800000u) == 0x7F800000u;
+        const std::uint32_t kept = (u >> 16) | static_cast<std::uint32_t>((u & 0xFFFFu) != 0);
+        const std::uint32_t bits = special ? kept : rounded;
+        overflow |= static_cast<std::uint32_t>(check & !special & ((bits & 0x7FFFu) == 0x7F80u));
+        out[i] = static_cast<std::uint16_t>(bits);
+    }
+    return overflow != 0;
+}
+
+#if defined(NPYBRIDGE_X86)
+/// floats_to_bfloat16 compiled for AVX2, blocks of 256; the overflow is looked for in its block.
+__attribute__((target("avx2"))) inline std::size_t floats_to_bfloat16_avx2(const float* in, std::size_t n,
+                                                                           std::uint16_t* out, bool check) noexcept {
+    constexpr std::size_t block = 256;
+    for (std::size_t start = 0; start < n; start += block) {
+        const std::size_t count = n - start < block ? n - start : block;
+        const bool overflow = count == block ? floats_to_bfloat16_block(in + start, out + start, block, check)
+                                             : floats_to_bfloat16_block(in + start, out + start, count, check);
+        if (!overflow) continue;
+        for (std::size_t k = start;; ++k) {
+            if (overflowed(in[k], out[k])) return k;
+        }
+    }
+    return n;
+}
+#endif
+
+/// n floats rounded once to bfloat16 bits; with `check`, stops at the first finite value that becomes infinity
+/// and returns its index (else n). AVX2 where the CPU has it, else SSE2, else one by one.
+inline std::size_t floats_to_bfloat16(const float* in, std::size_t n, std::uint16_t* out, bool check = false) noexcept {
+    std::size_t i = 0;
+#if defined(NPYBRIDGE_X86)
+    if (cpu_has_avx2()) return floats_to_bfloat16_avx2(in, n, out, check);
+#endif
+#if defined(NPYBRIDGE_SSE2)
+    const std::size_t bad = floats_to_bfloat16_sse2(in, n, out, check, i);
+    if (bad != n) return bad;
 #endif
     for (; i < n; ++i) {
         out[i] = bfloat16::from_float(in[i]).bits;
@@ -174,6 +228,54 @@ std::size_t doubles_to_16_bits_sse2(const double* in, std::size_t n, std::uint16
 }
 #endif
 
+/// One block of doubles rounded as round_two_doubles does, written branch-free so that the compiler vectorizes it
+/// for the instruction set of its caller: true when a lane is outside the fast path (zero, subnormal, NaN,
+/// infinity, beyond the format) or, with `check`, became infinity.
+template <int Kept, int Bias>
+__attribute__((always_inline)) inline bool doubles_to_16_bits_block(const double* __restrict in,
+                                                                    std::uint16_t* __restrict out, std::size_t count,
+                                                                    bool check) noexcept {
+    constexpr int shift = 52 - Kept;
+    constexpr std::uint64_t infinity = ((std::uint64_t{1} << (15 - Kept)) - 1) << Kept;
+    std::uint64_t suspect = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        std::uint64_t u;
+        std::memcpy(&u, in + i, sizeof u);
+        const std::uint64_t magnitude = u & 0x7FFFFFFFFFFFFFFFu;
+        const std::uint64_t exponent = magnitude >> 52;
+        suspect |= static_cast<std::uint64_t>(exponent - (1024 - Bias) > 2 * Bias - 1);
+        const std::uint64_t rounded =
+            (magnitude + ((std::uint64_t{1} << (shift - 1)) - 1) + ((magnitude >> shift) & 1)) >> shift;
+        const std::uint64_t bits = rounded - (std::uint64_t{1023 - Bias} << Kept);
+        suspect |= static_cast<std::uint64_t>(check) & static_cast<std::uint64_t>(bits == infinity);
+        out[i] = static_cast<std::uint16_t>(bits | ((u >> 48) & 0x8000u));
+    }
+    return suspect != 0;
+}
+
+#if defined(NPYBRIDGE_X86)
+/// doubles_to_16_bit_floats compiled for AVX2: blocks of 256 by doubles_to_16_bits_block, a suspect block redone
+/// by `scalar` (the same bits).
+template <int Kept, int Bias, class Scalar>
+__attribute__((target("avx2"))) std::size_t doubles_to_16_bits_avx2(const double* in, std::size_t n, std::uint16_t* out,
+                                                                    Scalar scalar, bool check) noexcept {
+    constexpr auto infinity = static_cast<std::uint16_t>(((1u << (15 - Kept)) - 1u) << Kept);
+    constexpr std::size_t block = 256;
+    for (std::size_t start = 0; start < n; start += block) {
+        const std::size_t count = n - start < block ? n - start : block;
+        const bool suspect = count == block
+                                 ? doubles_to_16_bits_block<Kept, Bias>(in + start, out + start, block, check)
+                                 : doubles_to_16_bits_block<Kept, Bias>(in + start, out + start, count, check);
+        if (!suspect) continue;
+        for (std::size_t k = start; k < start + count; ++k) {
+            out[k] = scalar(in[k]);
+            if (check && overflowed(in[k], out[k], infinity)) return k;
+        }
+    }
+    return n;
+}
+#endif
+
 /// n doubles rounded once into 16-bit floats of `Kept` mantissa bits and exponent bias `Bias`, `scalar` giving one
 /// (bfloat16_bits_of_double, half_bits_of_double); with `check`, stops at the first finite value that becomes
 /// infinity and returns its index (else n).
@@ -182,6 +284,9 @@ std::size_t doubles_to_16_bit_floats(const double* in, std::size_t n, std::uint1
                                      bool check) noexcept {
     constexpr auto infinity = static_cast<std::uint16_t>(((1u << (15 - Kept)) - 1u) << Kept);
     std::size_t i = 0;
+#if defined(NPYBRIDGE_X86)
+    if (cpu_has_avx2()) return doubles_to_16_bits_avx2<Kept, Bias>(in, n, out, scalar, check);
+#endif
 #if defined(NPYBRIDGE_SSE2)
     const std::size_t bad = doubles_to_16_bits_sse2<Kept, Bias>(in, n, out, scalar, check, i);
     if (bad != n) return bad;

@@ -330,24 +330,11 @@ __attribute__((target("avx2"))) std::size_t store_checked_avx2(const Source* in,
 }
 #endif
 
-/// Whether the CPU runs AVX2 (the integer kernels' faster level; the tests call each level directly).
-inline bool integer_kernels_use_avx2() noexcept {
-#if defined(NPYBRIDGE_X86)
-    static const bool avx2 = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") != 0;
-    }();
-    return avx2;
-#else
-    return false;
-#endif
-}
-
 /// Integers into integer storage, checked as store_checked does, with AVX2 where the CPU has it.
 template <class Source, class Target>
 std::size_t store_checked_integers(const Source* in, std::size_t n, Target* out, Source lo, Source hi) noexcept {
 #if defined(NPYBRIDGE_X86)
-    if (integer_kernels_use_avx2()) return store_checked_avx2(in, n, out, lo, hi);
+    if (cpu_has_avx2()) return store_checked_avx2(in, n, out, lo, hi);
 #endif
     return store_checked(in, n, out, lo, hi);
 }

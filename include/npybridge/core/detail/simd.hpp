@@ -18,3 +18,23 @@
 #include <emmintrin.h>
 #include <xmmintrin.h>
 #endif
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+/// Whether this CPU runs AVX2: the kernels' widest level (each has a portable or SSE2 level with the same bits,
+/// and the tests call every level this CPU runs directly). Asked once.
+inline bool cpu_has_avx2() noexcept {
+#if defined(NPYBRIDGE_X86)
+    static const bool avx2 = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") != 0;
+    }();
+    return avx2;
+#else
+    return false;
+#endif
+}
+
+}  // namespace detail
+}  // namespace npybridge
