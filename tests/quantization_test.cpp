@@ -2,6 +2,7 @@
 // at construction, quantize / dequantize with MegDNN's rounding and clamps.
 #include <catch2/catch.hpp>
 
+#include <npybridge/core/detail/quantize_kernels.hpp>
 #include <npybridge/core/quantization.hpp>
 
 #include "tests/support/python.hpp"
@@ -13,6 +14,7 @@
 #include <limits>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <cstring>
 #include <unordered_set>
 #include <vector>
@@ -178,16 +180,23 @@ template <class Code>
 void check_array_quantize(const npb::dtype& type) {
     const std::vector<float> values = probe_floats();
     std::vector<Code> codes(values.size() + 3);
-    for (std::size_t offset = 0; offset < 3; ++offset) {  // every alignment of the tail and the vector loop
-        npb::detail::quantize_floats(
-            values.data() + offset, values.size() - offset,
-            npb::detail::quantize_rule_of(type.info(), *type.scale(), type.zero_point().value_or(0)), codes.data());
-        std::size_t first_wrong = values.size();  // one assertion per run: ASan builds time each
-        for (std::size_t i = 0; i + offset < values.size() && first_wrong == values.size(); ++i) {
-            if (static_cast<std::int32_t>(codes[i]) != npb::quantize(type, values[i + offset])) first_wrong = i;
+    using kernel = void (*)(const float*, std::size_t, const npb::detail::quantize_rule&, Code*) noexcept;
+    std::vector<std::pair<const char*, kernel>> levels = {{"dispatched", npb::detail::quantize_floats<Code>},
+                                                          {"sse2", npb::detail::quantize_floats_sse2<Code>}};
+#if defined(NPYBRIDGE_X86)
+    if (npb::detail::cpu_has_avx2()) levels.emplace_back("avx2", npb::detail::quantize_floats_avx2<Code>);
+#endif
+    const auto rule = npb::detail::quantize_rule_of(type.info(), *type.scale(), type.zero_point().value_or(0));
+    for (const auto& [level, quantize_floats] : levels) {
+        for (std::size_t offset = 0; offset < 3; ++offset) {  // every alignment of the tail and the vector loop
+            quantize_floats(values.data() + offset, values.size() - offset, rule, codes.data());
+            std::size_t first_wrong = values.size();  // one assertion per run: ASan builds time each
+            for (std::size_t i = 0; i + offset < values.size() && first_wrong == values.size(); ++i) {
+                if (static_cast<std::int32_t>(codes[i]) != npb::quantize(type, values[i + offset])) first_wrong = i;
+            }
+            INFO(type.to_string() << " " << level << " offset " << offset << " first wrong at " << first_wrong);
+            REQUIRE(first_wrong == values.size());
         }
-        INFO(type.to_string() << " offset " << offset << " first wrong at " << first_wrong);
-        REQUIRE(first_wrong == values.size());
     }
     std::vector<Code> all;
     for (double c = type.info().range.lo; c <= type.info().range.hi; c += type.info().range.hi > 70000 ? 65537 : 1) {

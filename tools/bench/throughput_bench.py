@@ -27,6 +27,7 @@ def rows(nbx, n, ml_dtypes):
     ints = np.rint(f64).astype(np.int64)
     Tensor = nbx.Tensor
     qs8 = np.dtype(np.int8, metadata={"mgb_dtype": {"name": "QuantizedS8", "scale": 0.5}})
+    qs4 = np.dtype(np.int8, metadata={"mgb_dtype": {"name": "QuantizedS4", "scale": 0.5}})
     codes = np.clip(np.rint(f32 / 0.5), -128, 127).astype(np.int8)
     square = f32[: 4096 * 4096].reshape(4096, 4096) if n >= 4096 * 4096 else f32.reshape(-1, 64)
     cube = ints[: 64 * 512 * 512].astype(np.int16).reshape(64, 512, 512) if n >= 64 * 512 * 512 else None
@@ -62,6 +63,8 @@ def rows(nbx, n, ml_dtypes):
          lambda: whole.astype(np.int16), "astype(int16)"),
         ("quantize float32 -> QuantizedS8", f32, lambda: nbx.quantize(f32, qs8),
          lambda: np.clip(np.rint(f32 / np.float32(0.5)), -128, 127).astype(np.int8), "clip(rint(x / s)).astype"),
+        ("quantize float32 -> QuantizedS4 (packed)", f32, lambda: nbx.quantize(f32, qs4),
+         lambda: np.clip(np.rint(f32 / np.float32(0.5)), -8, 7).astype(np.int8), "clip(rint(x / s)).astype"),
         ("dequantize QuantizedS8 -> float32", codes.astype(qs8), lambda: nbx.dequantize(codes.astype(qs8)),
          lambda: codes.astype(np.float32) * np.float32(0.5), "astype(float32) * s"),
         ("float32 4096x4096 .T copy", square.T, lambda: Tensor.from_numpy(square.T, policy="copy"),

@@ -4,10 +4,12 @@
 
 #include <npybridge/core/config.hpp>
 #include <npybridge/convert.hpp>
+#include <npybridge/core/lowbit.hpp>
 #include <npybridge/core/quantization.hpp>
 #include <npybridge/core/detail/float_mode.hpp>
 #include <npybridge/core/detail/quantize_kernels.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,23 +38,40 @@ inline object float32_values(PyObject* values) {
     return object::steal(floats);
 }
 
-/// Codes of `rule` for n floats into fresh memory of `type` (packed dtypes through one byte per code).
+/// Codes of `rule` for n floats packed straight into fresh memory of a packed dtype, a chunk at a time: a chunk's
+/// one-byte codes are packed while still in cache, so the floats are read once and the packed bytes written once.
+/// A chunk is 8192 codes (whole bytes of any width), or whole rows when each of several rows starts a byte of its
+/// own.
+inline void quantize_packed(const dtype_info& info, const quantize_rule& rule, const float* in, std::size_t n,
+                            std::size_t row_length, lowbit_layout packing, std::uint8_t* out) {
+    const lowbit_codec codec = make_codec(info);
+    const bool one_stream =
+        packing == lowbit_layout::compact || row_length == 0 || row_length == n || (row_length * codec.bits) % 8 == 0;
+    const std::size_t chunk = one_stream ? 8192 : std::max<std::size_t>(1, 8192 / row_length) * row_length;
+    const std::unique_ptr<std::uint8_t[]> codes(new std::uint8_t[std::min(chunk, n > 0 ? n : 1)]);  // all written
+    for (std::size_t start = 0; start < n; start += chunk) {
+        const std::size_t count = std::min(chunk, n - start);
+        if (info.range.lo < 0) {
+            quantize_floats(in + start, count, rule, reinterpret_cast<std::int8_t*>(codes.get()));
+        } else {
+            quantize_floats(in + start, count, rule, codes.get());
+        }
+        const std::size_t offset =
+            one_stream ? start * codec.bits / 8 : start / row_length * row_pitch(info.id, row_length);
+        pack_rows(active_lowbit_kernels(), codec, info.id, codes.get(), count, row_length,
+                  one_stream ? lowbit_layout::compact : packing, out + offset);
+    }
+}
+
+/// Codes of `rule` for n floats into fresh memory of `type`.
 inline void quantize_into(const dtype& type, const quantize_rule& rule, const float* in, std::size_t n, void* out,
                           const tensor_layout& layout, lowbit_layout packing) {
     const dtype_info& info = type.info();
-    if (info.is_packed) {
-        const std::unique_ptr<std::uint8_t[]> codes(new std::uint8_t[n > 0 ? n : 1]);  // not zeroed: all written
-        without_gil_if_large(n * sizeof(float), [&] {
-            if (info.range.lo < 0) {
-                quantize_floats(in, n, rule, reinterpret_cast<std::int8_t*>(codes.get()));
-            } else {
-                quantize_floats(in, n, rule, codes.get());
-            }
-            pack_fresh(type.id(), codes.get(), {n, layout.innermost()}, out, packing);
-        });
-        return;
-    }
     without_gil_if_large(n * sizeof(float), [&] {
+        if (info.is_packed) {
+            quantize_packed(info, rule, in, n, layout.innermost(), packing, static_cast<std::uint8_t*>(out));
+            return;
+        }
         switch (static_cast<int>(info.element_size) * (info.range.lo < 0 ? 1 : -1)) {
             case 1: quantize_floats(in, n, rule, static_cast<std::int8_t*>(out)); break;
             case -1: quantize_floats(in, n, rule, static_cast<std::uint8_t*>(out)); break;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
@@ -48,36 +49,105 @@ inline __m128i quantize_four(__m128 x, const quantize_rule& rule) noexcept {
     return _mm_cvttps_epi32(q);
 }
 
-/// Sixteen codes from sixteen floats, stored as Code (values already in Code's range: saturation changes none).
+/// Sixteen codes in four int32 vectors stored as Code (values already in Code's range: saturation changes none).
 template <class Code>
-void store_sixteen(const float* in, const quantize_rule& rule, Code* out) noexcept {
-    const __m128i a = quantize_four(_mm_loadu_ps(in), rule), b = quantize_four(_mm_loadu_ps(in + 4), rule);
-    const __m128i c = quantize_four(_mm_loadu_ps(in + 8), rule), d = quantize_four(_mm_loadu_ps(in + 12), rule);
+__attribute__((always_inline)) inline void store_codes(const __m128i (&q)[4], Code* out) noexcept {
     auto* to = reinterpret_cast<__m128i*>(out);
     if constexpr (sizeof(Code) == 4) {
-        _mm_storeu_si128(to, a);
-        _mm_storeu_si128(to + 1, b);
-        _mm_storeu_si128(to + 2, c);
-        _mm_storeu_si128(to + 3, d);
+        for (int k = 0; k < 4; ++k) _mm_storeu_si128(to + k, q[k]);
     } else if constexpr (sizeof(Code) == 2) {
-        _mm_storeu_si128(to, _mm_packs_epi32(a, b));
-        _mm_storeu_si128(to + 1, _mm_packs_epi32(c, d));
+        _mm_storeu_si128(to, _mm_packs_epi32(q[0], q[1]));
+        _mm_storeu_si128(to + 1, _mm_packs_epi32(q[2], q[3]));
     } else if constexpr (std::is_signed_v<Code>) {
-        _mm_storeu_si128(to, _mm_packs_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d)));
+        _mm_storeu_si128(to, _mm_packs_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3])));
     } else {
-        _mm_storeu_si128(to, _mm_packus_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d)));
+        _mm_storeu_si128(to, _mm_packus_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3])));
     }
+}
+
+/// Sixteen codes from sixteen floats, stored as Code.
+template <class Code>
+void store_sixteen(const float* in, const quantize_rule& rule, Code* out) noexcept {
+    const __m128i q[4] = {quantize_four(_mm_loadu_ps(in), rule), quantize_four(_mm_loadu_ps(in + 4), rule),
+                          quantize_four(_mm_loadu_ps(in + 8), rule), quantize_four(_mm_loadu_ps(in + 12), rule)};
+    store_codes(q, out);
 }
 #endif
 
-/// n floats quantized into codes of type Code (int8 / uint8 / int16 / int32), as `rule` does one.
+#if defined(NPYBRIDGE_X86)
+typedef float npybridge_v8f __attribute__((vector_size(32)));
+typedef std::int32_t npybridge_v8i __attribute__((vector_size(32)));
+
+/// `yes` where `mask` is set, else `no` (bitwise, so NaN lanes move as they are).
+__attribute__((target("avx2"), always_inline)) inline npybridge_v8f select_lanes(npybridge_v8i mask, npybridge_v8f yes,
+                                                                                 npybridge_v8f no) noexcept {
+    return reinterpret_cast<npybridge_v8f>((mask & reinterpret_cast<npybridge_v8i>(yes)) |
+                                           (~mask & reinterpret_cast<npybridge_v8i>(no)));
+}
+
+/// A quantize_rule in eight lanes, made once per array.
+struct quantize_lanes {
+    npybridge_v8f scale, zero_point, lo, hi;
+};
+
+/// quantize_four's operations on eight lanes (GCC / Clang vector extensions, compiled for AVX2): the same bits.
+__attribute__((target("avx2"), always_inline)) inline npybridge_v8i quantize_eight(
+    npybridge_v8f x, const quantize_lanes& rule) noexcept {
+    const npybridge_v8f zero{}, lowest = zero - 2147483648.0f, highest = zero + 2147483520.0f;
+    npybridge_v8f v = x / rule.scale;
+    const npybridge_v8i nan = v != v;
+    v = select_lanes(v < lowest, lowest, v);
+    v = select_lanes(v > highest, highest, v);
+    npybridge_v8f t = __builtin_convertvector(__builtin_convertvector(v, npybridge_v8i), npybridge_v8f);
+    const npybridge_v8i rest = reinterpret_cast<npybridge_v8i>(v - t) & 0x7FFFFFFF;
+    const npybridge_v8i away = reinterpret_cast<npybridge_v8f>(rest) >= zero + 0.5f;
+    const npybridge_v8i step = (reinterpret_cast<npybridge_v8i>(v) & static_cast<std::int32_t>(0x80000000u)) |
+                               reinterpret_cast<npybridge_v8i>(zero + 1.0f);
+    t = t + reinterpret_cast<npybridge_v8f>(away & step);
+    npybridge_v8f q = t + rule.zero_point;
+    q = select_lanes(q < rule.lo, rule.lo, q);
+    q = select_lanes(q > rule.hi, rule.hi, q);
+    return __builtin_convertvector(select_lanes(nan, rule.lo, q), npybridge_v8i);
+}
+
+/// quantize_floats compiled for AVX2, sixteen at a time (stored by SSE2's packs).
 template <class Code>
-void quantize_floats(const float* in, std::size_t n, const quantize_rule& rule, Code* out) noexcept {
+__attribute__((target("avx2"))) void quantize_floats_avx2(const float* in, std::size_t n, const quantize_rule& rule,
+                                                          Code* out) noexcept {
+    const npybridge_v8f zero{};
+    const quantize_lanes lanes{zero + rule.scale, zero + rule.zero_point, zero + rule.lo, zero + rule.hi};
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        npybridge_v8f low, high;  // one 32-byte copy each: one unaligned load each
+        std::memcpy(&low, in + i, sizeof low);
+        std::memcpy(&high, in + i + 8, sizeof high);
+        const npybridge_v8i codes[2] = {quantize_eight(low, lanes), quantize_eight(high, lanes)};
+        __m128i q[4];
+        std::memcpy(q, codes, sizeof q);
+        store_codes(q, out + i);
+    }
+    for (; i < n; ++i) out[i] = static_cast<Code>(rule(in[i]));
+}
+#endif
+
+/// quantize_floats' SSE2 level (the portable loop where SSE2 is missing).
+template <class Code>
+void quantize_floats_sse2(const float* in, std::size_t n, const quantize_rule& rule, Code* out) noexcept {
     std::size_t i = 0;
 #if defined(NPYBRIDGE_SSE2)
     for (; i + 16 <= n; i += 16) store_sixteen(in + i, rule, out + i);
 #endif
     for (; i < n; ++i) out[i] = static_cast<Code>(rule(in[i]));
+}
+
+/// n floats quantized into codes of type Code (int8 / uint8 / int16 / int32), as `rule` does one: AVX2 where
+/// the CPU has it.
+template <class Code>
+void quantize_floats(const float* in, std::size_t n, const quantize_rule& rule, Code* out) noexcept {
+#if defined(NPYBRIDGE_X86)
+    if (cpu_has_avx2()) return quantize_floats_avx2(in, n, rule, out);
+#endif
+    quantize_floats_sse2(in, n, rule, out);
 }
 
 /// (code - zero_point) * scale in float, MegDNN's dequantization, for n codes.
