@@ -79,13 +79,29 @@ public:
 
 private:
     /// The owner block and the storage in one allocation: the block, then `bytes` from the first 64-byte boundary
-    /// after it. Plain operator new (an aligned new costs glibc a slow memalign per call). Large buffers come from
-    /// malloc, as NumPy's do, so that the allocator reuses the pages of a freed one (a fresh mapping costs the
-    /// kernel a zeroed page per first touch), and on Linux are asked for transparent huge pages.
+    /// after it. Plain operator new (an aligned new costs glibc a slow memalign per call). Large buffers, which the
+    /// kernel zeroes page by page at first touch, are asked for transparent huge pages on Linux: up to glibc's
+    /// largest mmap threshold (32 MiB) from malloc, which then reuses a freed buffer's pages as NumPy's arrays do;
+    /// above it, where every buffer is a fresh mapping anyway, 2 MiB aligned so that huge pages cover all of it.
     struct storage_block : owner_block {
         using owner_block::owner_block;
     };
     static constexpr std::size_t storage_alignment = 64;
+
+    static void* allocate_large(std::size_t total) {
+        constexpr std::size_t huge = std::size_t{2} << 20;
+        const bool mapped = total >= (std::size_t{32} << 20);
+        const std::size_t rounded = mapped ? (total + huge - 1) / huge * huge : total;
+        void* memory = mapped ? std::aligned_alloc(huge, rounded) : std::malloc(total);
+        if (memory == nullptr) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+        constexpr std::uintptr_t page = 4096;
+        const auto first = (reinterpret_cast<std::uintptr_t>(memory) + page - 1) & ~(page - 1);
+        const auto end = reinterpret_cast<std::uintptr_t>(memory) + rounded;
+        madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+        return memory;
+    }
 
     static owner_handle allocate(std::size_t bytes, void*& data) {
         const std::size_t total = sizeof(storage_block) + storage_alignment + (bytes > 0 ? bytes : 1);
@@ -98,14 +114,7 @@ private:
                 ::operator delete(static_cast<void*>(self));
             };
         } else {
-            memory = std::malloc(total);
-            if (memory == nullptr) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-            constexpr std::uintptr_t page = 4096;
-            const auto first = (reinterpret_cast<std::uintptr_t>(memory) + page - 1) & ~(page - 1);
-            const auto end = reinterpret_cast<std::uintptr_t>(memory) + total;
-            madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
+            memory = allocate_large(total);
             release = [](owner_block* self) noexcept {
                 static_cast<storage_block*>(self)->~storage_block();
                 std::free(self);
