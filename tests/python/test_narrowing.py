@@ -402,8 +402,13 @@ def _one_bad_value(source, lo, hi, draw):
         candidates += [np.nan, np.inf, -np.inf, 0.5, hi - 0.5, lo + 0.25]
     info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
     candidates += [v for v in (lo - 1, hi + 1) if info.min <= v <= info.max]
-    candidates = [v for v in candidates if dtype.kind == "f" or float(v).is_integer()]
-    return dtype.type(draw(st.sampled_from(candidates))) if candidates else None
+    def held(v):  # the value as the source dtype stores it (float32 rounds hi - 0.5 and the like)
+        x = exact(v)
+        return x is not None and x.denominator == 1 and lo <= x <= hi
+    with np.errstate(all="ignore"):
+        candidates = [dtype.type(v) for v in candidates if dtype.kind == "f" or float(v).is_integer()]
+    candidates = [v for v in candidates if not held(v)]
+    return draw(st.sampled_from(candidates)) if candidates else None
 
 
 @settings(max_examples=300, deadline=None)
