@@ -37,8 +37,8 @@
 #define NPYBRIDGE_PACK_SCRATCH_KEEP_BYTES (std::size_t{64} << 20)
 #endif
 
-/// npybridge::tensor allocates buffers of at least this many bytes 2 MiB
-/// aligned with transparent huge pages requested (Linux), as NumPy does.
+/// npybridge::tensor asks for transparent huge pages (Linux) for buffers of at
+/// least this many bytes, as NumPy does.
 #ifndef NPYBRIDGE_HUGE_PAGE_BYTES
 #define NPYBRIDGE_HUGE_PAGE_BYTES (std::size_t{4} << 20)
 #endif

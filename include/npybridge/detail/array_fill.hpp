@@ -391,8 +391,9 @@ std::size_t store_within(const Source* in, std::size_t n, void* out, std::size_t
 /// Integers and floats into 1-, 2- or 4-byte integer storage under narrowing='checked', tested and stored in
 /// one pass (store_within): for C-contiguous, aligned, native sources into fresh memory. False for anything
 /// else (check_values, then numpy's cast).
-inline bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
-                                          const fill_target& into) {
+template <class = void>
+bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
+                                   const fill_target& into) {
     const char kind = descr_kind(PyArray_DESCR(array));
     const npy_intp itemsize = PyArray_ITEMSIZE(array);
     const std::size_t size = into.type.info().element_size;
@@ -425,9 +426,12 @@ inline void check_values(const fill_plan& plan, PyArrayObject* array, const std:
     throw_unfit_value(array_dtype, into.type, plan.check, *unfit, into.layout);
 }
 
-/// Runs a fill plan: the plan's check, then its route. Decides nothing: plan_fill did.
-inline void run_fill(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
-                     const fill_target& into, narrowing mode) {
+/// Runs a fill plan: the plan's check, then its route. Decides nothing: plan_fill did. A template (as are
+/// fill_existing and convert_checked_into_integers), so that a translation unit that converts nothing does not
+/// instantiate the kernels: 3 MB of GCC's parse of convert.hpp (docs/performance.md).
+template <class = void>
+void run_fill(const fill_plan& plan, const copy_values& values, const std::string& array_dtype, const fill_target& into,
+              narrowing mode) {
     const ieee_float_mode ieee;  // the same bits under flush-to-zero, npybridge's loops and numpy's casts alike
     const dtype& target = into.type;
     if (plan.route == fill_route::refuse) throw_refusal(plan.refused, array_dtype, values.match, target, mode);
@@ -495,8 +499,9 @@ inline void copy_staged(const tensor& staged, const fill_target& into) {
 /// the same values, or a checked-first conversion into dense memory the array does not overlap. Anything else
 /// (packing, wrapping codes, strided or overlapped memory) fills a fresh tensor first, so that an error leaves
 /// the destination as it was.
-inline void fill_existing(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
-                          const fill_target& into, narrowing mode) {
+template <class = void>
+void fill_existing(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
+                   const fill_target& into, narrowing mode) {
     const ieee_float_mode ieee;
     PyArrayObject* array = values.get();
     const dtype& target = into.type;

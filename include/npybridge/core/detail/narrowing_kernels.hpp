@@ -1,6 +1,5 @@
-// npybridge/core/detail/narrowing_kernels.hpp — the loops of checked narrowing: int64 -> int32 and float64 -> float32,
-// integers and floats into integer storage tested as they are stored, and the scans for ranges, whole numbers and
-// exactly held integers (portable, with SSE2 and AVX2 levels).
+// npybridge/core/detail/narrowing_kernels.hpp — the loops of checked narrowing: values tested as they are stored,
+// and the scans for ranges, whole numbers and exactly held integers.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -17,9 +16,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Whether `value` survives the cast to Target: int64 -> int32 without
-/// wrapping, float64 -> float32 without a finite value becoming infinite
-/// (|x| >= FLT_MAX + half an ulp; NaN and infinities pass).
+/// Whether `value` survives the cast to Target: no wrapping, no finite value becoming infinite.
 template <class Target, class Source>
 bool fits(Source value) noexcept {
     if constexpr (std::is_integral_v<Source>) {
@@ -30,9 +27,7 @@ bool fits(Source value) noexcept {
     }
 }
 
-/// The portable narrowing loop. Write: narrow into `out` (check: stop at the
-/// first value that does not fit and return its index); !Write: only look
-/// for that value. Returns n when every value fits (or nothing is checked).
+/// The portable narrowing loop (Write: also store). The index of the first value that does not fit, else n.
 template <bool Write, class Source, class Target>
 std::size_t narrow_portable(const Source* in, Target* out, std::size_t n, bool check) noexcept {
     constexpr std::size_t block = 4096;
@@ -53,9 +48,7 @@ std::size_t narrow_portable(const Source* in, Target* out, std::size_t n, bool c
 }
 
 #if defined(NPYBRIDGE_SSE2)
-/// The same with SSE2 (the x86-64 baseline), 4 values a step; the tail of
-/// each block and the search for the bad index use the portable loop.
-/// int64 fits int32 exactly when (x + 2^31) >> 32 == 0 (unsigned).
+/// The same with SSE2, four values a step. int64 fits int32 when (x + 2^31) >> 32 == 0.
 template <bool Write>
 std::size_t narrow_sse2(const std::int64_t* in, std::int32_t* out, std::size_t n, bool check) noexcept {
     const __m128i bias = _mm_set1_epi64x(0x80000000LL);
@@ -68,7 +61,6 @@ std::size_t narrow_sse2(const std::int64_t* in, std::int32_t* out, std::size_t n
             const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
             const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 2));
             if constexpr (Write) {
-                // The low halves: dwords 0 and 2 of each, side by side.
                 const __m128i low = _mm_unpacklo_epi64(_mm_shuffle_epi32(a, _MM_SHUFFLE(3, 1, 2, 0)),
                                                        _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0)));
                 _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), low);
@@ -83,7 +75,7 @@ std::size_t narrow_sse2(const std::int64_t* in, std::int32_t* out, std::size_t n
     return n;
 }
 
-/// float64 -> float32: a finite value overflows exactly when |x| >= FLT_MAX + half an ulp.
+/// float64 -> float32: a finite value overflows when |x| >= FLT_MAX + half an ulp.
 template <bool Write>
 std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check) noexcept {
     const __m128d threshold = _mm_set1_pd(3.4028235677973366e38);
@@ -109,8 +101,7 @@ std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check)
 }
 #endif
 
-/// int64 -> int32 or float64 -> float32 into `out`; with check, stops at the
-/// first value that does not fit and returns its index (n: all fit).
+/// int64 -> int32 or float64 -> float32; with `check`, the index of the first value that does not fit, else n.
 template <class Source, class Target>
 std::size_t narrow_values(const Source* in, Target* out, std::size_t n, bool check) noexcept {
 #if defined(NPYBRIDGE_SSE2)
@@ -120,7 +111,7 @@ std::size_t narrow_values(const Source* in, Target* out, std::size_t n, bool che
 #endif
 }
 
-/// Index of the first value that does not fit Target, n when all do. Reads only.
+/// The index of the first value that does not fit Target, else n.
 template <class Source, class Target>
 std::size_t first_unfit(const Source* in, std::size_t n) noexcept {
 #if defined(NPYBRIDGE_SSE2)
@@ -130,12 +121,8 @@ std::size_t first_unfit(const Source* in, std::size_t n) noexcept {
 #endif
 }
 
-/// Index of the first value outside [lo, hi] (NaN is outside), n when all
-/// lie inside. Blocks are checked without branches, so compilers vectorize.
-/// The first integer that a float with `digits` significand bits cannot hold exactly (its bits, once the
-/// trailing zeros are dropped, are more than `digits`); n when every one is held. Blocks of 64 are first
-/// OR-reduced (|v| >> digits: a loop compilers vectorize), and only a block with a large value is looked at
-/// one by one, so integers that fit the significand cost about what the range check costs.
+/// The index of the first integer a float of `digits` significand bits does not hold exactly, else n. Blocks of
+/// 64 are OR-reduced first, so only a block holding a large value is read one by one.
 template <class T>
 std::size_t first_inexact(const T* in, std::size_t n, unsigned digits) noexcept {
     const auto magnitude = [](T value) {
@@ -162,17 +149,16 @@ std::size_t first_inexact(const T* in, std::size_t n, unsigned digits) noexcept 
     return found == n ? n : found;
 }
 
-/// Integers into float32 in one pass, each checked to be held exactly (blocks of 64 OR-reduce |v| >> 24; a
-/// block with a large value is looked at one by one): the index of the first that is not, or n. Writes as it
-/// goes: for fresh memory only, which the caller discards on failure.
+/// Integers into float32 in one pass, each checked to be held exactly: the index of the first that is not,
+/// else n. Writes as it goes (fresh memory only).
 template <class T>
 std::size_t convert_exact_to_float32(const T* in, float* out, std::size_t n) noexcept {
-    using U = std::make_unsigned_t<T>;  // magnitudes in the integers' own width: the loop vectorizes
+    using U = std::make_unsigned_t<T>;  // the integers' own width: the loop vectorizes
     const auto large_bits = [](T value) {
         const U magnitude = value < 0 ? static_cast<U>(U{0} - static_cast<U>(value)) : static_cast<U>(value);
         return static_cast<U>(magnitude >> 24);
     };
-    constexpr std::size_t block = 64;  // a constant trip count, which -O2's vectorizer takes
+    constexpr std::size_t block = 64;  // a constant trip count: -O2 vectorizes it
     std::size_t start = 0;
     for (; start + block <= n; start += block) {
         U large = 0;
@@ -190,6 +176,7 @@ std::size_t convert_exact_to_float32(const T* in, float* out, std::size_t n) noe
     return found == n - start ? n : start + found;
 }
 
+/// The index of the first value outside [lo, hi] (NaN is), else n.
 template <class T>
 std::size_t first_outside(const T* in, std::size_t n, T lo, T hi) noexcept {
     constexpr std::size_t block = 4096;
@@ -205,8 +192,7 @@ std::size_t first_outside(const T* in, std::size_t n, T lo, T hi) noexcept {
     return n;
 }
 
-/// Whether any of n values is finite with a magnitude of at least `overflow`: no branch per value (the signs of
-/// real data would mispredict one), four lanes at a time with SSE2.
+/// Whether any of n values is finite with a magnitude of at least `overflow`; branch-free.
 template <class T>
 bool any_overflow(const T* in, std::size_t n, T overflow) noexcept {
     std::size_t i = 0;
@@ -239,8 +225,7 @@ bool any_overflow(const T* in, std::size_t n, T overflow) noexcept {
     return bad;
 }
 
-/// Index of the first finite value whose magnitude reaches `overflow` (it
-/// would round to infinity), n when there is none; NaN and infinities pass.
+/// The index of the first finite value whose magnitude reaches `overflow`, else n.
 template <class T>
 std::size_t first_overflow(const T* in, std::size_t n, T overflow) noexcept {
     const T infinity = std::numeric_limits<T>::infinity();
@@ -259,9 +244,8 @@ std::size_t first_overflow(const T* in, std::size_t n, T overflow) noexcept {
     return n;
 }
 
-/// n contiguous values converted block by block by `convert(in, count, out)`; with `check`, each block (still in
-/// cache) is first searched for a finite value whose magnitude reaches `overflow`: one pass over memory. Returns
-/// the index of the first such value (nothing from its block on is converted), or n.
+/// n values converted a block at a time by `convert`, each block (in cache) first searched for an overflow when
+/// `check`: the index of the first, else n.
 template <class T, class Out, class Convert>
 std::size_t convert_checking_overflow(const T* in, std::size_t n, Out* out, T overflow, bool check, Convert convert) {
     constexpr std::size_t block = 4096;
@@ -275,14 +259,13 @@ std::size_t convert_checking_overflow(const T* in, std::size_t n, Out* out, T ov
     return n;
 }
 
-/// One block of store_checked: each value clamped to [lo, hi] (NaN to lo) and stored as Target; true when the
-/// clamp or the cast changed one (out of range, a fraction, NaN). Floats are clamped in Clamp, a float type that
-/// holds lo and hi exactly; Wide is the integer the clamped value passes through. Branch-free, so compilers
-/// vectorize it; always inlined, so it takes the instruction set of the loop that calls it.
+/// One block of store_checked: each value clamped to [lo, hi] (NaN to lo) and stored; true when the clamp or the
+/// cast changed one. Floats clamp in Clamp (which holds lo and hi exactly) and pass through the integer Wide.
+/// Branch-free and always inlined: it vectorizes for its caller's instruction set.
 template <class Wide, class Clamp, class Source, class Target>
 __attribute__((always_inline)) inline bool store_checked_block(const Source* __restrict in, Target* __restrict out,
                                                                std::size_t count, Wide lo, Wide hi) noexcept {
-    Wide changed = 0;  // nonzero once a value changed: a reduction in the lanes' own width
+    Wide changed = 0;  // reduced in the lanes' own width
     for (std::size_t i = 0; i < count; ++i) {
         if constexpr (std::is_floating_point_v<Source>) {
             const Clamp value = static_cast<Clamp>(in[i]);
@@ -300,8 +283,7 @@ __attribute__((always_inline)) inline bool store_checked_block(const Source* __r
     return changed != 0;
 }
 
-/// Blocks of 1024 (a constant trip count, which -O2's vectorizer takes): the start of the first block holding a
-/// value that changed, or n.
+/// Blocks of 1024: the start of the first block holding a value that changed, else n.
 template <class Wide, class Clamp, class Source, class Target>
 __attribute__((always_inline)) inline std::size_t store_checked_blocks(const Source* in, std::size_t n, Target* out,
                                                                        Wide lo, Wide hi) noexcept {
@@ -313,16 +295,15 @@ __attribute__((always_inline)) inline std::size_t store_checked_blocks(const Sou
     return store_checked_block<Wide, Clamp>(in + start, out + start, n - start, lo, hi) ? start : n;
 }
 
-/// Integers or floats into integer storage in one pass over memory, each value tested as it is stored
-/// (store_checked_block). Returns the start of the first block holding a value that does not fit (the values
-/// from it on are not all stored: fresh memory only), or n.
+/// Values into integer storage, each tested as it is stored: the start of the first block holding one that does
+/// not fit (not all stored from there: fresh memory only), else n.
 template <class Wide, class Clamp = Wide, class Source, class Target>
 std::size_t store_checked(const Source* in, std::size_t n, Target* out, Wide lo, Wide hi) noexcept {
     return store_checked_blocks<Wide, Clamp>(in, n, out, lo, hi);
 }
 
 #if defined(NPYBRIDGE_X86)
-/// store_checked for integers compiled for AVX2: twice the lanes, the same bits.
+/// store_checked for integers, compiled for AVX2.
 template <class Source, class Target>
 __attribute__((target("avx2"))) std::size_t store_checked_avx2(const Source* in, std::size_t n, Target* out, Source lo,
                                                                Source hi) noexcept {
@@ -330,7 +311,7 @@ __attribute__((target("avx2"))) std::size_t store_checked_avx2(const Source* in,
 }
 #endif
 
-/// Integers into integer storage, checked as store_checked does, with AVX2 where the CPU has it.
+/// store_checked for integers, AVX2 where the CPU has it.
 template <class Source, class Target>
 std::size_t store_checked_integers(const Source* in, std::size_t n, Target* out, Source lo, Source hi) noexcept {
 #if defined(NPYBRIDGE_X86)
@@ -340,8 +321,8 @@ std::size_t store_checked_integers(const Source* in, std::size_t n, Target* out,
 }
 
 #if defined(NPYBRIDGE_SSE2)
-/// Four floats (or doubles) clamped to [lo, hi] (NaN to lo; maxps returns its second operand for a NaN) and cut
-/// to int32 lanes; `changed` gains the lanes whose value the clamp or the cut changed.
+/// Four floats (or doubles) clamped to [lo, hi] (NaN to lo: maxps returns its second operand) and cut to int32;
+/// `changed` gains the lanes that changed.
 inline __m128i clamp_to_int32(const float* in, __m128 lo, __m128 hi, __m128& changed) noexcept {
     const __m128 value = _mm_loadu_ps(in);
     const __m128i held = _mm_cvttps_epi32(_mm_min_ps(_mm_max_ps(value, lo), hi));
@@ -358,9 +339,8 @@ inline __m128i clamp_to_int32(const double* in, __m128d lo, __m128d hi, __m128d&
     return _mm_unpacklo_epi64(held_a, held_b);
 }
 
-/// store_checked for float32 / float64 into 1-, 2- or 4-byte storage whose bounds fit int32, 16 values a step:
-/// the int32 lanes, already within [lo, hi], narrowed by saturating packs (which then change nothing; unsigned
-/// 16-bit lanes are biased by 2^15 around the signed pack).
+/// store_checked for floats whose bounds fit int32, 16 a step; the clamped lanes narrow by saturating packs
+/// (unsigned 16-bit lanes biased by 2^15 around the signed pack).
 template <class Source, class Target>
 std::size_t store_checked_sse2(const Source* in, std::size_t n, Target* out, std::int32_t lo,
                                std::int32_t hi) noexcept {
@@ -407,7 +387,7 @@ std::size_t store_checked_sse2(const Source* in, std::size_t n, Target* out, std
 }
 #endif
 
-/// Floats into integer storage, checked as store_checked does: SSE2 where the bounds fit int32.
+/// store_checked for floats, SSE2 where the bounds fit int32.
 template <class Source, class Target>
 std::size_t store_checked_floats(const Source* in, std::size_t n, Target* out, std::int64_t lo,
                                  std::int64_t hi) noexcept {
@@ -421,8 +401,7 @@ std::size_t store_checked_floats(const Source* in, std::size_t n, Target* out, s
     return store_checked<std::int64_t, double>(in, n, out, lo, hi);
 }
 
-/// Whether a float is a whole number, read from its bits (not from FPU arithmetic, which flush-to-zero mode
-/// would change for subnormals): NaN and infinities are not; -0.0 is.
+/// Whether a float is a whole number, read from its bits (immune to flush-to-zero): NaN and infinities are not.
 template <class T>
 bool is_whole(T value) noexcept {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -442,8 +421,7 @@ bool is_whole(T value) noexcept {
     }
 }
 
-/// Index of the first value that is not a whole number in [lo, hi] (NaN and infinities are not), n when
-/// every one is: floats into integer, bool and quantized dtypes under narrowing='checked'.
+/// The index of the first value that is not a whole number in [lo, hi], else n.
 template <class T>
 std::size_t first_not_whole(const T* in, std::size_t n, double lo, double hi) noexcept {
     const auto bad = [&](T value) {
@@ -463,8 +441,7 @@ std::size_t first_not_whole(const T* in, std::size_t n, double lo, double hi) no
     return n;
 }
 
-/// `magnitude` rounded to `digits` significant bits, ties to even, in integer arithmetic: the value an
-/// integer becomes in a float with that significand (float32 24, float16 11, bfloat16 8), rounded once.
+/// `magnitude` rounded once to `digits` significant bits, ties to even: the value an integer becomes in a float.
 inline double round_to_digits(std::uint64_t magnitude, unsigned digits) noexcept {
     if (magnitude == 0) return 0;
     const int width = 64 - __builtin_clzll(magnitude);
@@ -477,9 +454,8 @@ inline double round_to_digits(std::uint64_t magnitude, unsigned digits) noexcept
     return std::ldexp(static_cast<double>(kept), shift);
 }
 
-/// The smallest magnitude that rounds to infinity in a binary float format
-/// whose largest finite value is `largest`: halfway from it to the next
-/// power of two (round to nearest even goes up there, the mantissa being odd).
+/// The smallest magnitude that rounds to infinity in a format whose largest finite value is `largest`: halfway
+/// to the next power of two.
 inline double overflow_threshold(double largest) noexcept {
     return (largest + std::ldexp(1.0, std::ilogb(largest) + 1)) / 2;
 }
