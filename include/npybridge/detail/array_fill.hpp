@@ -336,16 +336,6 @@ inline bool convert_by_kernel(const fill_plan& plan, PyArrayObject* array, const
     return true;
 }
 
-/// The first value from `start` on that `bounds` does not hold, as check_values names it (index from 0).
-inline unfit_value unfit_from(PyArrayObject* array, std::size_t start, const value_bounds& bounds) {
-    const npy_intp size = PyArray_ITEMSIZE(array);
-    const auto* data = static_cast<const char*>(PyArray_DATA(array)) + start * static_cast<std::size_t>(size);
-    unfit_value unfit = *first_unfit_in(descr_kind(PyArray_DESCR(array)), size, data,
-                                        static_cast<std::size_t>(PyArray_SIZE(array)) - start, 1, bounds);
-    unfit.index += start;
-    return unfit;
-}
-
 /// Calls `store(pointer)` with `data` as the integer or float type of numpy's (kind, itemsize): 'i', 'u', or 'f'
 /// of 4 or 8 bytes.
 template <class Store>
@@ -388,9 +378,35 @@ std::size_t store_within(const Source* in, std::size_t n, void* out, std::size_t
     }
 }
 
+/// The rows of a source whose innermost stride is one element (any outer strides) into contiguous memory, each by
+/// store_within: n when every value is held, else less.
+template <class Source>
+std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* out, std::size_t size,
+                              const value_bounds& bounds) {
+    const int ndim = PyArray_NDIM(array);
+    const npy_intp* dims = PyArray_DIMS(array);
+    const npy_intp* strides = PyArray_STRIDES(array);
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
+    const auto inner = static_cast<std::size_t>(dims[ndim - 1]);
+    npy_intp index[NPY_MAXDIMS] = {};
+    std::ptrdiff_t offset = 0;  // bytes from the first element to the row's first
+    for (std::size_t row = 0; row * inner < n; ++row) {
+        const auto* in = reinterpret_cast<const Source*>(reinterpret_cast<const char*>(first) + offset);
+        if (store_within(in, inner, static_cast<char*>(out) + row * inner * size, size, bounds) != inner) return 0;
+        for (int k = ndim - 2; k >= 0; --k) {  // the next row: an odometer over the outer dimensions
+            offset += strides[k];
+            if (++index[k] < dims[k]) break;
+            offset -= strides[k] * dims[k];
+            index[k] = 0;
+        }
+    }
+    return n;
+}
+
 /// Integers and floats into 1-, 2- or 4-byte integer storage under narrowing='checked', tested and stored in
-/// one pass (store_within): for C-contiguous, aligned, native sources into fresh memory. False for anything
-/// else (check_values, then numpy's cast).
+/// one pass (store_within): for aligned, native sources whose rows are contiguous (C-contiguous, or rows of at
+/// least 64 elements at any outer strides) into fresh memory. False for anything else (check_values, then
+/// numpy's cast).
 template <class = void>
 bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
                                    const fill_target& into) {
@@ -398,18 +414,25 @@ bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, 
     const npy_intp itemsize = PyArray_ITEMSIZE(array);
     const std::size_t size = into.type.info().element_size;
     const bool source_fits = kind == 'i' || kind == 'u' || (kind == 'f' && (itemsize == 4 || itemsize == 8));
+    const bool contiguous = PyArray_IS_C_CONTIGUOUS(array);
+    const int ndim = PyArray_NDIM(array);
+    const bool rows = ndim > 0 && PyArray_STRIDES(array)[ndim - 1] == itemsize && PyArray_DIMS(array)[ndim - 1] >= 64;
     if ((plan.check != value_check::range && plan.check != value_check::whole) || into.check_first ||
-        into.type.info().is_packed || size > 4 || !source_fits || !PyArray_IS_C_CONTIGUOUS(array) ||
-        !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) {
+        into.type.info().is_packed || size > 4 || !source_fits || !(contiguous || rows) || !PyArray_ISALIGNED(array) ||
+        !PyArray_ISNOTSWAPPED(array)) {
         return false;
     }
     const value_bounds bounds = *storage_bounds(into.type.info());
     const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
-    const std::size_t bad = without_gil_if_large(n * static_cast<std::size_t>(itemsize), [&] {
-        return with_number_pointer(kind, itemsize, PyArray_DATA(array),
-                                   [&](const auto* in) { return store_within(in, n, into.out, size, bounds); });
+    const std::size_t held = without_gil_if_large(n * static_cast<std::size_t>(itemsize), [&] {
+        return with_number_pointer(kind, itemsize, PyArray_DATA(array), [&](const auto* in) {
+            return contiguous ? store_within(in, n, into.out, size, bounds)
+                              : store_rows_within(array, in, into.out, size, bounds);
+        });
     });
-    if (bad != n) throw_unfit_value(array_dtype, into.type, plan.check, unfit_from(array, bad, bounds), into.layout);
+    if (held != n) {  // the value to name, by index: read again (an error is rare; the message is exact)
+        throw_unfit_value(array_dtype, into.type, plan.check, *first_unfit_value(array, bounds), into.layout);
+    }
     return true;
 }
 
