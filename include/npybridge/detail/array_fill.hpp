@@ -29,8 +29,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// A view of the array's bytes as `descr` (a type of the same size; steals the reference), in the array's byte
-/// order.
+/// A view of the array's bytes as `descr` (same size; steals the reference), in the array's byte order.
 inline object view_as(PyArrayObject* array, PyArray_Descr* descr) {
     if (!PyArray_ISNOTSWAPPED(array)) {
         PyArray_Descr* swapped = PyArray_DescrNewByteorder(descr, NPY_SWAP);
@@ -43,9 +42,8 @@ inline object view_as(PyArrayObject* array, PyArray_Descr* descr) {
     return object::steal(view);
 }
 
-/// An array of another library's bfloat16 / intbN (user_dtypes.hpp recognizes MegEngine's and ml_dtypes')
-/// seen through npybridge's own user dtype: a view of the same bytes, so that every cast is npybridge's,
-/// whichever casts that library registered. Any other array is returned as it is.
+/// Another library's bfloat16 / intbN array as a view through npybridge's own user dtype, so that every cast is
+/// npybridge's; any other array as it is.
 inline object through_own_user_dtype(PyArrayObject* array, const std::optional<numpy_dtype_match>& source) {
     object same = object::borrow(reinterpret_cast<PyObject*>(array));
     if (!source || source->type.info().form != numpy_form::user_dtype || user_dtype_descr_hook == nullptr) return same;
@@ -58,8 +56,8 @@ inline object through_own_user_dtype(PyArrayObject* array, const std::optional<n
     return view_as(array, own);
 }
 
-/// A bfloat16 array (any library's: the same bytes) as a fresh float32 array, widened by bits: no cast a
-/// library registered and no FPU arithmetic (denormals-are-zero would flush subnormals), NaN payloads kept.
+/// A bfloat16 array (any library's) as a fresh float32 array, widened by bits: immune to denormals-are-zero,
+/// NaN payloads kept.
 inline object bfloat16_as_float32(PyArrayObject* array) {
     const object as_bits = view_as(array, PyArray_DescrFromType(NPY_UINT16));
     const object native =
@@ -75,7 +73,7 @@ inline object bfloat16_as_float32(PyArrayObject* array) {
     return result;
 }
 
-/// The plain numpy type fill_bfloat16 reads values of a (kind, itemsize) as, every value exactly; -1 for none.
+/// The numpy type that holds every value of a (kind, itemsize) for fill_bfloat16; -1 for none.
 inline int bfloat16_source_type(char kind, npy_intp itemsize) noexcept {
     const npy_intp real = kind == 'c' ? itemsize / 2 : itemsize;
     const int precision = real <= 4 ? 0 : real == 8 ? 1 : 2;
@@ -89,18 +87,16 @@ inline int bfloat16_source_type(char kind, npy_intp itemsize) noexcept {
     }
 }
 
-/// Each value (each complex number's real part: `step` 2) rounded once to nearest even.
+/// Each value (a complex number's real part: `step` 2) rounded once to nearest even.
 template <class T>
 void round_each_to_bfloat16(const void* data, std::size_t step, bfloat16* out, std::size_t count) {
     const auto* in = static_cast<const T*>(data);
     for (std::size_t i = 0; i < count; ++i) out[i] = round_to_bfloat16(in[i * step]);
 }
 
-/// Fills contiguous BFloat16 memory from a builtin-typed array, each value rounded ONCE to nearest even by
-/// npybridge's own conversion (docs/dtypes.md): whichever bfloat16 type NumPy knows (ml_dtypes' casts
-/// round float64 twice, through float32) and whatever the FPU's mode. Bools give 1 for any nonzero byte;
-/// complex numbers their real part (narrowing='wrap' only). Returns false for an array of another kind
-/// (numpy's to cast).
+/// Fills contiguous BFloat16 memory from a builtin-typed array, each value rounded once by npybridge's own
+/// conversion (ml_dtypes' casts round float64 twice), whatever the FPU's mode. Bools give 1 for any nonzero
+/// byte, complex numbers their real part ('wrap' only). False for another kind (numpy's to cast).
 inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
     const int wide = descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF
                          ? -1
@@ -135,15 +131,13 @@ inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
     return true;
 }
 
-/// The values a copy reads, as the planner sees them: user dtypes read as plain numbers unless they go into
-/// their own dtype (any library's bfloat16 as float32, widened by bits; intbN as the int8 bytes it holds;
-/// ml_dtypes' int1/2/4 / uint1/2/4 as int8 / uint8 values); their own dtype through npybridge's own user dtype.
-/// A bfloat16 array is widened on first use (`get`), so that a fill into Float32 can widen it straight into the
-/// tensor (widen_bfloat16_into) instead of into a temporary first.
+/// The values a copy reads, as the planner sees them: a user dtype read as plain numbers unless it goes into its
+/// own dtype (bfloat16 as float32; intbN and ml_dtypes' int1/2/4 / uint1/2/4 as int8 / uint8). A bfloat16 array
+/// is widened on first use (`get`), so that a fill into Float32 can widen it straight into the tensor.
 struct copy_values {
     mutable object array;
     std::optional<numpy_dtype_match> match;
-    object bfloat16;  ///< the bfloat16 array these float32 values come from, when not widened yet
+    object bfloat16;  ///< the bfloat16 array not widened yet
 
     PyArrayObject* get() const {
         if (!array) array = bfloat16_as_float32(reinterpret_cast<PyArrayObject*>(bfloat16.get()));
@@ -169,9 +163,9 @@ inline copy_values values_for(PyArrayObject* array, const std::optional<numpy_dt
     return {object{}, as_float32, object::borrow(reinterpret_cast<PyObject*>(array))};
 }
 
-/// The facts plan_fill asks of the values; numpy is asked about its casts only where the mode needs them.
+/// The facts plan_fill asks of the values (numpy's casts only where the mode needs them).
 inline value_facts value_facts_of(const copy_values& values, const dtype& target, narrowing mode) {
-    const bool widening = !values.array;  // bfloat16 values not widened yet: float32, as get() would make them
+    const bool widening = !values.array;  // bfloat16 not widened yet: float32's facts
     auto* array = reinterpret_cast<PyArrayObject*>(widening ? values.bfloat16.get() : values.array.get());
     value_facts facts;
     facts.type = values.match ? &values.match->type : nullptr;
@@ -197,8 +191,7 @@ inline value_facts value_facts_of(const copy_values& values, const dtype& target
     return facts;
 }
 
-/// numpy's cast of the array's values into memory of `target` with `into`'s element strides (its copy loops
-/// release the GIL themselves for large copies); a 0-d array fills a shape-(1,) tensor.
+/// numpy's cast into memory of `target` with `into`'s element strides; a 0-d array fills a shape-(1,) tensor.
 inline void cast_into(PyArrayObject* array, const dtype& target, void* out, const tensor_layout& into) {
     object view = array_over(target, out, into, true, user_dtype_choice::own);
     auto* destination = reinterpret_cast<PyArrayObject*>(view.get());
@@ -214,8 +207,7 @@ inline void cast_into(PyArrayObject* array, const dtype& target, void* out, cons
     }
 }
 
-/// Same values, another layout or byte order: the tiled copier into memory of `into`'s element strides (numpy's
-/// copy when the copier cannot take the shape).
+/// Same values, another layout or byte order: the tiled copier (numpy's copy for shapes it cannot take).
 inline void copy_same(PyArrayObject* array, const dtype& target, void* out, const tensor_layout& into) {
     const std::size_t itemsize = target.info().element_size;
     copy_plan plan;
@@ -227,8 +219,8 @@ inline void copy_same(PyArrayObject* array, const dtype& target, void* out, cons
     cast_into(array, target, out, into);
 }
 
-/// Integers into Float32, checked and converted in one pass (contiguous, aligned, native int32 / int64 /
-/// uint32 / uint64 only; false for anything else). Writes as it goes: for fresh memory only.
+/// 32- and 64-bit integers into Float32, checked and converted in one pass (contiguous, aligned, native; fresh
+/// memory only). False for anything else.
 inline bool convert_exact_into_float32(PyArrayObject* array, const std::string& array_dtype, void* out,
                                        const tensor_layout& layout) {
     const char kind = descr_kind(PyArray_DESCR(array));
@@ -257,19 +249,18 @@ inline bool convert_exact_into_float32(PyArrayObject* array, const std::string& 
     return true;
 }
 
-/// Where a fill writes: the tensor's memory (fresh, or an existing dense tensor when copy_into checks first)
-/// and the layout the messages' indexes use.
+/// Where a fill writes, and the layout the messages' indexes use.
 struct fill_target {
     const dtype& type;
     void* out;
     const tensor_layout& layout;
     lowbit_layout packing = lowbit_layout::compact;
-    /// Every value is checked before the first is written (copy_into's existing memory).
+    /// Check every value before writing one (copy_into's existing memory).
     bool check_first = false;
 };
 
-/// A bfloat16 array not widened yet, C-contiguous, aligned and native, widened by bits straight into the Float32
-/// tensor's contiguous memory: one pass. False for anything else (get() widens into a temporary).
+/// A bfloat16 array not widened yet (C-contiguous, aligned, native) widened straight into the Float32 tensor.
+/// False for anything else.
 inline bool widen_bfloat16_into(const copy_values& values, const fill_target& into) {
     auto* array = reinterpret_cast<PyArrayObject*>(values.bfloat16.get());
     if (values.array || into.type.id() != dtype_enum::Float32 || !PyArray_IS_C_CONTIGUOUS(array) ||
@@ -282,12 +273,10 @@ inline bool widen_bfloat16_into(const copy_values& values, const fill_target& in
     return true;
 }
 
-/// The kernel of float32 / float64 values into a BFloat16 or Float16 target, with its overflow check; the index
-/// of the first value that overflows (checked), else n.
+/// float32 / float64 into BFloat16 or Float16 by the kernels: the index of the first overflow (checked), else n.
 template <class Out>
 std::size_t convert_floats(int type_num, dtype_enum target, const void* in, std::size_t n, Out* out, double overflow,
                            bool check) {
-    // The bfloat16 and double kernels test for overflow themselves: one pass, no scan beside them.
     if (target == dtype_enum::BFloat16 && type_num == NPY_FLOAT32) {
         return floats_to_bfloat16(static_cast<const float*>(in), n, out, check);
     }
@@ -296,14 +285,13 @@ std::size_t convert_floats(int type_num, dtype_enum target, const void* in, std:
         return target == dtype_enum::BFloat16 ? doubles_to_bfloat16(values, n, out, check)
                                               : doubles_to_half(values, n, out, check);
     }
-    const auto* values = static_cast<const float*>(in);  // Float16 from float32: F16C, then a scan per block
+    const auto* values = static_cast<const float*>(in);  // F16C, then a scan per block
     return convert_checking_overflow(values, n, out, static_cast<float>(overflow), check,
                                      active_half_kernels().to_half);
 }
 
-/// float32 / float64 into BFloat16 and Float16, and float16 into Float32, by npybridge's kernels in one
-/// pass over memory, checked mode's overflow test fused in (a finite value that would become infinity is an
-/// error naming it): for C-contiguous, aligned, native sources into fresh memory. False for anything else.
+/// float32 / float64 into BFloat16 and Float16, float16 into Float32, in one pass with checked mode's overflow
+/// test: for C-contiguous, aligned, native sources into fresh memory. False for anything else.
 inline bool convert_by_kernel(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
                               const fill_target& into) {
     const dtype_enum target = into.type.id();
@@ -336,8 +324,7 @@ inline bool convert_by_kernel(const fill_plan& plan, PyArrayObject* array, const
     return true;
 }
 
-/// Calls `store(pointer)` with `data` as the integer or float type of numpy's (kind, itemsize): 'i', 'u', or 'f'
-/// of 4 or 8 bytes.
+/// `store(data)` with data as the type of numpy's (kind, itemsize): 'i', 'u', or 'f' of 4 or 8 bytes.
 template <class Store>
 std::size_t with_number_pointer(char kind, npy_intp itemsize, const void* data, Store store) {
     switch (kind == 'f' ? 100 + itemsize : kind == 'i' ? itemsize : -itemsize) {
@@ -354,8 +341,7 @@ std::size_t with_number_pointer(char kind, npy_intp itemsize, const void* data, 
     }
 }
 
-/// n values into 1-, 2- or 4-byte integer storage within `bounds`, tested as they are stored: the start of the
-/// block holding the first value that is not held, or n.
+/// store_checked into 1-, 2- or 4-byte storage within `bounds`.
 template <class Source>
 std::size_t store_within(const Source* in, std::size_t n, void* out, std::size_t size, const value_bounds& bounds) {
     const auto store_as = [&](auto* to, auto lo, auto hi) {
@@ -378,8 +364,7 @@ std::size_t store_within(const Source* in, std::size_t n, void* out, std::size_t
     }
 }
 
-/// The rows of a source whose innermost stride is one element (any outer strides) into contiguous memory, each by
-/// store_within: n when every value is held, else less.
+/// store_within row by row, for a source whose rows are contiguous: n when every value is held, else less.
 template <class Source>
 std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* out, std::size_t size,
                               const value_bounds& bounds) {
@@ -389,11 +374,11 @@ std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* o
     const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
     const auto inner = static_cast<std::size_t>(dims[ndim - 1]);
     npy_intp index[NPY_MAXDIMS] = {};
-    std::ptrdiff_t offset = 0;  // bytes from the first element to the row's first
+    std::ptrdiff_t offset = 0;  // bytes to the row's first element
     for (std::size_t row = 0; row * inner < n; ++row) {
         const auto* in = reinterpret_cast<const Source*>(reinterpret_cast<const char*>(first) + offset);
         if (store_within(in, inner, static_cast<char*>(out) + row * inner * size, size, bounds) != inner) return 0;
-        for (int k = ndim - 2; k >= 0; --k) {  // the next row: an odometer over the outer dimensions
+        for (int k = ndim - 2; k >= 0; --k) {  // an odometer over the outer dimensions
             offset += strides[k];
             if (++index[k] < dims[k]) break;
             offset -= strides[k] * dims[k];
@@ -403,10 +388,8 @@ std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* o
     return n;
 }
 
-/// Integers and floats into 1-, 2- or 4-byte integer storage under narrowing='checked', tested and stored in
-/// one pass (store_within): for aligned, native sources whose rows are contiguous (C-contiguous, or rows of at
-/// least 64 elements at any outer strides) into fresh memory. False for anything else (check_values, then
-/// numpy's cast).
+/// Integers and floats into 1-, 2- or 4-byte integer storage under 'checked', tested as stored: for aligned,
+/// native sources, C-contiguous or with rows of at least 64 elements, into fresh memory. False for anything else.
 template <class = void>
 bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
                                    const fill_target& into) {
@@ -430,14 +413,13 @@ bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, 
                               : store_rows_within(array, in, into.out, size, bounds);
         });
     });
-    if (held != n) {  // the value to name, by index: read again (an error is rare; the message is exact)
+    if (held != n) {  // read again for the value to name
         throw_unfit_value(array_dtype, into.type, plan.check, *first_unfit_value(array, bounds), into.layout);
     }
     return true;
 }
 
-/// The plan's value check, before anything is written: the first value the tensor's dtype does not hold is an
-/// error (the same storage: a value that is not one of its codes).
+/// The plan's value check before anything is written: the first value the dtype does not hold is an error.
 inline void check_values(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
                          const fill_target& into) {
     if (plan.check == value_check::none) return;
@@ -455,7 +437,7 @@ inline void check_values(const fill_plan& plan, PyArrayObject* array, const std:
 template <class = void>
 void run_fill(const fill_plan& plan, const copy_values& values, const std::string& array_dtype, const fill_target& into,
               narrowing mode) {
-    const ieee_float_mode ieee;  // the same bits under flush-to-zero, npybridge's loops and numpy's casts alike
+    const ieee_float_mode ieee;  // the same bits under flush-to-zero
     const dtype& target = into.type;
     if (plan.route == fill_route::refuse) throw_refusal(plan.refused, array_dtype, values.match, target, mode);
     if (plan.route == fill_route::nothing) return;
@@ -480,7 +462,7 @@ void run_fill(const fill_plan& plan, const copy_values& values, const std::strin
     if (plan.route == fill_route::convert && same_ndim && convert_by_kernel(plan, array, array_dtype, into)) return;
     if (plan.route == fill_route::convert && same_ndim &&
         convert_checked_into_integers(plan, array, array_dtype, into)) {
-        return;  // every value stored is one of the target's codes: nothing to settle
+        return;  // every value stored is a code: nothing to settle
     }
     check_values(plan, array, array_dtype, into);
     if (plan.route == fill_route::same) {
@@ -491,8 +473,8 @@ void run_fill(const fill_plan& plan, const copy_values& values, const std::strin
     if (plan.settle_codes) settle_codes(into.out, target, mode, into.layout);
 }
 
-/// A staged (fresh, dense) tensor's values into the destination's memory: packed bits kept around a packed
-/// sub-tensor, element strides otherwise. Nothing here can fail.
+/// A staged tensor's values into the destination's memory (packed bits kept around a packed sub-tensor). Cannot
+/// fail.
 inline void copy_staged(const tensor& staged, const fill_target& into) {
     const dtype_enum id = into.type.id();
     const std::size_t count = staged.count();
@@ -518,10 +500,8 @@ inline void copy_staged(const tensor& staged, const fill_target& into) {
     without_gil_if_large(count * itemsize, [&] { copy_strided(plan, staged.data(), into.out, itemsize); });
 }
 
-/// Runs a fill plan into an existing tensor's memory (copy_into). Straight in when nothing can fail halfway:
-/// the same values, or a checked-first conversion into dense memory the array does not overlap. Anything else
-/// (packing, wrapping codes, strided or overlapped memory) fills a fresh tensor first, so that an error leaves
-/// the destination as it was.
+/// Runs a fill plan into an existing tensor's memory (copy_into): straight in when nothing can fail halfway,
+/// else through a fresh tensor, so that an error leaves the destination as it was.
 template <class = void>
 void fill_existing(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
                    const fill_target& into, narrowing mode) {
@@ -548,10 +528,7 @@ void fill_existing(const fill_plan& plan, const copy_values& values, const std::
     copy_staged(staged, into);
 }
 
-/// The array for an object: the object itself when it is an ndarray, else
-/// numpy's own conversion (lists, scalars, __array__, buffers).
-/// Only numbers become tensors, whatever the narrowing: numpy would make an object array of None (or of
-/// any object) and a string array of text, and casting those is numpy's business, not a conversion's.
+/// The array for an object: itself when an ndarray, else numpy's conversion. Only arrays of numbers.
 inline object as_array(PyObject* obj) {
     const bool given = PyArray_Check(obj);
     PyObject* array = given ? obj : PyArray_FromAny(obj, nullptr, 0, 0, 0, nullptr);
