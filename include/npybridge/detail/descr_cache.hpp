@@ -122,13 +122,9 @@ private:
 #endif
 };
 
-/// Small direct-mapped cache of dtype objects, keyed by pointer or value.
-/// It holds a strong reference to each cached descr (so a cached pointer
-/// cannot be reused by another object) and is emptied by an atexit hook.
-/// An entry whose mgb_dtype dict was changed since (metadata_stamp) is a
-/// miss: a user's change to one dtype object's metadata never reaches a
-/// conversion that did not pass that object. Every access happens with the
-/// GIL held, which is what makes it safe.
+/// A small direct-mapped cache of dtype objects, keyed by pointer or value, under the GIL. It holds a reference
+/// to each descr (so its address cannot be reused), is emptied at exit, and misses an entry whose mgb_dtype dict
+/// changed since (metadata_stamp).
 template <class Key, class Value>
 class descr_cache {
 public:

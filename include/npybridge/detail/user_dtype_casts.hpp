@@ -20,13 +20,9 @@ namespace detail {
 
 // ---- casts --------------------------------------------------------------------------
 
-/// A float cast to a C integer type as NumPy's float32 casts come out on
-/// x86-64, where C leaves out-of-range values undefined and NumPy's loops use
-/// the truncating conversions, whose "invalid" answer is the lowest integer:
-/// signed types up to 32 bits (and the small unsigned ones) through int32,
-/// int64 through int64, uint32 / uint64 through the signed conversion of the
-/// same width, shifted by 2^31 / 2^63 for values at or above it. NaN and
-/// infinities come out as those conversions give them.
+/// A float cast to a C integer type as NumPy's float32 casts come out on x86-64, out-of-range values included:
+/// through the truncating conversion of int32 (small types), int64, or the signed conversion of the same width
+/// shifted by 2^31 / 2^63 (uint32 / uint64), whose "invalid" answer is the lowest integer.
 template <class Integer>
 Integer integer_like_numpy(float value) {
     auto truncate = [](double v, auto lowest) -> decltype(lowest) {
@@ -207,11 +203,9 @@ void compare_loop(char** args, npy_intp const* dimensions, npy_intp const* steps
 
 // ---- registration ------------------------------------------------------------------------
 
-/// Casts both ways with every NumPy number type. Safe ("can_cast") as ml_dtypes registers them for its
-/// bfloat16: bfloat16 -> float32 / float64 / longdouble / complex, and bool / int8 / uint8 -> bfloat16;
-/// intbN -> float64 / longdouble / complex128 / clongdouble only, as MegEngine's intbN (float64): NumPy then
-/// computes ufuncs and reductions of intbN in float64 (`sum` of a hundred intb4 15s is 1500.0, where a safe
-/// int8 cast made it an int8 sum that wraps to -36).
+/// Casts both ways with every NumPy number type, safe ("can_cast") as ml_dtypes' bfloat16 and MegEngine's intbN
+/// mark them: bfloat16 into the wider floats and complex, bool / int8 / uint8 into bfloat16; intbN only into
+/// float64 and wider, so that NumPy sums intbN in float64 (an int8 sum of a hundred 15s would wrap).
 template <class UserDtype>
 bool register_casts(PyArray_Descr* user_descr, int type_num) {
     bool ok = true;

@@ -90,10 +90,8 @@ inline int widened_type(char kind, std::size_t real_size) noexcept {
     return long_real ? NPY_CLONGDOUBLE : NPY_CDOUBLE;
 }
 
-/// The first value of the array (C order) that does not go into `bounds` unchanged: its index and its text.
-/// Read in its own type when the array is C-contiguous, aligned and native (no copy; float32 read as float32,
-/// so flush-to-zero mode changes no subnormal on the way); else widened by numpy to int64 / uint64 / double
-/// (long double when wider). Kinds other than integers, floats and complex numbers are numpy's to judge.
+/// The first value of the array (C order) that `bounds` does not hold, with its index and text: read in its own
+/// type when C-contiguous, aligned and native, else widened by numpy first. Numbers only (other kinds: none).
 inline std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds) {
     const char kind = descr_kind(PyArray_DESCR(array));
     if (kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c') return std::nullopt;
@@ -171,10 +169,9 @@ inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, na
     }
 }
 
-/// The last word on fresh memory of a dtype whose codes are fewer than its storage holds (QuantizedS1), after
-/// any cast (numpy's casts from ml_dtypes' int4 / uint4 / int2 check nothing): checked / reject refuse the
-/// first value that is not a code, naming its index; wrap wraps each into the code range (lo + (v - lo) mod
-/// (hi - lo + 1): for QuantizedS1's 0..1, the value's low bit). So no path stores a code outside the range.
+/// The last word on fresh memory of a dtype with fewer codes than its storage (QuantizedS1), after any cast:
+/// checked / reject refuse the first value that is not a code, by index; wrap wraps each into the code range
+/// (lo + (v - lo) mod (hi - lo + 1)).
 inline void settle_codes(void* out, const dtype& target, narrowing narrow, const tensor_layout& layout) {
     const dtype_info& type = target.info();
     if (!codes_narrower_than_storage(type)) return;

@@ -88,8 +88,8 @@ inline std::size_t floats_to_bfloat16_sse2(const float* in, std::size_t n, std::
 }
 #endif
 
-/// One block of floats rounded as bfloat16_bits_of_eight does, branch-free for the compiler to vectorize in its
-/// caller's instruction set: true when, with `check`, a finite value became infinity.
+/// One block rounded as bfloat16_bits_of_eight does; branch-free, vectorized for its caller's instruction set.
+/// True when, with `check`, a finite value became infinity.
 __attribute__((always_inline)) inline bool floats_to_bfloat16_block(const float* __restrict in,
                                                                     std::uint16_t* __restrict out, std::size_t count,
                                                                     bool check) noexcept {
@@ -108,7 +108,7 @@ __attribute__((always_inline)) inline bool floats_to_bfloat16_block(const float*
 }
 
 #if defined(NPYBRIDGE_X86)
-/// floats_to_bfloat16 compiled for AVX2, blocks of 256; the overflow is looked for in its block.
+/// floats_to_bfloat16 compiled for AVX2, blocks of 256.
 __attribute__((target("avx2"))) inline std::size_t floats_to_bfloat16_avx2(const float* in, std::size_t n,
                                                                            std::uint16_t* out, bool check) noexcept {
     constexpr std::size_t block = 256;
@@ -125,8 +125,8 @@ __attribute__((target("avx2"))) inline std::size_t floats_to_bfloat16_avx2(const
 }
 #endif
 
-/// n floats rounded once to bfloat16 bits; with `check`, stops at the first finite value that becomes infinity
-/// and returns its index (else n). AVX2 where the CPU has it, else SSE2, else one by one.
+/// n floats rounded once to bfloat16 bits; with `check`, the index of the first finite value that becomes
+/// infinity, else n. AVX2 where the CPU has it.
 inline std::size_t floats_to_bfloat16(const float* in, std::size_t n, std::uint16_t* out, bool check = false) noexcept {
     std::size_t i = 0;
 #if defined(NPYBRIDGE_X86)
@@ -166,9 +166,9 @@ inline bool overflowed(double value, std::uint16_t bits, std::uint16_t infinity)
 }
 
 #if defined(NPYBRIDGE_SSE2)
-/// Two doubles rounded once to a 16-bit float of `Kept` mantissa bits and exponent bias `Bias` (bfloat16: 7, 127;
-/// half: 10, 15) on their bits, each result in the low 16 bits of its 64-bit lane; `outside` masks the lanes whose
-/// result is not a normal number or an overflow to infinity (zeros, subnormals, NaN: the caller's scalar path).
+/// Two doubles rounded once on their bits to a 16-bit float of `Kept` mantissa bits and exponent bias `Bias`, each
+/// in the low 16 bits of its lane; `outside` masks lanes the caller's scalar path must redo (zeros, subnormals,
+/// NaN).
 template <int Kept, int Bias>
 __m128i round_two_doubles(__m128i u, __m128i& outside) noexcept {
     constexpr int shift = 52 - Kept;
@@ -188,9 +188,8 @@ inline __m128i low_halves(__m128i a, __m128i b) noexcept {
     return _mm_unpacklo_epi64(_mm_shuffle_epi32(a, 0x08), _mm_shuffle_epi32(b, 0x08));
 }
 
-/// The vector loop of doubles_to_16_bit_floats: eight at a time by round_two_doubles; a block with a lane outside
-/// the fast path (or, with `check`, a result that is infinity) is redone by `scalar`, which gives the same bits.
-/// Returns the index of the first overflow (with `check`), else n; `done` says where the loop stopped.
+/// The SSE2 loop of doubles_to_16_bit_floats, eight at a time; a suspect block is redone by `scalar`. The index
+/// of the first overflow (with `check`), else n; `done` says where it stopped.
 template <int Kept, int Bias, class Scalar>
 std::size_t doubles_to_16_bits_sse2(const double* in, std::size_t n, std::uint16_t* out, Scalar scalar, bool check,
                                     std::size_t& done) noexcept {
@@ -228,9 +227,8 @@ std::size_t doubles_to_16_bits_sse2(const double* in, std::size_t n, std::uint16
 }
 #endif
 
-/// One block of doubles rounded as round_two_doubles does, written branch-free so that the compiler vectorizes it
-/// for the instruction set of its caller: true when a lane is outside the fast path (zero, subnormal, NaN,
-/// infinity, beyond the format) or, with `check`, became infinity.
+/// One block rounded as round_two_doubles does; branch-free, vectorized for its caller's instruction set. True
+/// when a lane is outside the fast path or, with `check`, became infinity.
 template <int Kept, int Bias>
 __attribute__((always_inline)) inline bool doubles_to_16_bits_block(const double* __restrict in,
                                                                     std::uint16_t* __restrict out, std::size_t count,
@@ -254,8 +252,7 @@ __attribute__((always_inline)) inline bool doubles_to_16_bits_block(const double
 }
 
 #if defined(NPYBRIDGE_X86)
-/// doubles_to_16_bit_floats compiled for AVX2: blocks of 256 by doubles_to_16_bits_block, a suspect block redone
-/// by `scalar` (the same bits).
+/// doubles_to_16_bit_floats compiled for AVX2, blocks of 256; a suspect block is redone by `scalar`.
 template <int Kept, int Bias, class Scalar>
 __attribute__((target("avx2"))) std::size_t doubles_to_16_bits_avx2(const double* in, std::size_t n, std::uint16_t* out,
                                                                     Scalar scalar, bool check) noexcept {
@@ -276,9 +273,8 @@ __attribute__((target("avx2"))) std::size_t doubles_to_16_bits_avx2(const double
 }
 #endif
 
-/// n doubles rounded once into 16-bit floats of `Kept` mantissa bits and exponent bias `Bias`, `scalar` giving one
-/// (bfloat16_bits_of_double, half_bits_of_double); with `check`, stops at the first finite value that becomes
-/// infinity and returns its index (else n).
+/// n doubles rounded once into 16-bit floats (`scalar` gives one); with `check`, the index of the first finite
+/// value that becomes infinity, else n.
 template <int Kept, int Bias, class Scalar>
 std::size_t doubles_to_16_bit_floats(const double* in, std::size_t n, std::uint16_t* out, Scalar scalar,
                                      bool check) noexcept {

@@ -9,11 +9,9 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// While it lives, the calling thread computes with subnormal numbers as IEEE 754 says: flush-to-zero and
-/// denormals-are-zero (x86's MXCSR bits, AArch64's FPCR.FZ), which `import megengine` turns on for the whole
-/// process, are cleared, and restored when it goes. Conversions (and the NumPy casts npybridge calls) then give
-/// the same bits in every process. The mode is per thread, so other threads are not touched; when neither bit
-/// is set, this reads one register and writes none.
+/// While it lives, the calling thread computes subnormals as IEEE 754 says: flush-to-zero and
+/// denormals-are-zero (which `import megengine` turns on) are cleared, and restored at the end, so conversions
+/// give the same bits in every process. Per thread; one register read when neither bit is set.
 class ieee_float_mode {
 public:
     ieee_float_mode() noexcept : saved_(read()) {

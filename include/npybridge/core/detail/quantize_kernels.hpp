@@ -90,7 +90,7 @@ struct quantize_lanes {
     npybridge_v8f scale, zero_point, lo, hi;
 };
 
-/// quantize_four's operations on eight lanes (GCC / Clang vector extensions, compiled for AVX2): the same bits.
+/// quantize_four on eight lanes (vector extensions, compiled for AVX2).
 __attribute__((target("avx2"), always_inline)) inline npybridge_v8i quantize_eight(
     npybridge_v8f x, const quantize_lanes& rule) noexcept {
     const npybridge_v8f zero{}, lowest = zero - 2147483648.0f, highest = zero + 2147483520.0f;
@@ -110,7 +110,7 @@ __attribute__((target("avx2"), always_inline)) inline npybridge_v8i quantize_eig
     return __builtin_convertvector(select_lanes(nan, rule.lo, q), npybridge_v8i);
 }
 
-/// quantize_floats compiled for AVX2, sixteen at a time (stored by SSE2's packs).
+/// quantize_floats compiled for AVX2.
 template <class Code>
 __attribute__((target("avx2"))) void quantize_floats_avx2(const float* in, std::size_t n, const quantize_rule& rule,
                                                           Code* out) noexcept {
@@ -118,7 +118,7 @@ __attribute__((target("avx2"))) void quantize_floats_avx2(const float* in, std::
     const quantize_lanes lanes{zero + rule.scale, zero + rule.zero_point, zero + rule.lo, zero + rule.hi};
     std::size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        npybridge_v8f low, high;  // one 32-byte copy each: one unaligned load each
+        npybridge_v8f low, high;  // a 32-byte copy each: one load
         std::memcpy(&low, in + i, sizeof low);
         std::memcpy(&high, in + i + 8, sizeof high);
         const npybridge_v8i codes[2] = {quantize_eight(low, lanes), quantize_eight(high, lanes)};
@@ -130,7 +130,7 @@ __attribute__((target("avx2"))) void quantize_floats_avx2(const float* in, std::
 }
 #endif
 
-/// quantize_floats' SSE2 level (the portable loop where SSE2 is missing).
+/// quantize_floats' SSE2 level.
 template <class Code>
 void quantize_floats_sse2(const float* in, std::size_t n, const quantize_rule& rule, Code* out) noexcept {
     std::size_t i = 0;
@@ -140,8 +140,7 @@ void quantize_floats_sse2(const float* in, std::size_t n, const quantize_rule& r
     for (; i < n; ++i) out[i] = static_cast<Code>(rule(in[i]));
 }
 
-/// n floats quantized into codes of type Code (int8 / uint8 / int16 / int32), as `rule` does one: AVX2 where
-/// the CPU has it.
+/// n floats quantized into codes of type Code, as `rule` does one (AVX2 where the CPU has it).
 template <class Code>
 void quantize_floats(const float* in, std::size_t n, const quantize_rule& rule, Code* out) noexcept {
 #if defined(NPYBRIDGE_X86)

@@ -15,13 +15,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-// Why tiles: copying a transposed view element by element in the destination's
-// order reads each source element from a new cache line (NumPy's copy does
-// this). The copier finds the two dimensions that matter, the one the
-// destination walks contiguously and the one the source does, and copies
-// square tiles of those two that fit in L1 (both sides then move whole cache
-// lines), with SIMD 4x4 / 8x8 / 2x2 transposes inside a tile for 4-, 2- and
-// 8-byte elements. See docs/copies.md.
+// Tiles of the destination's and the source's fastest dimensions, SIMD transposes inside: docs/copies.md.
 
 /// Most dimensions a copy plan holds (NumPy's own limit is higher; npybridge's
 /// tensors hold at most NPYBRIDGE_MAX_NDIM).
