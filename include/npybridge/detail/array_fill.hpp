@@ -324,23 +324,6 @@ inline bool convert_by_kernel(const fill_plan& plan, PyArrayObject* array, const
     return true;
 }
 
-/// `store(data)` with data as the type of numpy's (kind, itemsize): 'i', 'u', or 'f' of 4 or 8 bytes.
-template <class Store>
-std::size_t with_number_pointer(char kind, npy_intp itemsize, const void* data, Store store) {
-    switch (kind == 'f' ? 100 + itemsize : kind == 'i' ? itemsize : -itemsize) {
-        case 1: return store(static_cast<const std::int8_t*>(data));
-        case 2: return store(static_cast<const std::int16_t*>(data));
-        case 4: return store(static_cast<const std::int32_t*>(data));
-        case 8: return store(static_cast<const std::int64_t*>(data));
-        case -1: return store(static_cast<const std::uint8_t*>(data));
-        case -2: return store(static_cast<const std::uint16_t*>(data));
-        case -4: return store(static_cast<const std::uint32_t*>(data));
-        case -8: return store(static_cast<const std::uint64_t*>(data));
-        case 104: return store(static_cast<const float*>(data));
-        default: return store(static_cast<const double*>(data));
-    }
-}
-
 /// store_checked into 1-, 2- or 4-byte storage within `bounds`.
 template <class Source>
 std::size_t store_within(const Source* in, std::size_t n, void* out, std::size_t size, const value_bounds& bounds) {
@@ -358,9 +341,7 @@ std::size_t store_within(const Source* in, std::size_t n, void* out, std::size_t
     if constexpr (std::is_floating_point_v<Source>) {
         return into_size(bounds.lo, bounds.hi);
     } else {
-        using limits = std::numeric_limits<Source>;
-        return into_size(static_cast<Source>(std::max<long double>(bounds.lo, limits::min())),
-                         static_cast<Source>(std::min<long double>(bounds.hi, limits::max())));
+        return into_size(integer_bound<Source>(bounds, false), integer_bound<Source>(bounds, true));
     }
 }
 
@@ -408,9 +389,13 @@ bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, 
     const value_bounds bounds = *storage_bounds(into.type.info());
     const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
     const std::size_t held = without_gil_if_large(n * static_cast<std::size_t>(itemsize), [&] {
-        return with_number_pointer(kind, itemsize, PyArray_DATA(array), [&](const auto* in) {
-            return contiguous ? store_within(in, n, into.out, size, bounds)
-                              : store_rows_within(array, in, into.out, size, bounds);
+        return visit_numbers(kind, itemsize, PyArray_DATA(array), [&](const auto* in) -> std::size_t {
+            if constexpr (std::is_same_v<std::remove_cv_t<std::remove_pointer_t<decltype(in)>>, long double>) {
+                return 0;  // long double: not taken (source_fits)
+            } else {
+                return contiguous ? store_within(in, n, into.out, size, bounds)
+                                  : store_rows_within(array, in, into.out, size, bounds);
+            }
         });
     });
     if (held != n) {  // read again for the value to name

@@ -58,6 +58,8 @@ inline void quantize_packed(const dtype_info& info, const quantize_rule& rule, c
         }
         const std::size_t offset =
             one_stream ? start * codec.bits / 8 : start / row_length * row_pitch(info.id, row_length);
+        // Every code quantize_floats makes is one of the dtype's (the rule clamps to them): the packer's
+        // validity answer is always true here.
         pack_rows(active_lowbit_kernels(), codec, info.id, codes.get(), count, row_length,
                   one_stream ? lowbit_layout::compact : packing, out + offset);
     }

@@ -22,6 +22,35 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
+/// An integer target's [lo, hi] as values of the integer type T, clipped to T's range.
+template <class T>
+T integer_bound(const value_bounds& bounds, bool upper) noexcept {
+    using limits = std::numeric_limits<T>;
+    if (!upper) return bounds.lo <= static_cast<long double>(limits::min()) ? limits::min() : static_cast<T>(bounds.lo);
+    return bounds.hi >= static_cast<long double>(limits::max()) ? limits::max()
+           : bounds.hi < 0                                      ? T{0}
+                                                                : static_cast<T>(bounds.hi);
+}
+
+/// `visit(values)` with the values at `data` as the C type of numpy's (kind, size of one real part): 'i', 'u',
+/// and 'f' / 'c' of 4, 8 or more (long double) bytes.
+template <class Visit>
+auto visit_numbers(char kind, npy_intp size, const void* data, Visit visit) {
+    switch (kind == 'i' ? size : kind == 'u' ? -size : 100 + size) {
+        case 1: return visit(static_cast<const std::int8_t*>(data));
+        case 2: return visit(static_cast<const std::int16_t*>(data));
+        case 4: return visit(static_cast<const std::int32_t*>(data));
+        case 8: return visit(static_cast<const std::int64_t*>(data));
+        case -1: return visit(static_cast<const std::uint8_t*>(data));
+        case -2: return visit(static_cast<const std::uint16_t*>(data));
+        case -4: return visit(static_cast<const std::uint32_t*>(data));
+        case -8: return visit(static_cast<const std::uint64_t*>(data));
+        case 104: return visit(static_cast<const float*>(data));
+        case 108: return visit(static_cast<const double*>(data));
+        default: return visit(static_cast<const long double*>(data));
+    }
+}
+
 /// The first integer of `in` that `bounds` does not hold unchanged: outside [lo, hi] for integer targets; for
 /// float targets, overflowing or not held exactly.
 template <class T>
@@ -29,11 +58,7 @@ std::optional<unfit_value> first_unfit_integer(const T* in, std::size_t n, const
     using limits = std::numeric_limits<T>;
     std::size_t bad = n;
     if (!bounds.floating) {
-        const T lo = bounds.lo <= static_cast<long double>(limits::min()) ? limits::min() : static_cast<T>(bounds.lo);
-        const T hi = bounds.hi >= static_cast<long double>(limits::max()) ? limits::max()
-                     : bounds.hi < 0                                      ? T{0}
-                                                                          : static_cast<T>(bounds.hi);
-        bad = first_outside<T>(in, n, lo, hi);
+        bad = first_outside<T>(in, n, integer_bound<T>(bounds, false), integer_bound<T>(bounds, true));
         if (bad != n) return unfit_value{bad, std::to_string(in[bad])};
         return std::nullopt;
     }
@@ -67,19 +92,13 @@ std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::si
 /// The first unfit value of `n` values at `data`, read as numpy's (kind, size of one real part) says.
 inline std::optional<unfit_value> first_unfit_in(char kind, npy_intp size, const void* data, std::size_t n,
                                                  std::size_t parts, const value_bounds& bounds) {
-    switch (kind == 'i' ? size : kind == 'u' ? -size : 100 + size) {
-        case 1: return first_unfit_integer(static_cast<const std::int8_t*>(data), n, bounds);
-        case 2: return first_unfit_integer(static_cast<const std::int16_t*>(data), n, bounds);
-        case 4: return first_unfit_integer(static_cast<const std::int32_t*>(data), n, bounds);
-        case 8: return first_unfit_integer(static_cast<const std::int64_t*>(data), n, bounds);
-        case -1: return first_unfit_integer(static_cast<const std::uint8_t*>(data), n, bounds);
-        case -2: return first_unfit_integer(static_cast<const std::uint16_t*>(data), n, bounds);
-        case -4: return first_unfit_integer(static_cast<const std::uint32_t*>(data), n, bounds);
-        case -8: return first_unfit_integer(static_cast<const std::uint64_t*>(data), n, bounds);
-        case 104: return first_unfit_float(static_cast<const float*>(data), n, parts, bounds);
-        case 108: return first_unfit_float(static_cast<const double*>(data), n, parts, bounds);
-        default: return first_unfit_float(static_cast<const long double*>(data), n, parts, bounds);
-    }
+    return visit_numbers(kind, size, data, [&](const auto* in) {
+        if constexpr (std::is_integral_v<std::remove_cv_t<std::remove_pointer_t<decltype(in)>>>) {
+            return first_unfit_integer(in, n, bounds);
+        } else {
+            return first_unfit_float(in, n, parts, bounds);
+        }
+    });
 }
 
 /// The numpy type first_unfit_value widens an array of `kind` to when it cannot read it in place.

@@ -298,6 +298,8 @@ template <class Op>
 bool copy_tile_staged(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di) noexcept {
     constexpr std::size_t rows = tile_i<Op>;
     constexpr std::size_t row = tile_j<Op> * Op::out;
+    static_assert(rows % simd_tile<Op>::edge == 0 && tile_j<Op> % simd_tile<Op>::edge == 0,
+                  "the SIMD tile must cover the whole staged tile: nothing else writes the buffer");
     alignas(64) unsigned char staged[rows * row];
     const bool fits = simd_tile<Op>::run(src, sj, staged, static_cast<std::ptrdiff_t>(row), rows, tile_j<Op>);
     for (std::size_t i = 0; i < rows; ++i)
