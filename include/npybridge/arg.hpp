@@ -1,5 +1,5 @@
-// npybridge/arg.hpp — tensor arguments whose dtype, ndim, policies and layout are fixed at compile time,
-// for binding-library casters (npybridge/bind/pybind11.hpp) and hand-written functions alike.
+// npybridge/arg.hpp — tensor arguments with compile-time dtype, ndim, policies and layout, for binding casters and
+// hand-written functions.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -18,9 +18,9 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-// ---- Constraints: empty tag types, each writing one field of an arg_spec.
+// ---- Constraints: empty tags, each setting one field of an arg_spec.
 
-/// What a constrained argument asks for, derived at compile time from its constraints.
+/// What a constrained argument asks for, from its constraints.
 struct arg_spec {
     bool has_dtype = false;
     dtype_enum id = dtype_enum::Float32;
@@ -31,11 +31,11 @@ struct arg_spec {
     bool has_layout = false;
     lowbit_layout layout = lowbit_layout::compact;
     bool writable = false;
-    // How many constraints set each field (two of a kind are a compile error).
+    // Constraints per field (two of a kind: a compile error).
     int dtypes = 0, ndims = 0, policies = 0, narrowings = 0, layouts = 0, writables = 0;
 };
 
-/// The tensor's dtype is Id (quantized: any params, read from the array's metadata).
+/// The tensor's dtype is Id (quantized: params from the array's metadata).
 template <dtype_enum Id>
 struct dtype_is {
     static constexpr void apply(arg_spec& s) noexcept {
@@ -53,8 +53,7 @@ struct ndim_is {
         ++s.ndims;
     }
 };
-/// How the tensor gets the array's memory: borrow_policy::must_borrow (the array's memory, or the call fails
-/// saying why), borrow_policy::copy (always a copy) or borrow_policy::try_borrow (the default).
+/// How the tensor gets the array's memory (borrow_policy; try_borrow by default).
 template <borrow_policy Policy>
 struct policy_is {
     static constexpr void apply(arg_spec& s) noexcept {
@@ -62,7 +61,7 @@ struct policy_is {
         ++s.policies;
     }
 };
-/// Narrowing mode other than the default 'checked'.
+/// A narrowing mode other than 'checked'.
 template <narrowing Mode>
 struct narrowing_is {
     static constexpr void apply(arg_spec& s) noexcept {
@@ -70,8 +69,8 @@ struct narrowing_is {
         ++s.narrowings;
     }
 };
-/// writable_is<true>: the tensor must be writable (a read-only array is copied, or refused with
-/// policy_is<borrow_policy::must_borrow>); writable_is<false> is the default, read-only memory allowed.
+/// writable_is<true>: a writable tensor (a read-only array is copied, or refused under must_borrow); false, the
+/// default, allows read-only memory.
 template <bool Writable>
 struct writable_is {
     static constexpr void apply(arg_spec& s) noexcept {
@@ -79,7 +78,7 @@ struct writable_is {
         ++s.writables;
     }
 };
-/// Packed dtypes: the tensor's bit layout.
+/// Packed dtypes: the bit layout.
 template <lowbit_layout Layout>
 struct layout_is {
     static constexpr void apply(arg_spec& s) noexcept {
@@ -124,8 +123,7 @@ struct is_constraint : std::false_type {};
 template <class C>
 struct is_constraint<C, std::void_t<decltype(C::apply(std::declval<arg_spec&>()))>> : std::true_type {};
 
-/// A signature text as a constant character array (what the binding library shows in signatures and
-/// docstrings: render_typed_name below).
+/// A signature text as a constant character array.
 struct arg_text {
     std::array<char, 160> chars{};
     std::size_t size = 0;
@@ -143,9 +141,8 @@ struct arg_text {
     }
 };
 
-/// The NumPy scalar type a dtype's arrays carry, as typing spells it: the builtin type (quantized dtypes:
-/// their storage, `numpy.int8` for QuantizedS8); `numpy.generic` for bfloat16 / intbN (whose type depends on
-/// the library that registered it at run time) and dtypes without a NumPy form.
+/// The NumPy scalar type of a dtype's arrays in typing's spelling (quantized: the storage's); `numpy.generic` for user
+/// dtypes and dtypes without a NumPy form.
 constexpr void add_scalar_type(arg_text& t, dtype_enum id) noexcept {
     const dtype_info& entry = info(id);
     if (entry.form != numpy_form::builtin || entry.numpy_name().empty()) {
@@ -157,11 +154,9 @@ constexpr void add_scalar_type(arg_text& t, dtype_enum id) noexcept {
     if (entry.numpy_name() == "bool") t.add("_");
 }
 
-/// How a binding library's stub generator reads an argument: valid typing, each library in its own idiom.
-/// pybind11 (as its Eigen and array_t casters write): `typing.Annotated[numpy.typing.NDArray[numpy.int8],
-/// "QuantizedS8", "ndim=2", "flags.writeable"]`. nanobind (as its ndarray caster writes):
-/// `typing.Annotated[numpy.typing.NDArray[numpy.int8], dict(dtype='QuantizedS8', ndim=2, writable=True)]`.
-/// The scalar type makes overloads on dtype distinct to a type checker; the metadata carries the rest.
+/// How each binding library's stub generator reads an argument, in its own idiom: pybind11
+/// `typing.Annotated[numpy.typing.NDArray[numpy.int8], "QuantizedS8", "ndim=2"]`, nanobind `typing.Annotated[...,
+/// dict(dtype='QuantizedS8', ndim=2)]`. The scalar type keeps overloads on dtype distinct to a type checker.
 enum class typing_style { pybind11, nanobind };
 
 constexpr arg_text render_typed_name(const arg_spec& s, typing_style style) noexcept {
@@ -218,16 +213,15 @@ constexpr arg_text render_typed_name(const arg_spec& s, typing_style style) noex
 
 }  // namespace detail
 
-/// Removed: naming it stops the build with a message that names policy_is<borrow_policy::must_borrow>.
+/// Removed: naming it is a compile error naming policy_is<borrow_policy::must_borrow>.
 using borrow_only = detail::borrow_only_removed<>;
-/// Removed: naming it stops the build with a message that names policy_is<borrow_policy::copy>.
+/// Removed: naming it is a compile error naming policy_is<borrow_policy::copy>.
 using copy_always = detail::copy_always_removed<>;
-/// Removed: naming it stops the build with a message that names writable_is<true>.
+/// Removed: naming it is a compile error naming writable_is<true>.
 using writable_only = detail::writable_only_removed<>;
 
-/// A tensor argument with compile-time constraints: `arg<tensor, dtype_is<dtype_enum::QuantizedS8>, ndim_is<2>>`.
-/// Every impossible combination is a compile error that says why; `options()` is the to_tensor_options the
-/// constraints mean, `check()` the run-time checks to_tensor does not do itself (quantized dtype, ndim).
+/// A tensor argument with compile-time constraints: `arg<tensor, dtype_is<dtype_enum::QuantizedS8>, ndim_is<2>>`. An
+/// impossible combination is a compile error saying why.
 template <class Tensor, class... Constraints>
 class arg {
     static_assert(check_adapter<Tensor>());
@@ -262,15 +256,13 @@ public:
                   "npybridge: narrowing_is<> with policy_is<must_borrow> has no effect: a borrow never narrows (drop "
                   "one)");
 
-    /// The constraints as valid typing, in each binding library's idiom (what its signatures show and its stub
-    /// generator reads).
+    /// The constraints as typing, in each binding library's idiom.
     static constexpr detail::arg_text pybind11_typing = detail::render_typed_name(spec, detail::typing_style::pybind11);
     static constexpr detail::arg_text nanobind_typing = detail::render_typed_name(spec, detail::typing_style::nanobind);
-    /// Removed: reading it stops the build with a message that names pybind11_typing and nanobind_typing.
+    /// Removed: reading it is a compile error naming pybind11_typing and nanobind_typing.
     static const detail::python_name_removed<Tensor>& python_name;
 
-    /// The options to_tensor runs with (a quantized dtype_is<> is checked afterwards: its params come
-    /// from the array).
+    /// The options to_tensor runs with (a quantized dtype_is<> is checked afterwards).
     static to_tensor_options options() {
         to_tensor_options o;
         o.policy = spec.policy;
@@ -281,8 +273,7 @@ public:
         return o;
     }
 
-    /// Throws the conversion_error a mismatch in ndim or quantized dtype deserves (what to_tensor
-    /// cannot know); `ndim` is the array's.
+    /// Throws the conversion_error for a wrong ndim (the array's `ndim`).
     static void check_ndim(std::size_t ndim) {
         if (spec.has_ndim && ndim != spec.ndim) {
             throw conversion_error("expected an array with ndim=" + std::to_string(spec.ndim) +
@@ -295,8 +286,7 @@ public:
         }
     }
 
-    /// A quantized dtype_is<> takes only arrays that are that dtype already (its params come from the array):
-    /// anything else is refused naming the caller's input, not a step of its conversion.
+    /// A quantized dtype_is<> takes only arrays of that dtype; anything else is refused naming the caller's input.
     static void check_source(PyObject* obj) {
         if (!spec.has_dtype || !info(spec.id).is_quantized) return;
         const auto* descr = PyArray_Check(obj) ? PyArray_DESCR(reinterpret_cast<PyArrayObject*>(obj)) : nullptr;
@@ -304,7 +294,7 @@ public:
         std::string got = descr != nullptr ? detail::descr_text(const_cast<PyArray_Descr*>(descr))
                                            : std::string(Py_TYPE(obj)->tp_name);
         if (descr != nullptr && detail::descr_metadata(const_cast<PyArray_Descr*>(descr)) != nullptr) {
-            try {  // another quantized dtype: its name and params say more than its storage
+            try {  // another quantized dtype: name it with its params
                 got = from_numpy_dtype(const_cast<PyArray_Descr*>(descr), narrowing::reject).type.to_string();
             } catch (const error&) {
                 if (PyErr_Occurred()) PyErr_Clear();
@@ -314,17 +304,15 @@ public:
                           std::string(info(spec.id).numpy_name()) + " with mgb_dtype metadata), got " + got);
     }
 
-    /// Whether obj could become this argument at all (its ndim, a quantized dtype it must already be, numbers
-    /// for a plain dtype). Casters decline what cannot, on every pass, so that another overload gets its turn;
-    /// what could but fails (a value out of range) is npybridge's error to raise.
+    /// Whether obj could become this argument at all. Casters decline what cannot, so another overload gets its turn;
+    /// what could but fails is npybridge's error.
     static bool may_convert(PyObject* obj) noexcept {
         if (!PyArray_Check(obj)) return !(spec.has_dtype && info(spec.id).is_quantized);  // lists carry no params
         auto* array = reinterpret_cast<PyArrayObject*>(obj);
         if (spec.has_ndim && static_cast<std::size_t>(PyArray_NDIM(array)) != spec.ndim) return false;
         if (!spec.has_dtype) return true;
         if (info(spec.id).is_quantized) return source_is_quantized_as_wanted(PyArray_DESCR(array));
-        // Quantized codes never become another dtype (docs/policies.md): a quantized array is declined, so that
-        // an overload taking its dtype gets its turn.
+        // Quantized codes never become another dtype: declined, so an overload of their dtype gets its turn.
         if (detail::descr_metadata(PyArray_DESCR(array)) != nullptr && source_is_quantized(PyArray_DESCR(array))) {
             return false;
         }
@@ -364,7 +352,7 @@ public:
     const Tensor& get() const noexcept { return m_tensor; }
     /// True when the tensor uses the array's memory.
     bool borrowed() const noexcept { return m_borrowed; }
-    /// Why it does not (empty when borrowed).
+    /// Why not (empty when borrowed).
     const std::string& copy_reason() const noexcept { return m_copy_reason; }
 
 private:
@@ -373,13 +361,13 @@ private:
     std::string m_copy_reason;
 };
 
-/// Whether T is an arg<...> (what the binding casters specialize on).
+/// Whether T is an arg<...>.
 template <class T>
 struct is_arg : std::false_type {};
 template <class Tensor, class... Constraints>
 struct is_arg<arg<Tensor, Constraints...>> : std::true_type {};
 
-/// Converts obj for the constrained argument Arg (to_tensor with its options, then its checks).
+/// Converts obj for Arg: to_tensor with its options, then its checks.
 template <class Arg>
 Arg to_arg(PyObject* obj) {
     static_assert(is_arg<Arg>::value, "npybridge: to_arg<A> needs an npybridge::arg<Tensor, ...>");
@@ -390,15 +378,13 @@ Arg to_arg(PyObject* obj) {
     Arg made(to_tensor<typename Arg::tensor_type>(obj, Arg::options()));
     using adapter = typename Arg::adapter;
     Arg::check_dtype(adapter::dtype_of(*made));
-    // (ndim_is<0> needs a tensor type that can be 0-d, so the tensor's ndim is the array's.)
+    // (ndim_is<0> needs a tensor type that can be 0-d.)
     if (Arg::spec.has_ndim) Arg::check_ndim(adapter::layout_of(*made).ndim);
     return made;
 }
 
-/// What a binding library's first overload pass may accept for Arg: an ndarray whose memory the tensor can
-/// use as it is (no copy, no cast, constraints met), made in `out`; false otherwise, with `out` empty and no
-/// Python error left pending. Casters use it so that overloads differing in a constrained dtype each get the
-/// arrays they borrow.
+/// A binding's first overload pass for Arg: an ndarray the tensor uses as it is (no copy or cast), made in `out`; else
+/// false, `out` empty, no Python error pending. Overloads differing in dtype each get the arrays they borrow.
 template <class Arg>
 bool borrow_as_is(PyObject* obj, std::optional<Arg>& out) noexcept {
     static_assert(is_arg<Arg>::value, "npybridge: borrow_as_is<A> needs an npybridge::arg<Tensor, ...>");
@@ -419,10 +405,9 @@ bool borrow_as_is(PyObject* obj, std::optional<Arg>& out) noexcept {
     }
 }
 
-/// What a binding library's npybridge::dtype argument takes from obj. First pass (`convert` false): numpy.dtype
-/// objects only; second pass: anything numpy.dtype() accepts, or the npybridge name of a dtype without params
-/// ("IntB4"). nullopt when obj is not for this argument (no Python error left pending); npybridge's error
-/// when obj is a numpy.dtype npybridge refuses (int64, ...: no dtype of its own), so the user learns why.
+/// A binding's npybridge::dtype argument from obj: first pass numpy.dtype objects only; second, anything numpy.dtype()
+/// takes or a name without params ("IntB4"). nullopt when obj is not for it (no error pending); npybridge's error for a
+/// numpy.dtype it refuses (int64).
 inline std::optional<dtype> dtype_argument(PyObject* obj, bool convert) {
     if (obj == nullptr) return std::nullopt;
     const bool is_descr = PyArray_DescrCheck(obj);

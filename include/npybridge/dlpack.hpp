@@ -8,40 +8,34 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// What to_dlpack exports, as the array API's __dlpack__ arguments say it.
+/// What to_dlpack exports (the array API's __dlpack__ arguments).
 struct dlpack_options {
-    /// The newest DLPack version the consumer reads (max_version); none or
-    /// below 1.0: the legacy capsule "dltensor".
+    /// The newest version the consumer reads; none or below 1.0: the legacy "dltensor" capsule.
     std::optional<dlpack::DLPackVersion> max_version;
-    /// dl_device: only the CPU (kDLCPU, 0) is possible.
+    /// Only the CPU (kDLCPU, 0).
     std::optional<dlpack::DLDevice> device;
-    /// true: always a copy (flagged IS_COPIED); false: never a copy (an error
-    /// when one is needed); none: a copy only when needed.
+    /// true: always a copy (IS_COPIED); false: never (an error when one is needed); none: when needed.
     std::optional<bool> copy;
-    /// Quantized dtypes and IntB1/2/4: export the stored codes (int8, uint4,
-    /// ...). DLPack has no quantized types, so without this their export is an
-    /// error rather than a silent loss of scale and zero_point.
+    /// Quantized dtypes and IntB1/2/4: export the codes. DLPack has no quantized types, so without it their export is
+    /// an error, not a silent loss of params.
     bool codes = false;
 
-    /// The options from __dlpack__'s Python arguments (each nullptr or None when not given):
-    /// `stream` must be None (CPU memory), `max_version` and `dl_device` are tuples of two non-negative ints
-    /// (a version's numbers fit 32 bits, a device's type and id 31), `copy` and `codes` are truth values.
-    /// A bad one is a conversion_error (a TypeError and ValueError in Python) naming the argument and value.
+    /// The options from __dlpack__'s arguments (nullptr or None: not given): `stream` None, `max_version` and
+    /// `dl_device` pairs of non-negative ints, `copy` and `codes` truth values. A bad one is a conversion_error naming
+    /// it.
     static dlpack_options from_python(PyObject* stream, PyObject* max_version, PyObject* dl_device, PyObject* copy,
                                       PyObject* codes = nullptr);
 };
 
-/// Tensor → DLPack capsule (new reference), as the array API's __dlpack__ makes it: versioned (DLPack 1.1, with
-/// READ_ONLY and IS_COPIED) when options.max_version allows, else legacy, which refuses a read-only tensor unless
-/// copy=true. The capsule keeps the tensor's memory alive until the consumer's deleter runs, on any thread.
-/// Packed dtypes export their packed bits (docs/interchange.md). Requires the GIL; throws dlpack_error.
+/// Tensor → DLPack capsule (new reference), as __dlpack__ makes it: versioned (1.1, READ_ONLY, IS_COPIED) when
+/// max_version allows, else legacy, which refuses a read-only tensor unless copy=true. The capsule keeps the memory
+/// alive until the deleter runs; packed dtypes export their bits. GIL required; throws dlpack_error.
 template <class Tensor>
 object to_dlpack(const Tensor& source, const dlpack_options& options = {});
 
-/// Any DLPack producer (an object with __dlpack__, or a capsule) → Tensor, with to_tensor's options, policies and
-/// copy reasons. A borrow calls the producer's deleter exactly once, on whatever thread lets go last; READ_ONLY
-/// memory gives a read-only tensor. Only CPU memory is read: another device is a dlpack_error naming it.
-/// Requires the GIL.
+/// Any DLPack producer (a __dlpack__ object or capsule) → Tensor, with to_tensor's options and copy reasons. A borrow
+/// calls the deleter once, on the thread that lets go last; READ_ONLY gives a read-only tensor; only CPU memory (else
+/// dlpack_error). GIL required.
 template <class Tensor = tensor>
 to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& options = {},
                                      const placement_t<Tensor>& where = default_placement<Tensor>());
@@ -131,7 +125,7 @@ to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& opt
             return detail::packed_from_dlpack<Tensor>(view, kept, where);
         return detail::padded_from_dlpack<Tensor>(taken, kept, where);
     }
-    // Anything else, read-only memory included: an ndarray over the DLPack memory, planned as any other.
+    // Anything else: an ndarray over the memory, planned as any other.
     object descr = detail::numpy_descr_for(view.dtype);
     const auto itemsize = static_cast<std::size_t>(detail::descr_elsize(reinterpret_cast<PyArray_Descr*>(descr.get())));
     object array = detail::array_over_dlpack(view, descr.get(), itemsize, !read_only, taken.owner);

@@ -1,8 +1,6 @@
-// npybridge/megengine_compat.hpp — the names of MegEngine's python_helper (namespace npy and friends) over
-// npybridge, for any tensor type with a tensor_adapter. A MegBrain-based project replaces its helper file by
-// including this one and writing `namespace npy = npybridge::npy;` (with MegBrain's own types:
-// megbrain_compat.hpp). docs/guide.md's "Migrating from MegEngine's python_helper" maps every old name to its
-// npybridge call; new code should call npybridge directly.
+// npybridge/megengine_compat.hpp — MegEngine's python_helper names (namespace npy) over npybridge, for any adapted
+// tensor type: write `namespace npy = npybridge::npy;` (MegBrain's own types: megbrain_compat.hpp). docs/guide.md maps
+// each old name; new code calls npybridge directly.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -20,9 +18,8 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace npy {
 
-/// How np2tensor gets its tensor, as MegEngine's npy::Meth: borrow (share when possible, else copy),
-/// must_borrow (share or throw), each placed where asked (a comp node for MegBrain's tensors; tensor types
-/// without placement take none), or copy_into an existing tensor (the copy is made where that tensor is).
+/// How np2tensor gets its tensor, as MegEngine's npy::Meth: borrow, must_borrow (each placed where asked), or copy_into
+/// an existing tensor.
 template <class Tensor = tensor>
 class Meth {
 public:
@@ -33,10 +30,8 @@ public:
     static Meth must_borrow(const placement& where = default_placement<Tensor>()) {
         return Meth(borrow_policy::must_borrow, nullptr, where);
     }
-    /// `Meth::borrow(cn).for_reading()`, `Meth::must_borrow(cn).for_reading()`: for C++ that only reads the
-    /// tensor, a read-only array is borrowed too. Without it a tensor type that cannot mark memory read-only
-    /// (HostTensorND) gets a copy of one, so that no write through the tensor reaches it
-    /// (to_tensor_options::reads_only).
+    /// `.for_reading()`: C++ only reads, so a read-only array is borrowed too (to_tensor_options::reads_only); without
+    /// it a type that cannot mark memory read-only copies.
     Meth for_reading() const {
         Meth meth = *this;
         meth.m_reads_only = true;
@@ -57,10 +52,9 @@ private:
     bool m_reads_only = false;
 };
 
-/// numpy -> tensor, as MegEngine's npy::np2tensor: `type` empty means the array's own dtype (int64 / float64
-/// narrowed with a check, where MegEngine wraps). copy_into makes a copy where the destination is and puts it
-/// in the destination, whose shape and dtype become the array's (as MegEngine's); on any error the
-/// destination is left as it was. Returns the tensor (the destination for copy_into).
+/// numpy -> tensor, as MegEngine's npy::np2tensor: empty `type` keeps the array's dtype (int64 / float64 narrowed with
+/// a check, where MegEngine wraps). copy_into gives the destination the array's shape, dtype and values, or leaves it
+/// as it was on error.
 template <class Tensor>
 Tensor np2tensor(PyObject* obj, const Meth<Tensor>& meth, const std::optional<dtype>& type = std::nullopt) {
     to_tensor_options options;
@@ -78,9 +72,8 @@ Tensor np2tensor(PyObject* obj, const Meth<Tensor>& meth, const std::optional<dt
 /// MegEngine's npy::ShareType.
 enum class ShareType { MUST_SHARE, MUST_UNSHARE, TRY_SHARE };
 
-/// tensor -> numpy, as MegEngine's npy::ndarray_from_tensor; a new reference. As MegEngine's, an array that
-/// shares the tensor's memory is read-only (MegEngine makes it with flags 0); a copy, and an array of no
-/// elements (nothing to share), is writable unless the tensor's memory is read-only.
+/// tensor -> numpy, as MegEngine's npy::ndarray_from_tensor (new reference): a shared array is read-only, as
+/// MegEngine's; a copy is writable unless the tensor's memory is read-only.
 template <class Tensor>
 PyObject* ndarray_from_tensor(const Tensor& value, ShareType share) {
     const share_policy policy = share == ShareType::MUST_SHARE     ? share_policy::must_share
@@ -95,19 +88,17 @@ PyObject* ndarray_from_tensor(const Tensor& value, ShareType share) {
     return array.release();
 }
 
-/// dtype -> numpy, as MegEngine's npy::dtype_mgb2np: a numpy.dtype (with MegEngine's metadata when
-/// quantized; MegEngine's bfloat16 / intbN types while MegEngine is imported); a new reference.
+/// dtype -> numpy, as npy::dtype_mgb2np (new reference; MegEngine's user dtypes while it is imported).
 inline PyObject* dtype_mgb2np(const dtype& type) { return to_numpy_dtype(type).release(); }
 
-/// numpy -> dtype, as MegEngine's npy::dtype_np2mgb: anything numpy.dtype() accepts; a dtype MegBrain has no
-/// dtype for (int64, float64, ...) is a dtype_error naming it.
+/// numpy -> dtype, as npy::dtype_np2mgb; dtype_error for dtypes MegBrain lacks (int64, float64).
 inline dtype dtype_np2mgb(PyObject* obj) {
     if (obj == nullptr || obj == Py_None) throw dtype_error("cannot convert None to a numpy dtype");
     return from_numpy_dtype(obj, narrowing::reject).type;
 }
 
-/// As MegEngine's npy::to_mgb_supported_dtype: the numpy scalar type a dtype becomes in MegBrain (int64 ->
-/// int32, float64 -> float32, the others as they are); a new reference. Metadata is refused, as MegEngine does.
+/// As npy::to_mgb_supported_dtype: the scalar type a dtype becomes in MegBrain (int64 -> int32, float64 -> float32);
+/// metadata refused. New reference.
 inline PyObject* to_mgb_supported_dtype(PyObject* dtype_like) {
     PyArray_Descr* raw = nullptr;
     if (!PyArray_DescrConverter(dtype_like, &raw)) throw python_error();
@@ -123,22 +114,21 @@ inline PyObject* to_mgb_supported_dtype(PyObject* dtype_like) {
     return scalar_type;
 }
 
-/// MegEngine's PyExceptionForward: a Python exception carried through C++ (python_error), with restore() and
-/// throw_(), which takes the pending Python error and throws it.
+/// MegEngine's PyExceptionForward: python_error with throw_(), which throws the pending error.
 class PyExceptionForward : public python_error {
 public:
     using python_error::python_error;
     [[noreturn]] static void throw_() { throw PyExceptionForward(); }
 };
 
-/// MegEngine's OprPyTracker, for any key: `tracker.enter(tag)` replaces begin_set_tracker / end_set_tracker
-/// (a scope object), `on_create(key)` tags, `blame(key, message)` adds "created at".
+/// MegEngine's OprPyTracker for any key: `enter(tag)` (a scope) replaces begin/end_set_tracker, `on_create(key)` tags,
+/// `blame(key, message)` adds "created at".
 template <class Key>
 using OprPyTracker = origin_tracker<Key>;
 
 }  // namespace npy
 
-/// Deprecated: the name before 0.6 of npybridge::npy (naming it warns; it goes in the next release).
+/// Deprecated since 0.6: the old name of npybridge::npy.
 namespace [[deprecated("npybridge: npybridge::megengine is deprecated since 0.6.0: write npybridge::npy")]] megengine {
 using namespace ::npybridge::npy;
 }  // namespace megengine

@@ -17,9 +17,7 @@ table of this binary (PY_ARRAY_UNIQUE_SYMBOL); after including npybridge, NumPy'
 #ifndef NPY_NO_DEPRECATED_API
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #endif
-// A header-only library cannot own a non-inline definition, so every TU
-// declares the table (NO_IMPORT_ARRAY) and the inline variables below define
-// it once for the whole binary.
+// Every TU declares the table (NO_IMPORT_ARRAY); the inline variables below define it once.
 #define PY_ARRAY_UNIQUE_SYMBOL NPYBRIDGE_NUMPY_API_SYMBOL
 #define PY_UFUNC_UNIQUE_SYMBOL NPYBRIDGE_NUMPY_API_SYMBOL##_ufunc
 #ifndef NO_IMPORT_ARRAY
@@ -38,10 +36,10 @@ table of this binary (PY_ARRAY_UNIQUE_SYMBOL); after including npybridge, NumPy'
 #include <type_traits>
 #include <utility>
 
-// Per module, like the rest of npybridge (NumPy 2 declares them hidden already; NumPy 1 does not).
+// Per module (NumPy 1 does not hide them).
 extern "C" {
-NPYBRIDGE_NAMESPACE_ATTRIBUTES inline void** PyArray_API = nullptr;  // the macro makes this NPYBRIDGE_NUMPY_API_SYMBOL
-NPYBRIDGE_NAMESPACE_ATTRIBUTES inline void** PyUFunc_API = nullptr;  // ... and this NPYBRIDGE_NUMPY_API_SYMBOL_ufunc
+NPYBRIDGE_NAMESPACE_ATTRIBUTES inline void** PyArray_API = nullptr;  // NPYBRIDGE_NUMPY_API_SYMBOL
+NPYBRIDGE_NAMESPACE_ATTRIBUTES inline void** PyUFunc_API = nullptr;  // ..._ufunc
 #if NPY_ABI_VERSION >= 0x02000000
 NPYBRIDGE_NAMESPACE_ATTRIBUTES inline int PyArray_RUNTIME_VERSION = 0;
 #endif
@@ -51,9 +49,7 @@ namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 namespace detail {
 
-/// The C-API table NumPy exports as `capsule_name` of its _multiarray_umath
-/// module (numpy._core in NumPy 2, numpy.core in 1.x); nullptr with a Python
-/// error set when it cannot be had.
+/// NumPy's C-API table `capsule_name` of _multiarray_umath; nullptr with a Python error when unavailable.
 inline void** numpy_api_table(const char* capsule_name) noexcept {
     PyObject* module = PyImport_ImportModule("numpy._core._multiarray_umath");
     if (module == nullptr && PyErr_ExceptionMatches(PyExc_ModuleNotFoundError)) {
@@ -73,7 +69,7 @@ inline void** numpy_api_table(const char* capsule_name) noexcept {
     return table;
 }
 
-/// NumPy's type number of each of its built-in dtype names (NumPy's own fact: name -> number).
+/// NumPy's type number of each built-in dtype name.
 inline constexpr std::pair<std::string_view, int> numpy_type_numbers[] = {
     {"bool", NPY_BOOL},           {"int8", NPY_INT8},
     {"int16", NPY_INT16},         {"int32", NPY_INT32},
@@ -84,7 +80,7 @@ inline constexpr std::pair<std::string_view, int> numpy_type_numbers[] = {
     {"complex64", NPY_COMPLEX64}, {"complex128", NPY_COMPLEX128},
 };
 
-/// NumPy type number of a C++ element type (through its NumPy name in element_table), or -1.
+/// NumPy type number of a C++ element type, or -1.
 template <class Element>
 constexpr int numpy_type_num_of() noexcept {
     for (const auto& [name, number] : numpy_type_numbers) {
@@ -99,17 +95,14 @@ constexpr std::array<int, sizeof...(I)> make_numpy_type_nums(std::index_sequence
         (dtype_table[I].form == numpy_form::builtin ? numpy_type_num_of<typename row_t<I>::element_type>() : -1)...};
 }
 
-/// Built-in NumPy type number per table row; -1 where the dtype has no
-/// built-in numpy form (user dtypes get their number when registered).
+/// Built-in NumPy type number per row; -1 without a built-in form.
 inline constexpr std::array<int, dtype_count> numpy_type_nums =
     make_numpy_type_nums(std::make_index_sequence<dtype_count>{});
 
 }  // namespace detail
 
-/// Makes NumPy's C API usable from every npybridge header (and from your own
-/// code in the same binary). Call with the GIL held, for example in your
-/// module's init function; calling again is cheap. Returns false with a Python
-/// exception set when NumPy cannot be imported or is older than the headers.
+/// Makes NumPy's C API usable in this binary: call with the GIL, e.g. in your module's init (again is cheap). False
+/// with a Python error when NumPy is missing or older than the headers.
 inline bool import_numpy() noexcept {
     if (PyArray_API != nullptr) return true;
     void** table = detail::numpy_api_table("_ARRAY_API");
@@ -144,8 +137,7 @@ inline bool import_numpy() noexcept {
     return true;
 }
 
-/// Makes NumPy's ufunc C API usable (needed to register ufunc loops for user
-/// dtypes). Same rules as import_numpy().
+/// Makes NumPy's ufunc C API usable (for user dtypes' loops); as import_numpy().
 inline bool import_numpy_ufuncs() noexcept {
     if (PyUFunc_API != nullptr) return true;
     if (!import_numpy()) return false;
@@ -153,11 +145,10 @@ inline bool import_numpy_ufuncs() noexcept {
     return PyUFunc_API != nullptr;
 }
 
-/// True once import_numpy() has succeeded.
+/// True once import_numpy() succeeded.
 inline bool numpy_ready() noexcept { return PyArray_API != nullptr; }
 
-/// Built-in NumPy type number of a dtype (quantized dtypes: their base type),
-/// or -1 when the dtype has no built-in numpy form.
+/// Built-in NumPy type number of a dtype (quantized: its storage's); -1 without one.
 constexpr int numpy_type_num(dtype_enum id) noexcept { return detail::numpy_type_nums[table_index(id)]; }
 
 template <dtype_enum Id>
@@ -171,7 +162,7 @@ struct numpy_type_num_of {
 template <dtype_enum Id>
 inline constexpr int numpy_type_num_v = numpy_type_num_of<Id>::value;
 
-/// NumPy type number of a C++ type (with the narrowing rule: int64 -> NPY_INT32).
+/// NumPy type number of a C++ type (int64 -> NPY_INT32).
 template <class T>
 inline constexpr int numpy_type_num_for_v = numpy_type_num_v<dtype_of_v<T>>;
 

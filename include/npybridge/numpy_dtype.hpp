@@ -17,8 +17,7 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// What a numpy dtype becomes: the dtype, and whether its values must be
-/// narrowed (int64 -> Int32, float64 -> Float32) on the way in.
+/// What a numpy dtype becomes, and whether its values narrow (int64 -> Int32, float64 -> Float32).
 struct numpy_dtype_match {
     dtype type;
     bool narrowed = false;
@@ -32,14 +31,14 @@ constexpr std::array<char, sizeof...(I)> make_numpy_kinds(std::index_sequence<I.
                                                         : '\0')...};
 }
 
-/// numpy kind of each row's element type (0 where the row has no built-in form).
+/// numpy kind of each row's element type (0: no built-in form).
 inline constexpr std::array<char, dtype_count> numpy_kinds = make_numpy_kinds(std::make_index_sequence<dtype_count>{});
 
 constexpr std::size_t numpy_itemsize(std::size_t row) noexcept {
     return dtype_table[row].is_packed ? 1 : dtype_table[row].element_size;
 }
 
-/// The plain (not quantized) dtype numpy's (kind, itemsize) pair maps to, or dtype_count.
+/// The plain dtype of numpy's (kind, itemsize), or dtype_count.
 constexpr std::size_t plain_row_for(char kind, std::size_t itemsize) noexcept {
     for (std::size_t i = 0; i < dtype_count; ++i) {
         if (numpy_kinds[i] == kind && numpy_itemsize(i) == itemsize && !dtype_table[i].is_quantized) return i;
@@ -47,9 +46,7 @@ constexpr std::size_t plain_row_for(char kind, std::size_t itemsize) noexcept {
     return dtype_count;
 }
 
-/// Row of each built-in numpy type number that maps to a plain dtype without
-/// narrowing (NPY_FLOAT -> Float32, ...), dtype_count elsewhere: the common
-/// case of from_numpy_dtype is one array read.
+/// Row of each built-in numpy type number that maps to a plain dtype without narrowing, else dtype_count.
 constexpr std::array<std::uint8_t, numpy_builtin_type_count> make_rows_by_type_num() {
     std::array<std::uint8_t, numpy_builtin_type_count> rows{};
     for (auto& row : rows) row = static_cast<std::uint8_t>(dtype_count);
@@ -62,15 +59,14 @@ constexpr std::array<std::uint8_t, numpy_builtin_type_count> make_rows_by_type_n
 
 inline constexpr std::array<std::uint8_t, numpy_builtin_type_count> rows_by_type_num = make_rows_by_type_num();
 
-/// ml_dtypes' sub-byte integer types (int1, int2, int4, uint1, uint2, uint4): one value per byte, in the
-/// low bits, upper bits zero.
+/// ml_dtypes' sub-byte integer types: one value per byte, in the low bits.
 struct ml_dtypes_subbyte {
     unsigned bits;
     bool is_signed;
 };
 
-/// Which of ml_dtypes' sub-byte integer types `descr` is; nullopt for anything else. An array of one means
-/// ml_dtypes is loaded, so this looks in sys.modules and imports nothing.
+/// Which ml_dtypes sub-byte type `descr` is, else nullopt. Looks in sys.modules only: an array of one means ml_dtypes
+/// is loaded.
 inline std::optional<ml_dtypes_subbyte> ml_dtypes_subbyte_kind(PyArray_Descr* descr) {
     if (descr_kind(descr) != 'V' || descr_elsize(descr) != 1) return std::nullopt;
     object module = object::steal(PyImport_GetModule(key_object("ml_dtypes")));
@@ -95,15 +91,14 @@ inline std::optional<ml_dtypes_subbyte> ml_dtypes_subbyte_kind(PyArray_Descr* de
     return std::nullopt;
 }
 
-/// Whether `descr` is ml_dtypes' int4 (true: signed) or uint4 (false); nullopt for anything else.
+/// Whether `descr` is ml_dtypes' int4 (true) or uint4 (false).
 inline std::optional<bool> ml_dtypes_4bit_kind(PyArray_Descr* descr) {
     const std::optional<ml_dtypes_subbyte> kind = ml_dtypes_subbyte_kind(descr);
     if (!kind || kind->bits != 4) return std::nullopt;
     return kind->is_signed;
 }
 
-/// A new ml_dtypes int4 / uint4 descr (ml_dtypes is imported here; throws
-/// dtype_error naming it when it cannot be).
+/// A new ml_dtypes int4 / uint4 descr; dtype_error naming ml_dtypes when it cannot be imported.
 inline object ml_dtypes_4bit_descr(bool is_signed) {
     object module = object::steal(PyImport_ImportModule("ml_dtypes"));
     if (!module) {
@@ -126,8 +121,7 @@ inline object ml_dtypes_4bit_descr(bool is_signed) {
     return object::steal(reinterpret_cast<PyObject*>(fresh));
 }
 
-/// str(descr) for messages; a pending Python error is kept as it was (a
-/// message about numpy's failure is built while numpy's error is pending).
+/// str(descr) for messages; keeps a pending Python error as it was.
 inline std::string descr_text(PyArray_Descr* descr) {
     const pending_error_kept kept;
     object text = object::steal(PyObject_Str(reinterpret_cast<PyObject*>(descr)));
@@ -141,9 +135,7 @@ inline std::string descr_text(PyArray_Descr* descr) {
 
 inline std::string type_text(PyObject* obj) { return std::string(Py_TYPE(obj)->tp_name); }
 
-/// A Python number as the C++ field type wants it. Float fields take Python
-/// and numpy reals and integers; integer fields take Python and numpy
-/// integers. bool is never a number here.
+/// A Python number as the field wants it: float fields take reals and integers, integer fields integers, never bool.
 inline double read_number(const dtype_info& type, std::string_view key, bool real, PyObject* obj) {
     auto where = [&] { return std::string(type.name) + ": " + std::string(key) + " "; };
     const bool is_bool = PyBool_Check(obj) || PyArray_IsScalar(obj, Bool);
@@ -154,8 +146,7 @@ inline double read_number(const dtype_info& type, std::string_view key, bool rea
             throw metadata_error(where() + "must be a real number, got " + safe_repr(obj) + " (" + type_text(obj) +
                                  ")");
         }
-        // A subclass's __float__ runs Python code: its own exception is the
-        // answer (only an integer too large for a double is ours to name).
+        // A subclass's __float__ may raise: its error is the answer (only an integer too large for a double is ours).
         const double value = PyFloat_AsDouble(obj);
         if (value == -1.0 && PyErr_Occurred()) {
             const bool ints_own_float = PyLong_Check(obj) && Py_TYPE(obj)->tp_as_number != nullptr &&
@@ -169,7 +160,7 @@ inline double read_number(const dtype_info& type, std::string_view key, bool rea
         if (!is_integer) {
             throw metadata_error(where() + "must be an integer, got " + safe_repr(obj) + " (" + type_text(obj) + ")");
         }
-        object index = object::steal(PyNumber_Index(obj));  // a subclass's __index__ may raise: that error stands
+        object index = object::steal(PyNumber_Index(obj));  // its __index__ may raise: that error stands
         if (!index) throw python_error();
         const long long value = PyLong_AsLongLong(index.get());
         if (value == -1 && PyErr_Occurred()) {
@@ -181,8 +172,7 @@ inline double read_number(const dtype_info& type, std::string_view key, bool rea
     }
 }
 
-/// A str's UTF-8 text, whole (a NUL inside stays inside); nullopt for
-/// anything else or text that is not valid UTF-8 (no error left pending).
+/// A str's UTF-8 text, whole; nullopt for anything else or invalid UTF-8 (no error pending).
 inline std::optional<std::string_view> utf8_text(PyObject* obj) {
     if (!PyUnicode_Check(obj)) return std::nullopt;
     Py_ssize_t size = 0;
@@ -194,15 +184,12 @@ inline std::optional<std::string_view> utf8_text(PyObject* obj) {
     return std::string_view(text, static_cast<std::size_t>(size));
 }
 
-/// A quantized dtype from a dict keyed as metadata['mgb_dtype'] is ('name'
-/// plus the param struct's keys), every value validated; `where` names the
-/// dict in messages. Values are read through strong references: reading a
-/// number may run Python code (a subclass's __float__) that changes the dict.
+/// A quantized dtype from a dict keyed as metadata['mgb_dtype'] ('name' plus the param keys), validated; `where` names
+/// the dict. Values are held by strong references: a __float__ may change the dict.
 template <class Where>
 dtype params_from_dict(const dtype_info& type, PyObject* fields, const Where& where) {
     param_values values = default_values(param_slots[table_index(type.id)]);
-    // Keys: 'name' plus the param struct's own; anything else is a mistake
-    // worth naming (zero_point on a symmetric dtype, a misspelt key).
+    // Any key beyond 'name' and the params is a mistake worth naming (zero_point on a symmetric dtype, a typo).
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(fields, &pos, &key, &value)) {
@@ -231,10 +218,9 @@ dtype params_from_dict(const dtype_info& type, PyObject* fields, const Where& wh
     return dtype_from_values(type.id, values);
 }
 
-/// Builds a dtype from metadata["mgb_dtype"] as MegEngine writes it. Every
-/// rejection names the numpy dtype or npybridge dtype and the key.
+/// A dtype from metadata["mgb_dtype"] as MegEngine writes it; errors name the numpy dtype and the key.
 inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
-    // Messages are built only when something is wrong: the good path stays cheap.
+    // Messages are built only when something is wrong.
     auto where = [&] { return "numpy dtype " + descr_text(descr) + ": metadata['mgb_dtype']"; };
     if (!PyDict_Check(mgb)) {
         throw metadata_error(where() + " must be a dict, got " + safe_repr(mgb) + " (" + type_text(mgb) + ")");
@@ -264,7 +250,7 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
     }
     const dtype_info& type = *found;
     const std::size_t row = table_index(type.id);
-    // ml_dtypes' int4 / uint4 hold QuantizedS4 / Quantized4Asymm codes one per byte (npybridge writes them so).
+    // ml_dtypes' int4 / uint4 hold QuantizedS4 / Quantized4Asymm codes, one per byte.
     const bool ml_4bit =
         type.bits == 4 && type.is_packed &&
         ml_dtypes_4bit_kind(descr) == std::optional<bool>(type.coding == lowbit_coding::twos_complement);
@@ -291,23 +277,18 @@ inline void set_metadata(PyArray_Descr* descr, PyObject* metadata) noexcept {
 
 }  // namespace detail
 
-/// Which numpy user dtype stands for BFloat16 / IntB1 / IntB2 / IntB4 when
-/// several libraries registered one (docs/dtypes.md): `preferred` is the one
-/// results are made of (MegEngine's while MegEngine is imported, else
-/// ml_dtypes', else npybridge's own), `own` the one npybridge registered
-/// (what its conversions cast through, whatever else is imported).
+/// Which numpy user dtype stands for BFloat16 / IntB1/2/4 when several libraries registered one: `preferred`
+/// (MegEngine's when imported, else ml_dtypes', else npybridge's) makes results; `own` is npybridge's, which its
+/// conversions cast through.
 enum class user_dtype_choice { preferred, own };
 
-/// The numpy descr of a user dtype (bfloat16, intb1/2/4; a new reference or nullptr), set by
-/// register_user_dtypes() (user_dtypes.hpp). Unset: no user dtypes.
+/// The numpy descr of a user dtype (new reference or nullptr), set by register_user_dtypes(); unset: none.
 inline PyArray_Descr* (*user_dtype_descr_hook)(dtype_enum, user_dtype_choice) = nullptr;
-/// The dtype of a numpy user type number (npybridge's own types and other libraries' it recognizes), set by
-/// register_user_dtypes(). Unset: no user dtypes.
+/// The dtype of a numpy user type number, set by register_user_dtypes().
 inline std::optional<dtype_enum> (*user_dtype_lookup_hook)(int) = nullptr;
 
-/// The npybridge dtype of a numpy dtype. Requires the GIL and import_numpy().
-/// Throws dtype_error for a numpy dtype without a MegBrain counterpart and
-/// metadata_error for bad quantized metadata, naming the numpy dtype and key.
+/// The npybridge dtype of a numpy dtype (GIL and import_numpy() required). dtype_error when it has no MegBrain dtype,
+/// metadata_error for bad quantized metadata, naming the dtype and key.
 inline numpy_dtype_match from_numpy_dtype(PyArray_Descr* descr, narrowing mode = narrowing::checked) {
     if (descr == nullptr) throw dtype_error("from_numpy_dtype: no numpy dtype given (NULL)");
     PyObject* metadata = detail::descr_metadata(descr);
@@ -327,13 +308,12 @@ inline numpy_dtype_match from_numpy_dtype(PyArray_Descr* descr, narrowing mode =
             throw metadata_error("numpy dtype " + detail::descr_text(descr) + ": metadata must be a dict, got " +
                                  safe_repr(metadata));
         }
-        // Strong references: parsing may run Python code (a number's
-        // __float__) that changes the dicts under it.
+        // Strong references: a __float__ while parsing may change the dicts.
         const object held_metadata = object::borrow(metadata);
         const object mgb = object::borrow(PyDict_GetItemWithError(metadata, detail::key_object("mgb_dtype")));
         if (!mgb && PyErr_Occurred()) throw python_error();
         if (mgb) {
-            detail::metadata_stamp stamp(descr);  // before parsing: a change made while parsing is a later miss
+            detail::metadata_stamp stamp(descr);  // before parsing: a change while parsing is a later miss
             dtype parsed = detail::parse_mgb_dtype(descr, mgb.get());
             cache.put(descr, hash, descr, parsed, std::move(stamp));
             return {parsed, false};
@@ -361,11 +341,8 @@ inline numpy_dtype_match from_numpy_dtype(PyArray_Descr* descr, narrowing mode =
                       "metadata['mgb_dtype'])");
 }
 
-/// A quantized dtype from Python values of its params, validated exactly as
-/// metadata['mgb_dtype'] is (the same types, ranges and messages): for
-/// binding functions that take scale / zero_point arguments. nullptr or None
-/// means not given. Requires the GIL; throws metadata_error (or the Python
-/// error a number's __float__ / __index__ raised).
+/// A quantized dtype from Python values of its params (nullptr or None: not given), validated as metadata['mgb_dtype']
+/// is. GIL required; throws metadata_error or the error a __float__ / __index__ raised.
 inline dtype quantized_dtype(dtype_enum id, PyObject* scale, PyObject* zero_point = nullptr) {
     const dtype_info& type = info(id);
     if (!type.is_quantized) throw dtype_error(std::string(type.name) + " is not a quantized dtype: it takes no params");
@@ -381,7 +358,7 @@ inline dtype quantized_dtype(dtype_enum id, PyObject* scale, PyObject* zero_poin
                                     [&] { return std::string("the params given for ") + std::string(type.name); });
 }
 
-/// The same for anything np.dtype() accepts ("int8", np.float32, a dtype with metadata, ...).
+/// The same for anything np.dtype() accepts.
 inline numpy_dtype_match from_numpy_dtype(PyObject* dtype_like, narrowing mode = narrowing::checked) {
     PyArray_Descr* descr = nullptr;
     if (!PyArray_DescrConverter(dtype_like, &descr)) {
@@ -394,8 +371,7 @@ inline numpy_dtype_match from_numpy_dtype(PyObject* dtype_like, narrowing mode =
 
 namespace detail {
 
-/// to_numpy for quantized dtypes and user dtypes (out of line: the common
-/// case stays a table lookup and one call).
+/// to_numpy_dtype for quantized and user dtypes, out of line.
 [[gnu::noinline]] inline object to_numpy_dtype_slow(const dtype& type, std::size_t row, user_dtype_choice choice) {
     const dtype_info& entry = dtype_table[row];
     if (entry.form == numpy_form::none) {
@@ -443,14 +419,12 @@ namespace detail {
 
 }  // namespace detail
 
-/// The numpy dtype of an npybridge dtype (new reference): quantized dtypes get
-/// metadata {"mgb_dtype": {"name", "scale"[, "zero_point"]}} exactly as
-/// MegEngine writes it. Equal dtypes get the same object back (cached).
-/// BFloat16 / IntBn: the user dtype `choice` names (user_dtype_choice).
+/// The numpy dtype of an npybridge dtype (new reference, cached per dtype). Quantized dtypes carry metadata
+/// {"mgb_dtype": {"name", "scale"[, "zero_point"]}} as MegEngine writes it; user dtypes are `choice`'s.
 inline object to_numpy_dtype(const dtype& type, user_dtype_choice choice = user_dtype_choice::preferred) {
     const std::size_t row = table_index(type.id());
     const dtype_info& entry = dtype_table[row];
-    if (entry.form == numpy_form::builtin && !entry.is_quantized) {  // the common case: numpy's own descr
+    if (entry.form == numpy_form::builtin && !entry.is_quantized) {  // numpy's own descr
         return object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(detail::numpy_type_nums[row])));
     }
     return detail::to_numpy_dtype_slow(type, row, choice);
@@ -469,10 +443,10 @@ struct to_numpy_removed {
 
 }  // namespace detail
 
-/// Removed: calling it stops the build with a message that names from_numpy_dtype.
+/// Removed: calling it is a compile error naming from_numpy_dtype.
 template <class... Args>
 detail::from_numpy_removed<Args...> from_numpy(Args&&...);
-/// Removed: calling it stops the build with a message that names to_numpy_dtype.
+/// Removed: calling it is a compile error naming to_numpy_dtype.
 template <class... Args>
 detail::to_numpy_removed<Args...> to_numpy(Args&&...);
 

@@ -1,4 +1,4 @@
-// npybridge/python.hpp — owning references, GIL guards and safe text of Python objects.
+// npybridge/python.hpp — owning references, GIL guards, safe text of Python objects.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -14,17 +14,13 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Set once Python has ended a thread inside npybridge (a daemon thread that
-/// took the GIL back while the interpreter finalizes: gil_release). From then
-/// on, references are dropped without a decref: the unwinding thread holds no
-/// GIL and, from Python 3.12, has no interpreter state to free memory with;
-/// the process is exiting, so what is left is left to the operating system.
+/// Set once Python ended a thread inside npybridge (gil_release during finalization); references are then dropped
+/// without a decref, as the process is exiting.
 inline std::atomic<bool> python_ended_a_thread{false};
 
 }  // namespace detail
 
-/// An owning reference to a Python object: move-only, releases on destruction.
-/// Destroy it with the GIL held (or after giving it up with release()).
+/// An owning, move-only reference; destroy it with the GIL held (or release() first).
 class object {
 public:
     object() noexcept = default;
@@ -49,7 +45,7 @@ public:
     ~object() { drop(); }
 
     PyObject* get() const noexcept { return m_ptr; }
-    /// Gives the reference to the caller.
+    /// Gives the reference away.
     PyObject* release() noexcept { return std::exchange(m_ptr, nullptr); }
     explicit operator bool() const noexcept { return m_ptr != nullptr; }
 
@@ -61,7 +57,7 @@ private:
     PyObject* m_ptr = nullptr;
 };
 
-/// Holds the GIL for a scope, from any thread (re-entrant).
+/// Holds the GIL for a scope, from any thread.
 class gil_acquire {
 public:
     gil_acquire() noexcept : m_state(PyGILState_Ensure()) {}
@@ -73,19 +69,15 @@ private:
     PyGILState_STATE m_state;
 };
 
-/// Gives up the GIL for a scope (long copies); the calling thread must hold it.
-/// Taking the GIL back while the interpreter finalizes ends a daemon thread
-/// with glibc's forced unwind, so the destructor is noexcept(false): declare
-/// it as a plain local, not inside std::optional or any other wrapper whose
-/// destructor is noexcept (that would call std::terminate). without_gil()
-/// is the conditional form.
+/// Gives up the GIL for a scope. Taking it back during finalization ends a daemon thread by a forced unwind, so the
+/// destructor is noexcept(false): a plain local, never inside std::optional. without_gil() is the conditional form.
 class gil_release {
 public:
     gil_release() noexcept : m_state(PyEval_SaveThread()) {}
     ~gil_release() noexcept(false) {
         try {
             PyEval_RestoreThread(m_state);
-        } catch (...) {  // glibc's forced unwind: Python ends this thread (see python_ended_a_thread)
+        } catch (...) {  // forced unwind: Python ends this thread
             detail::python_ended_a_thread.store(true, std::memory_order_relaxed);
             throw;
         }
@@ -97,8 +89,7 @@ private:
     PyThreadState* m_state;
 };
 
-/// f() without the GIL when `release` (the calling thread holds it), else
-/// with it; the GIL is held again however f ends. f must not touch Python.
+/// f() without the GIL when `release`, else with it; f must not touch Python.
 template <class F>
 decltype(auto) without_gil(bool release, F&& f) {
     if (!release) return std::forward<F>(f)();
@@ -106,8 +97,7 @@ decltype(auto) without_gil(bool release, F&& f) {
     return std::forward<F>(f)();
 }
 
-/// Sets the pending Python error aside for a scope and puts it back at its
-/// end (code that builds a message about an error while it is pending).
+/// Sets the pending Python error aside for a scope.
 class pending_error_kept {
 public:
     pending_error_kept() noexcept { PyErr_Fetch(&m_type, &m_value, &m_traceback); }
@@ -121,8 +111,7 @@ private:
     PyObject* m_traceback;
 };
 
-/// repr(obj) that never fails: works for nullptr and for a __repr__ that
-/// raises (the pending Python error, if any, is kept as it was). GIL required.
+/// repr(obj) that never fails (nullptr, a raising __repr__); keeps a pending error. GIL required.
 inline std::string safe_repr(PyObject* obj) {
     if (obj == nullptr) return "<NULL>";
     const pending_error_kept kept;

@@ -1,4 +1,4 @@
-// npybridge/python_errors.hpp — carrying Python errors through C++ and C++ exceptions back into Python.
+// npybridge/python_errors.hpp — Python errors through C++, C++ exceptions back into Python.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -20,9 +20,8 @@
 #define NPYBRIDGE_HAS_CXXABI 1
 #endif
 
-// glibc ends a thread (pthread_exit, and CPython's daemon threads that wake
-// up during interpreter finalization) by a "forced unwind": an exception that
-// every catch (...) must rethrow and no noexcept frame may see.
+// glibc ends a thread (pthread_exit; daemon threads waking in finalization) with a "forced unwind": every catch (...)
+// must rethrow it.
 #if defined(__GLIBCXX__) && defined(__linux__)
 #define NPYBRIDGE_FORCED_UNWIND_CATCH \
     catch (abi::__forced_unwind&) {   \
@@ -34,8 +33,7 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// Readable C++ type name: demangled with the C++ ABI where the compiler has
-/// one, the raw name elsewhere.
+/// Readable C++ type name (demangled where the ABI allows).
 inline std::string demangle(const char* name) {
 #if NPYBRIDGE_HAS_CXXABI
     int status = 0;
@@ -45,8 +43,7 @@ inline std::string demangle(const char* name) {
     return name ? name : "<unknown type>";
 }
 
-/// True while Python can run code: initialized and not finalizing. Owners
-/// released after that leak their reference rather than touch a dead interpreter.
+/// True while Python can run code; owners released later leak their reference.
 inline bool python_alive() noexcept {
 #if PY_VERSION_HEX >= 0x030D0000
     return Py_IsInitialized() && !Py_IsFinalizing();
@@ -55,15 +52,12 @@ inline bool python_alive() noexcept {
 #endif
 }
 
-/// Runs f() with the GIL held, from any thread: at once when this thread holds
-/// it, else after taking it. Returns false without running f once the
-/// interpreter is finalizing or gone (taking the GIL then would hang or end
-/// the thread). Py_IsInitialized() comes first because PyGILState_Check()
-/// answers 1 once the interpreter is gone; CPython clears "initialized" as
-/// finalizing starts.
+/// Runs f() with the GIL held, from any thread. Returns false without running f once the interpreter is finalizing or
+/// gone (taking the GIL would hang or end the thread); Py_IsInitialized() comes first because PyGILState_Check()
+/// answers 1 after.
 template <class F>
 bool under_gil(F&& f) noexcept {
-    if (Py_IsInitialized() && PyGILState_Check()) {  // the common case: Python code on its own thread
+    if (Py_IsInitialized() && PyGILState_Check()) {  // the common case
         f();
         return true;
     }
@@ -73,32 +67,25 @@ bool under_gil(F&& f) noexcept {
     return true;
 }
 
-/// The Python error that was pending when it was made (type, value,
-/// traceback), as a C++ exception. what() gives the formatted traceback,
-/// formatted on first use only: one exception object re-raised through C++
-/// many times grows its traceback on every pass, and formatting it on every
-/// pass would make the passes quadratic. restore() hands the very same
-/// exception object back to Python, on any thread that holds the GIL.
-/// Copies share the captured error.
+/// The pending Python error (type, value, traceback) as a C++ exception; copies share it. what() formats the traceback
+/// on first use only (re-raised through C++, it grows each pass); restore() hands the same exception object back.
 class python_error : public error {
 public:
-    /// Captures (and clears) the pending Python error. GIL required. With no
-    /// error pending it stands for a SystemError saying so.
+    /// Captures and clears the pending error (GIL required); with none pending, a SystemError saying so.
     python_error() : error("npybridge: Python error"), m_state(fetch()) {}
 
-    /// "Traceback (most recent call last): ..." of the captured error (taking
-    /// the GIL if this thread does not hold it). After restore() it is the
-    /// text formatted before, or the exception's type name.
+    /// The formatted traceback, taking the GIL if needed; after restore(), the text formatted before or the type's
+    /// name.
     const char* what() const noexcept override {
         if (!m_state) return error::what();
         state& s = *m_state;
         const char* text = s.type_name.c_str();
-        under_gil([&]() noexcept {  // the GIL also orders threads asking at once
+        under_gil([&]() noexcept {  // the GIL orders threads asking at once
             if (!s.formatted && s.type != nullptr) {
                 try {
                     s.text = format(s.type, s.value, s.traceback);
                     s.formatted = true;
-                } catch (...) {  // out of memory: the type name stands in
+                } catch (...) {  // out of memory: the type name
                 }
             }
             if (s.formatted) text = s.text.c_str();
@@ -106,9 +93,7 @@ public:
         return text;
     }
 
-    /// Puts the captured exception back as Python's pending error (GIL
-    /// required). Only the first restore of a captured error gives it back;
-    /// later ones raise a RuntimeError saying it was already restored.
+    /// Makes the exception Python's pending error again (GIL required); a second restore raises RuntimeError.
     void restore() const {
         PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
         if (m_state) m_state->take(type, value, traceback);
@@ -120,12 +105,12 @@ public:
         PyErr_Restore(type, value, traceback);
     }
 
-    /// The exception's type object (borrowed; nullptr once restored).
+    /// The type (borrowed; nullptr once restored).
     PyObject* type() const noexcept { return m_state ? m_state->type : nullptr; }
-    /// The exception instance (borrowed; nullptr once restored).
+    /// The instance (borrowed; nullptr once restored).
     PyObject* value() const noexcept { return m_state ? m_state->value : nullptr; }
 
-    /// True when the captured exception is an instance of `exception_class`.
+    /// True when the exception is an `exception_class`.
     bool matches(PyObject* exception_class) const {
         return m_state && m_state->type && PyErr_GivenExceptionMatches(m_state->type, exception_class);
     }
@@ -135,8 +120,8 @@ private:
         PyObject* type = nullptr;
         PyObject* value = nullptr;
         PyObject* traceback = nullptr;
-        std::string type_name;  ///< kept for what() once the objects went back to Python
-        std::string text;       ///< the formatted traceback, once asked for
+        std::string type_name;  ///< for what() after restore
+        std::string text;       ///< the traceback, once asked
         bool formatted = false;
 
         void take(PyObject*& t, PyObject*& v, PyObject*& tb) noexcept {
@@ -146,7 +131,7 @@ private:
             type = value = traceback = nullptr;
         }
         ~state() {
-            // Released on whichever thread drops the last copy.
+            // Released on the thread that drops the last copy.
             if (type == nullptr && value == nullptr && traceback == nullptr) return;
             under_gil([&]() noexcept {
                 Py_XDECREF(type);
@@ -173,8 +158,7 @@ private:
         return captured;
     }
 
-    /// "Traceback (most recent call last): ..." via the traceback module; if
-    /// that fails, "TypeName: message"; never leaves a Python error set.
+    /// The traceback via the traceback module, else "TypeName: message"; leaves no Python error.
     static std::string format(PyObject* type, PyObject* value, PyObject* traceback) {
         const pending_error_kept kept;  // what() may be asked while another error is pending
         std::string text;
@@ -204,9 +188,7 @@ private:
     std::shared_ptr<state> m_state;
 };
 
-/// Python classes for npybridge's C++ errors. make_exception_classes() makes
-/// them once, as attributes of your extension module; translate_exception()
-/// raises them.
+/// Python classes for npybridge's errors, made once in your module by make_exception_classes().
 struct exception_classes {
     PyObject* error = nullptr;              ///< npybridge::error: <Module>.Error(RuntimeError)
     PyObject* conversion_error = nullptr;   ///< ConversionError(TypeError, ValueError)
@@ -216,15 +198,13 @@ struct exception_classes {
     PyObject* dlpack_error = nullptr;       ///< DLPackError(ConversionError, BufferError)
 };
 
-/// The classes translate_exception() raises (process-wide; set by
-/// make_exception_classes, read under the GIL).
+/// The classes translate_exception() raises (process-wide, read under the GIL).
 inline exception_classes& registered_exception_classes() noexcept {
     static exception_classes classes;
     return classes;
 }
 
-/// Creates the exception classes and adds them to `module`. Returns false
-/// with a Python error set on failure. GIL required.
+/// Makes the exception classes in `module`; false with a Python error set on failure. GIL required.
 inline bool make_exception_classes(PyObject* module) {
     PyObject* module_name = PyModule_GetNameObject(module);
     if (module_name == nullptr) return false;
@@ -272,27 +252,21 @@ void raise_with_type_name(PyObject* python_class, const Exception& e) {
 
 }  // namespace detail
 
-/// Call inside `catch (...)` at the C++ → Python boundary, with the GIL held:
-/// sets the Python error that stands for the exception in flight.
-///  - python_error: the original Python exception, restored as it was;
-///  - npybridge errors: npybridge's Python classes (make_exception_classes),
-///    message "npybridge::metadata_error: ..."; built-in TypeError/ValueError
-///    stand in if the classes were not made;
-///  - std::bad_alloc: MemoryError;
-///  - other std::exception: RuntimeError starting with the demangled type;
-///  - anything else: RuntimeError naming the unknown exception.
-/// If building the Python exception fails, a RuntimeError that still carries
-/// the original message is raised instead.
+/// Call in `catch (...)` at the C++ → Python boundary, GIL held: sets the Python error for the exception in flight.
+/// - python_error: the original exception, restored;
+/// - npybridge errors: npybridge's classes (TypeError / ValueError if none were made);
+/// - std::bad_alloc: MemoryError; other std::exception: RuntimeError naming the demangled type;
+/// - anything else: RuntimeError. If building the exception fails, a RuntimeError with the original message.
 inline void translate_exception() noexcept {
     std::string original;
     try {
         try {
             throw;
         } catch (const python_error& e) {
-            original = "a Python error";  // what() would format the whole traceback: not needed to hand it back
+            original = "a Python error";  // its traceback is not needed to hand it back
             e.restore();
         } catch (const error& e) {
-            // npybridge's own: the most derived Python class registered for it.
+            // npybridge's own: the most derived registered class.
             original = e.what();
             const exception_classes& classes = registered_exception_classes();
             PyObject* python_class = nullptr;
@@ -326,20 +300,15 @@ inline void translate_exception() noexcept {
             PyErr_SetString(PyExc_RuntimeError, ("npybridge: " + original).c_str());
         }
     } catch (...) {
-        // Translating failed (out of memory, a throwing what(), ...): keep the original message.
-        // (PyErr_Format, not std::string: nothing here may throw again.)
+        // Translating failed: keep the original message (PyErr_Format: nothing here may throw).
         PyErr_Clear();
         PyErr_Format(PyExc_RuntimeError, "npybridge: translating a C++ exception failed; original message: %s",
                      original.c_str());
     }
 }
 
-/// Runs f() at the C++ → Python boundary: its result, or nullptr with the
-/// Python error that translate_exception() makes of whatever f threw.
-/// For CPython-API functions: `return npybridge::guarded([&] { ... });`
-/// The one thing it lets through is the forced unwind that ends a thread
-/// taking the GIL back while the interpreter finalizes (a daemon thread in
-/// the middle of a conversion): that must reach the thread's start.
+/// Runs f() at the C++ → Python boundary: its result, or nullptr with translate_exception()'s error: `return
+/// npybridge::guarded([&] { ... });`. A thread's forced unwind passes through.
 template <class F>
 PyObject* guarded(F&& f) {
     try {

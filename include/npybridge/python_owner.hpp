@@ -1,6 +1,5 @@
-// npybridge/python_owner.hpp — owners that involve Python: a tensor borrowing an array holds it through a
-// python_owner_block; an array sharing a tensor's memory holds the owner through an npybridge.owner object;
-// free lists recycle both under the GIL (docs/lifetimes.md).
+// npybridge/python_owner.hpp — owners involving Python: a tensor holds its array through a python_owner_block, an array
+// holds a tensor's owner through npybridge.owner; free lists recycle both (docs/lifetimes.md).
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -16,14 +15,12 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Up to 64 recycled T (each with a `T* next_free` member, free while listed),
-/// guarded by the GIL: every push and pop happens with the GIL held, so no
-/// lock, no atomic and no thread-local lookup. With a free-threaded CPython
-/// there is no GIL to guard it, and the list keeps nothing.
+/// Up to 64 recycled T (linked by `T* next_free`), guarded by the GIL: no lock, atomic or thread-local. Free-threaded
+/// CPython: keeps nothing.
 template <class T>
 class gil_free_list {
 public:
-    /// A recycled T, or nullptr when none is kept.
+    /// A recycled T, or nullptr.
     static T* pop() noexcept {
         list& kept = instance();
         T* item = kept.head;
@@ -34,7 +31,7 @@ public:
         return item;
     }
 
-    /// Keeps `item` for reuse; false (and nothing kept) when the list is full.
+    /// Keeps `item`; false when the list is full.
     static bool push(T* item) noexcept {
         list& kept = instance();
         if (kept.count >= limit) return false;
@@ -55,13 +52,12 @@ private:
         std::size_t count = 0;
     };
     static list& instance() noexcept {
-        static list kept;  // constant-initialized: no guard on the hot path
+        static list kept;  // constant-initialized: no guard
         return kept;
     }
 };
 
-/// An owner block holding one Python reference. Blocks are recycled through
-/// a gil_free_list, so a borrow costs no malloc.
+/// An owner block holding a Python reference, recycled so a borrow costs no malloc.
 struct python_owner_block : owner_block {
     python_owner_block() noexcept : owner_block(&release_block) {}
     PyObject* object = nullptr;
@@ -80,8 +76,7 @@ struct python_owner_block : owner_block {
         return owner_handle::adopt(block);
     }
 
-    /// Drops the reference under the GIL from whichever thread lets go last;
-    /// once the interpreter is finalizing the reference is leaked instead.
+    /// Drops the reference under the GIL on the thread that lets go last (leaked once the interpreter finalizes).
     static void release_block(owner_block* base) noexcept {
         auto* block = static_cast<python_owner_block*>(base);
         PyObject* obj = block->object;
@@ -93,22 +88,17 @@ struct python_owner_block : owner_block {
     }
 };
 
-/// An owner handle that holds a Python reference and drops it under the GIL
-/// from whichever thread releases the last copy; `read_only` says the memory
-/// borrowed from `obj` must not be written (owner_block::read_only).
+/// An owner holding a Python reference, dropped under the GIL by the last release; `read_only`: the memory must not be
+/// written.
 inline owner_handle python_owner(PyObject* obj, bool read_only = false) {
     return python_owner_block::make(obj, read_only);
 }
 
-/// The Python object that keeps C++ memory shared with numpy alive: it holds
-/// one owner reference, dropped when numpy lets the array go. Cheaper than a
-/// PyCapsule: a static type (no name to compare, no heap-type reference per
-/// object) and objects recycled through a gil_free_list (made and freed only
-/// with the GIL held).
-/// Python sees `npybridge.owner`, which cannot be made from Python.
+/// The Python object (`npybridge.owner`, not constructible from Python) keeping C++ memory shared with numpy alive by
+/// one owner reference. Cheaper than a PyCapsule: a static type, recycled objects.
 class owner_object {
 public:
-    /// A new reference holding `owner` (not empty). Throws with `owner` left as it was.
+    /// A new reference holding `owner`; on a throw `owner` is unchanged.
     static object wrap(owner_handle& owner) {
         PyTypeObject* type = ready_type();
         owner_object* self = gil_free_list<owner_object>::pop();
@@ -118,7 +108,7 @@ public:
         return object::steal(reinterpret_cast<PyObject*>(self));
     }
 
-    /// The type, for tests and isinstance checks.
+    /// The type, for tests and isinstance.
     static PyTypeObject* ready_type() {
         static PyTypeObject* const type = make_type();
         return type;
@@ -126,7 +116,7 @@ public:
 
 private:
     friend class gil_free_list<owner_object>;
-    [[maybe_unused]] PyObject_HEAD  // read by Python through the object's address
+    [[maybe_unused]] PyObject_HEAD  // read by Python through the address
         owner_block* m_block;
     owner_object* next_free;
 
@@ -153,11 +143,8 @@ private:
     }
 };
 
-/// The base object of an array sharing memory that `owner` keeps alive: the
-/// Python object itself when the tensor borrowed from Python (nothing in
-/// between, and numpy sees the arrays share a base), else an owner_object
-/// holding the owner's reference. An empty owner (a scoped borrow) gives no
-/// base at all.
+/// The base object of an array sharing `owner`'s memory: the Python object itself when the tensor borrowed from Python
+/// (numpy then sees a shared base), else an owner_object; none for an empty (scoped) owner.
 inline object base_object_for(owner_handle owner) {
     if (!owner) return {};
     if (owner.get()->release == &python_owner_block::release_block) {
@@ -168,18 +155,14 @@ inline object base_object_for(owner_handle owner) {
 
 }  // namespace detail
 
-/// The Python object a borrowing owner keeps alive (the array a tensor
-/// borrowed from), nullptr for every other owner.
+/// The Python object a borrowing owner keeps alive; nullptr for other owners.
 inline PyObject* python_object_of(const owner_handle& owner) noexcept {
     if (!owner || owner.get()->release != &detail::python_owner_block::release_block) return nullptr;
     return static_cast<const detail::python_owner_block*>(owner.get())->object;
 }
 
-/// For the tp_traverse of a Python object holding a tensor (cycles such as
-/// `a.t = Tensor(a)` are then collected): visits the Python object the
-/// tensor's owner keeps alive, when this handle is that owner's only one.
-/// A shared owner's reference belongs to no single holder, and an owner
-/// shared with C++ keeps its object alive anyway, so it is not visited.
+/// For tp_traverse of a Python object holding a tensor (so `a.t = Tensor(a)` cycles are collected): visits the object
+/// the owner keeps alive when this handle is its only one.
 inline int traverse_owner(const owner_handle& owner, visitproc visit, void* arg) {
     PyObject* held = owner.use_count() == 1 ? python_object_of(owner) : nullptr;
     Py_VISIT(held);

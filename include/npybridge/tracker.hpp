@@ -1,4 +1,4 @@
-// npybridge/tracker.hpp — tags C++ objects with where (in Python) they were created, to name that origin in later errors.
+// npybridge/tracker.hpp — tags C++ objects with where in Python they were created, to name it in later errors.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -8,14 +8,13 @@
 
 #include <string>
 #include <string_view>
-#include <unordered_map>  // std::unordered_map and std::hash (not <functional>: 20% of the umbrella's parse)
+#include <unordered_map>  // not <functional>, which costs parse time
 #include <utility>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// The Python stack of the caller as a tag for origin_tracker: a
-/// traceback.StackSummary (new reference), or nullptr with no error set when
-/// it cannot be had. GIL required.
+/// The caller's Python stack as a tag: a traceback.StackSummary (new reference), or nullptr with no error set. GIL
+/// required.
 inline object current_python_stack() {
     object module = object::steal(PyImport_ImportModule("traceback"));
     object stack = module ? object::steal(PyObject_CallMethod(module.get(), "extract_stack", nullptr)) : object{};
@@ -23,19 +22,13 @@ inline object current_python_stack() {
     return stack;
 }
 
-/// The generalization of MegEngine's OprPyTracker: while a scope is active,
-/// every key reported through on_create() (an operator, a node, anything
-/// keyed by a pointer or id) is tagged with the scope's Python object, for
-/// example the creating stack. blame() names that origin in an error message.
-///
-/// Each tagged key holds one reference to its tag and each active scope one
-/// more; all are released when keys are forgotten, the scope ends, or the
-/// tracker is destroyed. Every member function needs the GIL (which is also
-/// what makes the tracker safe to share between threads).
+/// MegEngine's OprPyTracker, generalized: while a scope is active, each key reported by on_create() is tagged with the
+/// scope's object (e.g. the creating stack); blame() names it in an error. Tags are released when keys are forgotten,
+/// the scope ends or the tracker dies. Every member needs the GIL, which makes sharing between threads safe.
 template <class Key, class Hash = std::hash<Key>>
 class origin_tracker {
 public:
-    /// An active scope; ends on destruction (or end()). Move-only.
+    /// An active scope; ends on destruction or end(). Move-only.
     class scope {
     public:
         scope(scope&& other) noexcept : m_tracker(std::exchange(other.m_tracker, nullptr)) {}
@@ -57,8 +50,7 @@ public:
     origin_tracker(const origin_tracker&) = delete;
     origin_tracker& operator=(const origin_tracker&) = delete;
 
-    /// Releases every tag (taking the GIL if the caller does not hold it;
-    /// nothing is touched once the interpreter is gone).
+    /// Releases every tag (taking the GIL if needed; nothing once the interpreter is gone).
     ~origin_tracker() {
         under_gil([&]() noexcept {
             clear();
@@ -66,9 +58,8 @@ public:
         });
     }
 
-    /// Starts tagging new keys with `tag`. A scope inside a scope of the same
-    /// tracker is an error: which tag would win is exactly the ambiguity the
-    /// tracker exists to remove.
+    /// Starts tagging new keys with `tag`. A nested scope of the same tracker is an error: which tag wins is the
+    /// ambiguity the tracker removes.
     [[nodiscard]] scope enter(PyObject* tag) {
         if (tag == nullptr) throw error("origin_tracker: a scope needs a tag object (got NULL)");
         if (m_current != nullptr) {
@@ -83,8 +74,7 @@ public:
     /// True while a scope is active.
     bool active() const noexcept { return m_current != nullptr; }
 
-    /// Reports a newly created key: tagged with the active scope's tag, if
-    /// any. A key created again replaces its old tag.
+    /// Tags a new key with the active scope's tag, replacing an old one.
     void on_create(const Key& key) {
         if (m_current == nullptr) return;
         Py_INCREF(m_current);
@@ -95,14 +85,13 @@ public:
         }
     }
 
-    /// The tag of a key (borrowed), or nullptr when it has none.
+    /// A key's tag (borrowed), or nullptr.
     PyObject* origin(const Key& key) const {
         auto found = m_tags.find(key);
         return found == m_tags.end() ? nullptr : found->second;
     }
 
-    /// `message` followed by where the key came from: repr of its tag, or a
-    /// note that its origin is unknown.
+    /// `message`, then "created at: " and the tag's repr, or a note that the key has no origin.
     std::string blame(const Key& key, std::string_view message = {}) const {
         std::string text(message);
         if (!text.empty()) text += "\n";
@@ -110,7 +99,7 @@ public:
         return text + (tag ? "created at: " + safe_repr(tag) : std::string("created outside any origin_tracker scope"));
     }
 
-    /// Drops a key's tag (call when the object dies).
+    /// Drops a key's tag.
     void forget(const Key& key) {
         auto found = m_tags.find(key);
         if (found == m_tags.end()) return;
@@ -128,9 +117,7 @@ public:
 
     std::size_t size() const noexcept { return m_tags.size(); }
 
-    /// Visits every tag (and the active scope's), for the tp_traverse of a
-    /// Python object that holds the tracker: a tag that refers back to its
-    /// tracker is then collected. clear() is the matching tp_clear.
+    /// Visits every tag, for the tp_traverse of an object holding the tracker; clear() is the tp_clear.
     int traverse(visitproc visit, void* arg) const {
         for (const auto& entry : m_tags) Py_VISIT(entry.second);
         Py_VISIT(m_current);

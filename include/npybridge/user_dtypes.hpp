@@ -33,7 +33,7 @@ inline std::optional<dtype_enum> own_dtype_of(int type_num) {
     return std::nullopt;
 }
 
-/// Registers each user dtype row this interpreter does not have yet (one kind per row).
+/// Registers each row this interpreter lacks.
 using own_user_dtypes = std::tuple<bf16_user_dtype, intb_user_dtype<1>, intb_user_dtype<2>, intb_user_dtype<4>>;
 static_assert(std::tuple_size_v<own_user_dtypes> == user_dtype_count,
               "npybridge: one behaviour struct per user dtype row");
@@ -45,14 +45,13 @@ bool register_missing(const std::string& module_name, std::index_sequence<I...>)
             ...);
 }
 
-// ---- other libraries' bfloat16 / intbN ----------------------------------------------------
+// ---- other libraries' bfloat16 / intbN
 
-/// A NumPy user dtype of another library that holds the values of one of npybridge's with the same bytes
-/// (bfloat16: the upper half of a float32; intbN: one byte holding the value). One row each, in the order of
-/// preference for results (docs/dtypes.md).
+/// Another library's user dtype holding one of npybridge's with the same bytes; rows in order of preference for results
+/// (docs/dtypes.md).
 struct foreign_user_dtype {
-    const char* module;  ///< the module whose scalar type it is (looked up in sys.modules, never imported)
-    const char* name;    ///< the scalar type's name in that module
+    const char* module;  ///< looked up in sys.modules, never imported
+    const char* name;    ///< the scalar type's name there
     dtype_enum id;
 };
 
@@ -65,11 +64,10 @@ inline constexpr foreign_user_dtype foreign_user_dtypes[] = {
 };
 inline constexpr std::size_t foreign_user_dtype_count = sizeof(foreign_user_dtypes) / sizeof(foreign_user_dtypes[0]);
 
-/// The bytes one element of `id` takes in its numpy form (bfloat16 2, intbN 1).
+/// Bytes of an element of `id` in numpy.
 constexpr npy_intp unpacked_itemsize(dtype_enum id) noexcept { return id == dtype_enum::BFloat16 ? 2 : 1; }
 
-/// The row a numpy user dtype is, when its scalar type is `<module>.<name>` of a row and its items have the
-/// row's size; nullopt otherwise.
+/// The row of a user dtype whose scalar type is a row's `<module>.<name>` with its item size; else nullopt.
 inline std::optional<dtype_enum> foreign_row_of(PyArray_Descr* descr) {
     auto* scalar = reinterpret_cast<PyObject*>(descr->typeobj);
     object module = object::steal(PyObject_GetAttrString(scalar, "__module__"));
@@ -86,8 +84,7 @@ inline std::optional<dtype_enum> foreign_row_of(PyArray_Descr* descr) {
     return std::nullopt;
 }
 
-/// What each user type number is, found once per number (NumPy never removes a registration, so a number
-/// keeps its type for the life of the process). GIL required.
+/// What each user type number is, found once (NumPy never removes a registration). GIL required.
 class foreign_type_nums {
 public:
     std::optional<dtype_enum> lookup(int type_num) {
@@ -127,13 +124,12 @@ inline foreign_type_nums& foreign_types() {
     return types;
 }
 
-/// The descr of a row whose module is imported now, or nullptr. Each row keeps the module object it saw and
-/// the descr it found there (strong references, for the life of the process): a call costs one sys.modules
-/// lookup, and a module imported again is looked at again. GIL required.
+/// The descr of a row whose module is imported, or nullptr; each row keeps the module and descr it saw, so a call is
+/// one sys.modules lookup. GIL required.
 inline PyArray_Descr* foreign_descr(std::size_t row_index) {
     struct seen {
-        PyObject* key = nullptr;     // the module's name, interned
-        PyObject* module = nullptr;  // the module object the descr came from
+        PyObject* key = nullptr;     // interned
+        PyObject* module = nullptr;  // where the descr came from
         PyArray_Descr* descr = nullptr;
     };
     static std::array<seen, foreign_user_dtype_count> rows{};
@@ -169,8 +165,7 @@ inline PyArray_Descr* foreign_descr(std::size_t row_index) {
     return s.descr;
 }
 
-/// The descr for `id`: with `preferred`, the first row of foreign_user_dtypes whose module is imported,
-/// else npybridge's own (which may itself be ml_dtypes' bfloat16, adopted at registration).
+/// The descr for `id`: `preferred`, the first imported row, else npybridge's own (maybe ml_dtypes' bfloat16, adopted).
 inline PyArray_Descr* user_descr_for(dtype_enum id, user_dtype_choice choice) {
     if (choice == user_dtype_choice::preferred) {
         for (std::size_t row = 0; row < foreign_user_dtype_count; ++row) {
@@ -181,20 +176,17 @@ inline PyArray_Descr* user_descr_for(dtype_enum id, user_dtype_choice choice) {
     return own_descr_for(id);
 }
 
-/// The npybridge dtype of a user type number: npybridge's own, or another library's of foreign_user_dtypes.
+/// The npybridge dtype of a user type number, npybridge's or another library's.
 inline std::optional<dtype_enum> user_dtype_of(int type_num) {
     if (const std::optional<dtype_enum> own = own_dtype_of(type_num)) return own;
     return foreign_types().lookup(type_num);
 }
 
-/// Where registrations live for the whole interpreter, so that every module
-/// built with npybridge (each has its own copy of these statics) reuses them.
+/// Where registrations live, so every npybridge module (each with its own statics) reuses them.
 inline constexpr const char* registry_module = "_npybridge_user_dtypes";
 
-/// The type number of the NumPy user dtype an npybridge module registered
-/// under `name` (its scalar type carries registration_mark), or -1. NumPy
-/// never forgets a registration, so this finds it even when the registry
-/// module was removed from sys.modules. Sets `type` (new reference).
+/// The type number an npybridge module registered under `name` (marked with registration_mark), or -1; found even when
+/// the registry module left sys.modules. Sets `type` (new reference).
 inline int find_registered(const char* name, PyObject*& type) {
     for (int type_num = NPY_USERDEF;; ++type_num) {
         PyArray_Descr* descr = PyArray_DescrFromType(type_num);
@@ -219,7 +211,7 @@ using found_user_dtypes = std::array<user_dtype_found, user_dtype_count>;
 
 inline const char* user_dtype_name(std::size_t slot) { return info(user_dtype_ids[slot]).numpy.chars.data(); }
 
-/// The type and its numpy type number from `owner.<name>` (a registry module, ml_dtypes); false with an error.
+/// `owner.<name>`'s type and type number; false with an error.
 inline bool adopt_type(PyObject* owner, const char* name, user_dtype_found& into) {
     object type = object::steal(PyObject_GetAttrString(owner, name));
     PyArray_Descr* descr = nullptr;
@@ -230,9 +222,8 @@ inline bool adopt_type(PyObject* owner, const char* name, user_dtype_found& into
     return true;
 }
 
-/// No registry module: types an npybridge module registered before (the registry may have been removed from
-/// sys.modules: NumPy still has them), ml_dtypes' bfloat16 when it is there (same 2-byte layout), and the
-/// rest registered now, under `module`'s name.
+/// No registry module: types registered before (NumPy keeps them), ml_dtypes' bfloat16 when present, the rest
+/// registered now under `module`'s name.
 inline bool find_or_register(PyObject* module, found_user_dtypes& found) {
     for (std::size_t slot = 0; slot < user_dtype_count; ++slot) {
         found[slot].type_num = find_registered(user_dtype_name(slot), found[slot].type);
@@ -249,7 +240,7 @@ inline bool find_or_register(PyObject* module, found_user_dtypes& found) {
     return register_missing(name, std::make_index_sequence<user_dtype_count>{});
 }
 
-/// The registry module the next npybridge module finds the types in.
+/// The registry module the next npybridge module reads.
 inline bool make_registry(PyObject* sys_modules, const found_user_dtypes& found) {
     object made = object::steal(PyModule_New(registry_module));
     if (!made) return false;
@@ -260,7 +251,7 @@ inline bool make_registry(PyObject* sys_modules, const found_user_dtypes& found)
     return PyDict_SetItemString(sys_modules, registry_module, made.get()) == 0;
 }
 
-/// What was found, in the public user_dtype_set, the hooks and `module`'s attributes.
+/// Publishes what was found: user_dtype_set, the hooks, `module`'s attributes.
 inline bool publish_user_dtypes(PyObject* module, const found_user_dtypes& found, user_dtype_set& state) {
     const auto at = [&](dtype_enum id) -> const user_dtype_found& { return found[user_dtype_slot(id)]; };
     state.bfloat16 = at(dtype_enum::BFloat16).type_num;
@@ -271,7 +262,7 @@ inline bool publish_user_dtypes(PyObject* module, const found_user_dtypes& found
     state.intb1_type = at(dtype_enum::IntB1).type;
     state.intb2_type = at(dtype_enum::IntB2).type;
     state.intb4_type = at(dtype_enum::IntB4).type;
-    // ml_dtypes' bfloat16 carries no mark of npybridge's.
+    // ml_dtypes' bfloat16 carries no mark.
     state.bfloat16_from_ml_dtypes = PyObject_HasAttrString(state.bfloat16_type, registration_mark) == 0;
     user_dtype_descr_hook = user_descr_for;
     user_dtype_lookup_hook = user_dtype_of;
@@ -287,19 +278,16 @@ inline bool publish_user_dtypes(PyObject* module, const found_user_dtypes& found
 
 }  // namespace detail
 
-/// Registers bfloat16, intb1, intb2 and intb4 with NumPy, at most once per
-/// interpreter: when another npybridge module already did, its dtypes are
-/// reused; when ml_dtypes is importable, its bfloat16 is used. The scalar types
-/// are added to `module` (as bfloat16, intb1, ...). GIL required; returns false
-/// with a Python error set on failure. (A template only so that the registration, the casts, comparisons and
-/// bfloat16 ufunc loops that are most of this header's parse, is compiled only where it is called.)
+/// Registers bfloat16 and intb1/2/4 with NumPy, at most once per interpreter (reusing another npybridge module's, and
+/// ml_dtypes' bfloat16 when importable), and adds the scalar types to `module`. GIL required; false with a Python error
+/// on failure. A template so the registration compiles only where called.
 template <class = void>
 bool register_user_dtypes(PyObject* module) {
     if (!import_numpy() || !import_numpy_ufuncs()) return false;
     detail::found_user_dtypes& found = detail::user_dtypes_found();
     PyObject* sys_modules = PyImport_GetModuleDict();
     PyObject* registry = PyDict_GetItemString(sys_modules, detail::registry_module);
-    const bool known = found[0].type != nullptr;  // this module registered or found them before
+    const bool known = found[0].type != nullptr;  // registered or found before
     if (!known && registry != nullptr) {
         for (std::size_t slot = 0; slot < detail::user_dtype_count; ++slot) {
             if (!detail::adopt_type(registry, detail::user_dtype_name(slot), found[slot])) return false;
@@ -307,12 +295,12 @@ bool register_user_dtypes(PyObject* module) {
     } else if (!known && !detail::find_or_register(module, found)) {
         return false;
     }
-    // The registry again for the next module, if it was removed.
+    // Remake the registry if it was removed.
     if (registry == nullptr && !detail::make_registry(sys_modules, found)) return false;
     return detail::publish_user_dtypes(module, found, detail::user_dtypes_state());
 }
 
-/// This interpreter's user dtypes (valid after register_user_dtypes()).
+/// This interpreter's user dtypes (after register_user_dtypes()).
 inline const user_dtype_set& user_dtypes() noexcept { return detail::user_dtypes_state(); }
 
 }  // namespace npybridge

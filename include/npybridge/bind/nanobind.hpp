@@ -1,13 +1,10 @@
-// npybridge/bind/nanobind.hpp — nanobind type casters for tensors, constrained tensor arguments and dtypes.
-//
-// Include it in code that uses nanobind (npybridge.hpp does not include it). Then:
-//   NPYBRIDGE_NANOBIND_TENSOR_CASTER(my::Tensor)   // once per tensor type with a tensor_adapter, at global scope
+// npybridge/bind/nanobind.hpp — nanobind casters for tensors, constrained tensor arguments and dtypes.
+// Include it where nanobind is used (npybridge.hpp does not). Then:
+//   NPYBRIDGE_NANOBIND_TENSOR_CASTER(my::Tensor)   // once per adapted tensor type, at global scope
 //   NB_MODULE(m, m) { npybridge::nanobind_support::init(m); m.def("run", [](my::Tensor t) { ... }); }
-// npybridge::tensor and every npybridge::arg<Tensor, ...> of a tensor type with a caster work without a macro.
-//
-// nanobind casters must not throw. What can never become the argument is declined, so another overload gets its
-// turn; an array that fails to convert (a value out of range) is taken with npybridge's error kept, thrown when
-// nanobind asks for the value, so the user sees npybridge's error, not "incompatible function arguments".
+// npybridge::tensor and every npybridge::arg<Tensor, ...> of a type with a caster need no macro.
+// nanobind casters must not throw: what can never become the argument is declined for another overload; an array that
+// fails to convert is taken with npybridge's error kept, thrown when nanobind asks for the value.
 #pragma once
 
 #include <npybridge/arg.hpp>
@@ -27,22 +24,21 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace nanobind_support {
 
-/// Module set-up: NumPy's C API, npybridge's exception classes as attributes of `m`, and a translator that
-/// raises them for npybridge's C++ exceptions with the same messages. Call first in NB_MODULE.
+/// Module set-up, first in NB_MODULE: NumPy's C API, npybridge's exception classes on `m`, and a translator raising
+/// them.
 inline void init(nanobind::module_& m) {
     if (!import_numpy() || !make_exception_classes(m.ptr())) throw nanobind::python_error();
     nanobind::register_exception_translator([](const std::exception_ptr& thrown, void*) {
-        // Null for an exception that is not C++'s: glibc's forced unwind of a thread that Python ends at exit,
-        // which nanobind's dispatcher catches (nanobind issue #890); rethrowing null is undefined behaviour.
+        // Null for a forced unwind, which nanobind's dispatcher catches (nanobind #890): rethrowing null is undefined.
         if (!thrown) return;
         try {
             std::rethrow_exception(thrown);
         } catch (const npybridge::error&) {
-            translate_exception();  // sets the Python error
+            translate_exception();
         } catch (const std::exception&) {
-            throw;  // nanobind's own translators map the standard ones (std::out_of_range to IndexError, ...)
+            throw;  // nanobind maps the standard ones
         } catch (...) {
-            translate_exception();  // not a std::exception: a RuntimeError naming its C++ type, as in every module
+            translate_exception();  // a RuntimeError naming its type
         }
     });
 }
@@ -54,7 +50,7 @@ constexpr auto signature_text(std::index_sequence<I...>) {
     return nanobind::detail::descr<sizeof...(I)>(Text.chars[I]...);
 }
 
-/// An argument's value, or the npybridge error its conversion ended with (thrown when the value is asked for).
+/// An argument's value, or the npybridge error its conversion ended with (thrown when asked).
 template <class Arg>
 struct loaded_arg {
     std::optional<Arg> value;
@@ -65,7 +61,7 @@ struct loaded_arg {
         error = nullptr;
         if (!src) return false;
         PyObject* obj = src.ptr();
-        if (!Arg::may_convert(obj)) return false;  // another overload's, or nobody's: nanobind says so
+        if (!Arg::may_convert(obj)) return false;  // another overload's, or nobody's
         if (!(flags & static_cast<std::uint32_t>(nanobind::detail::cast_flags::convert))) {
             return borrow_as_is<Arg>(obj, value);
         }
@@ -74,7 +70,7 @@ struct loaded_arg {
             return true;
         } catch (...) {
             if (PyErr_Occurred()) PyErr_Clear();
-            // An ndarray npybridge refuses: keep why (the call raises it). Anything else: not ours.
+            // An ndarray npybridge refuses: keep why. Anything else is not ours.
             if (!PyArray_Check(obj)) return false;
             error = std::current_exception();
             return true;
@@ -93,7 +89,7 @@ nanobind::handle cast_tensor(const Tensor& src, nanobind::rv_policy policy) noex
         const share_policy share = policy == nanobind::rv_policy::copy_v ? share_policy::copy : share_policy::try_share;
         return to_array(src, share).release();
     } catch (...) {
-        translate_exception();  // nanobind's from_cpp must not throw: a pending error and a null handle
+        translate_exception();  // from_cpp must not throw
         return nanobind::handle();
     }
 }
@@ -111,9 +107,8 @@ nanobind::handle cast_tensor(Tensor&& src, nanobind::rv_policy policy) noexcept 
 
 }  // namespace detail
 
-/// The caster of tensor type Tensor (what NPYBRIDGE_NANOBIND_TENSOR_CASTER specializes nanobind with).
-/// From C++: `copy` copies; every other policy shares memory (the array's base holds the tensor's owner,
-/// so the memory outlives the tensor whatever the parent); a tensor returned by value hands its owner over.
+/// The caster of tensor type Tensor. From C++: `copy` copies, every other policy shares memory (the array's base holds
+/// the owner); a tensor returned by value hands its owner over.
 template <class Tensor>
 class tensor_caster {
     detail::loaded_arg<arg<Tensor>> m_loaded;
@@ -156,7 +151,7 @@ public:
     explicit operator Tensor&&() { return std::move(m_loaded.get().get()); }
 };
 
-/// The caster of a constrained argument npybridge::arg<Tensor, Constraints...>.
+/// The caster of npybridge::arg<Tensor, Constraints...>.
 template <class Arg>
 class arg_caster {
     detail::loaded_arg<Arg> m_loaded;
@@ -206,9 +201,7 @@ template <class Tensor, class... Constraints>
 class type_caster<::npybridge::arg<Tensor, Constraints...>>
     : public ::npybridge::nanobind_support::arg_caster<::npybridge::arg<Tensor, Constraints...>> {};
 
-/// npybridge::dtype <-> numpy.dtype (quantized params in metadata["mgb_dtype"]). First pass: numpy.dtype
-/// objects only; second pass: anything numpy.dtype() accepts, or an npybridge name of a dtype without
-/// params ("IntB4"). A numpy.dtype npybridge refuses (int64, ...) raises npybridge's DTypeError.
+/// npybridge::dtype <-> numpy.dtype, as the pybind11 caster: a numpy.dtype npybridge refuses raises its DTypeError.
 template <>
 class type_caster<::npybridge::dtype> {
     std::optional<::npybridge::dtype> m_value;
@@ -232,7 +225,7 @@ public:
             return m_value.has_value();
         } catch (...) {
             if (PyErr_Occurred()) PyErr_Clear();
-            m_error = std::current_exception();  // a numpy.dtype npybridge refuses: raised by the call
+            m_error = std::current_exception();  // raised by the call
             return true;
         }
     }

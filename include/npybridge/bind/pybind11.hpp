@@ -1,10 +1,8 @@
-// npybridge/bind/pybind11.hpp — pybind11 type casters for tensors, constrained tensor arguments and dtypes.
-//
-// Include it (after npybridge, before defining your module) in code that uses pybind11; npybridge.hpp does
-// not include it. Then:
-//   NPYBRIDGE_PYBIND11_TENSOR_CASTER(my::Tensor)   // once per tensor type with a tensor_adapter, at global scope
+// npybridge/bind/pybind11.hpp — pybind11 casters for tensors, constrained tensor arguments and dtypes.
+// Include it after npybridge, before your module (npybridge.hpp does not). Then:
+//   NPYBRIDGE_PYBIND11_TENSOR_CASTER(my::Tensor)   // once per adapted tensor type, at global scope
 //   PYBIND11_MODULE(m, m) { npybridge::pybind11_support::init(m); m.def("run", [](my::Tensor t) { ... }); }
-// npybridge::tensor and every npybridge::arg<Tensor, ...> of a tensor type with a caster work without a macro.
+// npybridge::tensor and every npybridge::arg<Tensor, ...> of a type with a caster need no macro.
 #pragma once
 
 #include <npybridge/arg.hpp>
@@ -23,9 +21,8 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace pybind11_support {
 
-/// Module set-up: NumPy's C API, npybridge's exception classes as attributes of `m` (ConversionError,
-/// DTypeError, ... as in any npybridge module) and a translator (local to this module) that raises them for
-/// npybridge's C++ exceptions with the same messages. Call first in PYBIND11_MODULE.
+/// Module set-up, first in PYBIND11_MODULE: NumPy's C API, npybridge's exception classes on `m`, and a module-local
+/// translator raising them with npybridge's messages.
 inline void init(pybind11::module_& m) {
     if (!import_numpy() || !make_exception_classes(m.ptr())) throw pybind11::error_already_set();
     pybind11::register_local_exception_translator([](std::exception_ptr thrown) {
@@ -33,36 +30,33 @@ inline void init(pybind11::module_& m) {
         try {
             std::rethrow_exception(thrown);
         } catch (const npybridge::error&) {
-            translate_exception();  // sets the Python error
+            translate_exception();
         } catch (const std::exception&) {
-            throw;  // pybind11's own translators map the standard ones (std::out_of_range to IndexError, ...)
+            throw;  // pybind11 maps the standard ones
         } catch (...) {
-            translate_exception();  // not a std::exception: a RuntimeError naming its C++ type, as in every module
+            translate_exception();  // a RuntimeError naming its type
         }
     });
 }
 
 namespace detail {
 
-// pybind11 3 tells what a caster takes from what it gives (io_name); pybind11 2 has one name.
+// pybind11 3 tells what a caster takes from what it gives (io_name).
 #if PYBIND11_VERSION_MAJOR >= 3
 #define NPYBRIDGE_PYBIND11_IO_NAME(input, output) ::pybind11::detail::io_name(input, output)
 #else
 #define NPYBRIDGE_PYBIND11_IO_NAME(input, output) ::pybind11::detail::const_name(output)
 #endif
 
-/// pybind11's compile-time signature text from an npybridge arg_text.
+/// pybind11's signature text from an arg_text.
 template <const npybridge::detail::arg_text& Text, std::size_t... I>
 constexpr auto signature_text(std::index_sequence<I...>) {
     return pybind11::detail::descr<sizeof...(I)>(Text.chars[I]...);
 }
 
-/// The one conversion both casters make. What cannot become the argument at all (another ndim, another
-/// quantized dtype, not numbers: Arg::may_convert) is a silent `false` on every pass, so that another
-/// overload gets its turn (pybind11's "incompatible function arguments" when none takes it). On pybind11's
-/// first pass (`convert` false) only what can be borrowed as it is is accepted. On the second pass an
-/// ndarray that could be converted but is not (a value out of range, ...) raises npybridge's error; any
-/// other object that cannot become an array is a silent `false`.
+/// The conversion both casters make. What cannot become the argument (Arg::may_convert) is a silent `false` on every
+/// pass, so another overload gets its turn. The first pass (`convert` false) takes only what borrows as it is; on the
+/// second, an ndarray that fails to convert raises npybridge's error.
 template <class Arg>
 bool load_arg(pybind11::handle src, bool convert, std::optional<Arg>& out) {
     if (!src) return false;
@@ -73,7 +67,7 @@ bool load_arg(pybind11::handle src, bool convert, std::optional<Arg>& out) {
         return borrow_as_is<Arg>(obj, out);
     }
     if (is_array) {
-        out.emplace(to_arg<Arg>(obj));  // npybridge's error propagates to the translator
+        out.emplace(to_arg<Arg>(obj));  // to the translator
         return true;
     }
     try {
@@ -85,8 +79,7 @@ bool load_arg(pybind11::handle src, bool convert, std::optional<Arg>& out) {
     }
 }
 
-/// tensor -> ndarray under a pybind11 return value policy: `copy` copies; every other policy shares memory
-/// (the array's base holds the tensor's owner, so the memory outlives the tensor, whatever the parent).
+/// tensor -> ndarray: policy `copy` copies; every other shares memory (the array's base holds the tensor's owner).
 template <class Tensor>
 pybind11::handle cast_tensor(const Tensor& src, pybind11::return_value_policy policy) {
     const share_policy share =
@@ -96,7 +89,7 @@ pybind11::handle cast_tensor(const Tensor& src, pybind11::return_value_policy po
 
 }  // namespace detail
 
-/// The caster of tensor type Tensor (what NPYBRIDGE_PYBIND11_TENSOR_CASTER specializes pybind11 with).
+/// The caster of tensor type Tensor.
 template <class Tensor>
 class tensor_caster {
     using plain = arg<Tensor>;
@@ -108,7 +101,7 @@ public:
 
     bool load(pybind11::handle src, bool convert) { return detail::load_arg<plain>(src, convert, m_value); }
 
-    /// Returned by value (or moved): the array takes the tensor's owner over (to_array(std::move(t))).
+    /// Returned by value: the array takes the tensor's owner over.
     static pybind11::handle cast(Tensor&& src, pybind11::return_value_policy policy, pybind11::handle) {
         if (policy == pybind11::return_value_policy::copy) return detail::cast_tensor(src, policy);
         return to_array(std::move(src)).release();
@@ -133,7 +126,7 @@ public:
     using cast_op_type = pybind11::detail::movable_cast_op_type<T>;
 };
 
-/// The caster of a constrained argument npybridge::arg<Tensor, Constraints...>.
+/// The caster of npybridge::arg<Tensor, Constraints...>.
 template <class Arg>
 class arg_caster {
     std::optional<Arg> m_value;
@@ -179,16 +172,15 @@ template <class Tensor, class... Constraints>
 class type_caster<::npybridge::arg<Tensor, Constraints...>>
     : public ::npybridge::pybind11_support::arg_caster<::npybridge::arg<Tensor, Constraints...>> {};
 
-/// npybridge::dtype <-> numpy.dtype (quantized params in metadata["mgb_dtype"], as MegEngine writes them).
-/// First pass: numpy.dtype objects only; second pass: anything numpy.dtype() accepts, or an npybridge name
-/// of a dtype without params ("IntB4"). int64 / float64 are refused (they have no dtype of their own).
+/// npybridge::dtype <-> numpy.dtype (quantized params in metadata["mgb_dtype"]). First pass: numpy.dtype objects;
+/// second: anything numpy.dtype() takes, or a name without params ("IntB4"). int64 / float64 are refused.
 template <>
 class type_caster<::npybridge::dtype> {
 public:
     static constexpr auto name = NPYBRIDGE_PYBIND11_IO_NAME("numpy.typing.DTypeLike", "numpy.dtype[typing.Any]");
 
     bool load(handle src, bool convert) {
-        value = ::npybridge::dtype_argument(src.ptr(), convert);  // a refused numpy.dtype raises npybridge's error
+        value = ::npybridge::dtype_argument(src.ptr(), convert);  // a refused numpy.dtype raises
         return value.has_value();
     }
 
@@ -207,7 +199,7 @@ public:
     using cast_op_type = movable_cast_op_type<T>;
 
 private:
-    std::optional<::npybridge::dtype> value;  // npybridge::dtype has no default
+    std::optional<::npybridge::dtype> value;  // no default
 };
 
 }  // namespace detail

@@ -15,28 +15,24 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 // ---------------------------------------------------------------------------
-// The customization point. To make npybridge work with your tensor type T,
-// specialize npybridge::tensor_adapter<T> (in your code, not in detail) with:
-//
+// The customization point: specialize npybridge::tensor_adapter<T> for your tensor type T with
 //   static constexpr std::size_t max_ndim;     // most dimensions T holds
 //   static constexpr bool has_scalar;          // can T be 0-d? (else 0-d -> shape (1,))
-//   static bool accepts_strides(const tensor_layout&);  // element strides T can describe (negative ones
-//                                                       // only if T keeps an offset: see tensor_layout::span)
+//   static bool accepts_strides(const tensor_layout&);  // negative only if T keeps an offset
 //   static npybridge::dtype dtype_of(const T&);
-//   static tensor_layout layout_of(const T&);  // shape and element strides (packed dtypes: strides in
-//                                              // elements, padded rows as MegBrain reports them)
-//   static void* data(const T&);               // first element (packed: its byte, which it starts)
-//   static bool writable(const T&);            // false if T knows its memory is read-only
-//   static lowbit_layout packed_layout(const T&);  // only asked for packed dtypes
+//   static tensor_layout layout_of(const T&);  // element strides (packed: in elements)
+//   static void* data(const T&);               // first element (packed: its byte)
+//   static bool writable(const T&);            // false if T knows it is read-only
+//   static lowbit_layout packed_layout(const T&);  // packed dtypes only
 //   static owner_handle owner(const T&);       // keeps T's memory alive
-//   static owner_handle take_owner(T&);        // optional: moves it out for to_array(std::move(t))
+//   static owner_handle take_owner(T&);        // optional, for to_array(std::move(t))
 //   static T borrow(const dtype&, void* data, const tensor_layout&, bool writable, owner_handle);
 //   static T make(const dtype&, const tensor_layout& contiguous, lowbit_layout);  // fresh, writable
 //
-// A type whose memory has a place adds `using placement = ...;` and takes it last in borrow and make.
-// docs/extending.md explains each member; npybridge::tensor is the reference implementation.
+// A type whose memory has a place adds `using placement = ...;`, taken last by borrow and make. docs/extending.md
+// explains each member; npybridge::tensor is the reference.
 // ---------------------------------------------------------------------------
-/// How npybridge makes, reads and borrows into a tensor type: specialize it for yours (the contract above).
+/// How npybridge makes, reads and borrows into a tensor type (the contract above).
 template <class Tensor>
 struct tensor_adapter;
 
@@ -47,8 +43,7 @@ struct is_complete : std::false_type {};
 template <class T>
 struct is_complete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
 
-// One detector per member of the adapter contract: true when the member exists
-// with a usable type (the checks of check_adapter name each one that is not).
+// A detector per contract member: true when it exists with a usable type.
 #define NPYBRIDGE_ADAPTER_MEMBER(name, wanted, ...)                 \
     template <class A, class T, class = void>                       \
     struct adapter_##name : std::false_type {};                     \
@@ -91,17 +86,17 @@ struct adapter_placement<A, std::void_t<typename A::placement>> {
 
 }  // namespace detail
 
-/// What a tensor type without places takes as placement: nothing.
+/// What a tensor type without places takes as placement.
 struct no_placement {
     friend constexpr bool operator==(no_placement, no_placement) noexcept { return true; }
 };
 
-/// The placement type of Tensor's adapter (no_placement when it declares none).
+/// The placement type of Tensor's adapter (no_placement when none).
 template <class Tensor>
 using placement_t = std::conditional_t<std::is_void_v<typename detail::adapter_placement<tensor_adapter<Tensor>>::type>,
                                        no_placement, typename detail::adapter_placement<tensor_adapter<Tensor>>::type>;
 
-/// Where new tensors of this type go unless told otherwise.
+/// Where new tensors go unless told otherwise.
 template <class Tensor>
 placement_t<Tensor> default_placement() {
     using A = tensor_adapter<Tensor>;
@@ -112,7 +107,7 @@ placement_t<Tensor> default_placement() {
     }
 }
 
-/// Where a tensor is (default_placement() for a type that cannot say).
+/// Where a tensor is (default_placement() when it cannot say).
 template <class Tensor>
 placement_t<Tensor> placement_of(const Tensor& t) {
     using A = tensor_adapter<Tensor>;
@@ -123,9 +118,7 @@ placement_t<Tensor> placement_of(const Tensor& t) {
     }
 }
 
-/// Whether a tensor's memory may be written: its adapter says so and its
-/// owner does not know better (memory borrowed read-only stays read-only
-/// through tensor types that cannot mark it).
+/// Whether a tensor's memory may be written: its adapter says so and its owner does not know it read-only.
 template <class Tensor>
 bool is_writable(const Tensor& t) {
     return tensor_adapter<Tensor>::writable(t) && !tensor_adapter<Tensor>::owner(t).read_only();
@@ -136,8 +129,7 @@ namespace detail {
 template <class Tensor>
 inline constexpr bool has_placement = !std::is_same_v<placement_t<Tensor>, no_placement>;
 
-/// adapter::borrow with the placement when the adapter takes one. Always inlined: the borrow is the hot path
-/// (docs/performance.md counts its instructions).
+/// adapter::borrow, with the placement when taken; always inlined (the hot path).
 template <class Tensor>
 [[gnu::always_inline]] inline Tensor adapter_borrow_at(const dtype& type, void* data, const tensor_layout& layout,
                                                        bool writable, owner_handle owner,
@@ -150,7 +142,7 @@ template <class Tensor>
     }
 }
 
-/// adapter::make with the placement when the adapter takes one.
+/// adapter::make, with the placement when taken.
 template <class Tensor>
 Tensor adapter_make_at(const dtype& type, const tensor_layout& layout, lowbit_layout packing,
                        const placement_t<Tensor>& where) {
@@ -164,11 +156,8 @@ Tensor adapter_make_at(const dtype& type, const tensor_layout& layout, lowbit_la
 
 }  // namespace detail
 
-/// Checks tensor_adapter<Tensor> against the contract above at compile time,
-/// naming every missing or ill-typed member. Every conversion entry point
-/// (to_tensor, to_array, copy_into, from_dlpack, to_dlpack, get_buffer) runs
-/// it first; `static_assert(npybridge::check_adapter<MyTensor>())` beside an
-/// adapter checks it where it is written.
+/// Checks tensor_adapter<Tensor> against the contract at compile time, naming every missing or ill-typed member. Every
+/// entry point runs it; `static_assert(npybridge::check_adapter<MyTensor>())` checks it where the adapter is written.
 template <class Tensor>
 constexpr bool check_adapter() {
     using A = tensor_adapter<Tensor>;

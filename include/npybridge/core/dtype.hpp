@@ -1,5 +1,4 @@
-// npybridge/core/dtype.hpp — the compile-time table of every MegDNN dtype, all that derives from it, and class dtype
-// (a row with its params: validated, printed, compared, hashed).
+// npybridge/core/dtype.hpp — the compile-time table of every MegDNN dtype, what derives from it, and class dtype.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -24,8 +23,7 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// MegDNN's DTypeEnum, with MegDNN's own values, so a MegBrain project can
-/// cast between the two enums.
+/// MegDNN's DTypeEnum with MegDNN's values, so the two enums cast into each other.
 enum class dtype_enum : std::uint32_t {
     Float32 = 0,
     Uint8 = 1,
@@ -51,40 +49,37 @@ enum class dtype_enum : std::uint32_t {
     QuantizedS1 = 100006,
 };
 
-/// The family a dtype belongs to (the README's table groups dtypes by it).
+/// The family of a dtype.
 enum class dtype_category : std::uint8_t { floating, integer, boolean, complex, lowbit, quantized, other };
 
-/// The word for a category used in messages and the README's table ("float", "int", "bool", "complex", "lowbit", "quantized", "other").
+/// The category's word in messages and tables ("float", "int", "quantized", ...).
 constexpr std::string_view category_name(dtype_category category) noexcept {
     constexpr std::string_view names[] = {"float", "int", "bool", "complex", "lowbit", "quantized", "other"};
     return names[static_cast<std::size_t>(category)];
 }
 
-/// How NumPy sees a dtype: as a built-in numpy dtype (the element type's, with
-/// `metadata` for quantized dtypes), as a registered user dtype, or not at all.
+/// How NumPy sees a dtype: a built-in dtype (quantized ones with `metadata`), a registered user dtype, or not at all.
 enum class numpy_form : std::uint8_t { builtin, user_dtype, none };
 
-/// How one value of a packed dtype is stored in its `bits` bits.
+/// How a packed dtype stores one value in `bits` bits.
 enum class lowbit_coding : std::uint8_t {
     none,             ///< not packed
-    odd,              ///< odd values -(2^b-1)..2^b-1 stored as (v + 2^b-1) / 2 (IntB1/2/4, UintB4)
-    twos_complement,  ///< -(2^(b-1))..2^(b-1)-1 stored as v & mask (QuantizedS4)
-    unsigned_value,   ///< 0..2^b-1 stored as is (Quantized4Asymm)
+    odd,              ///< odd -(2^b-1)..2^b-1 as (v + 2^b-1) / 2 (IntB1/2/4, UintB4)
+    twos_complement,  ///< -(2^(b-1))..2^(b-1)-1 as v & mask (QuantizedS4)
+    unsigned_value,   ///< 0..2^b-1 as is (Quantized4Asymm)
 };
 
-/// Smallest and largest value a dtype holds (for quantized dtypes: the clamp range).
+/// Smallest and largest value of a dtype (quantized: the clamp range).
 struct value_range {
     double lo;
     double hi;
     friend constexpr bool operator==(value_range a, value_range b) noexcept { return a.lo == b.lo && a.hi == b.hi; }
 };
 
-// ---- Param structs: plain aggregates, walked field by field with Boost.PFR
-// (core/reflect.hpp, core/detail/params.hpp). Boost 1.81's PFR cannot reflect field names, so each
-// struct lists its metadata keys beside its fields; adding a field is one line
-// here plus its key. core/reflect.hpp checks the two counts agree at compile time.
+// ---- Param structs, walked with Boost.PFR. PFR (Boost 1.81) cannot reflect field names, so each struct lists its
+// metadata keys; core/reflect.hpp checks the counts agree.
 
-/// No parameters (every non-quantized dtype).
+/// No params (every non-quantized dtype).
 struct no_param {
     static constexpr std::array<std::string_view, 0> field_names{};
 };
@@ -140,9 +135,8 @@ constexpr value_range lowbit_range(lowbit_coding coding, unsigned bits) noexcept
     return {0, 0};
 }
 
-/// One row of the table. Element is the C++ type of one (unpacked) element;
-/// Param the dtype's parameter struct. Everything not stored here derives from
-/// these two types.
+/// One row of the table: Element is one unpacked element's C++ type, Param the param struct; the rest derives from
+/// them.
 template <class Element, class Param>
 struct dtype_row {
     using element_type = Element;
@@ -152,8 +146,8 @@ struct dtype_row {
     std::string_view name;
     dtype_category category;
     numpy_form form;
-    lowbit_coding coding;  ///< none for every dtype that is not packed
-    unsigned packed_bits;  ///< 0 for every dtype that is not packed
+    lowbit_coding coding;  ///< none unless packed
+    unsigned packed_bits;  ///< 0 unless packed
     value_range range;
 };
 
@@ -175,8 +169,7 @@ constexpr dtype_row<Element, Param> with_range(dtype_row<Element, Param> row, va
     return row;
 }
 
-/// The rows, each of its own type: a tuple lighter than std::tuple, whose constructors' constraints cost every
-/// translation unit that includes this header a tenth of a second (the rows are only ever read by index).
+/// The rows, each of its own type, in a tuple lighter to parse than std::tuple (rows are only read by index).
 template <std::size_t I, class Row>
 struct row_leaf {
     Row row;
@@ -205,8 +198,7 @@ constexpr const Row& row_at(const row_leaf<I, Row>& leaf) noexcept {
     return leaf.row;
 }
 
-// One row per dtype (docs/dtypes.md). The stamp macro writes a row's enum value and
-// its name from one token, so the two cannot disagree; it is #undef'd below.
+// One row per dtype (docs/dtypes.md); the macro writes the enum value and the name from one token.
 #define NPYBRIDGE_DTYPE(name) dtype_enum::name, #name
 inline constexpr auto dtype_rows = make_row_list(
     plain_row<float>(NPYBRIDGE_DTYPE(Float32), dtype_category::floating),
@@ -243,7 +235,7 @@ using row_t = std::remove_const_t<std::remove_reference_t<decltype(row_at<I>(dty
 
 }  // namespace detail
 
-/// Everything npybridge knows about one dtype, as plain data.
+/// What npybridge knows of one dtype, as plain data.
 struct dtype_info {
     dtype_enum id;
     std::string_view name;
@@ -254,12 +246,12 @@ struct dtype_info {
     bool is_packed;
     bool is_quantized;
     unsigned bits;             ///< bits per element (packed: 1, 2 or 4)
-    std::size_t element_size;  ///< bytes per element; 0 for packed dtypes (not defined)
+    std::size_t element_size;  ///< bytes per element; 0 when packed
     value_range range;
     std::string_view storage;            ///< C++ element type (unpacked)
-    std::size_t param_fields;            ///< 0 for dtypes without params
-    const std::string_view* param_keys;  ///< metadata keys of the param struct, param_fields of them
-    detail::short_name numpy;            ///< numpy dtype name; empty when form is none
+    std::size_t param_fields;            ///< 0 without params
+    const std::string_view* param_keys;  ///< metadata keys of the param struct
+    detail::short_name numpy;            ///< numpy's name; empty when form is none
 
     constexpr std::string_view numpy_name() const noexcept { return numpy.view(); }
     constexpr std::uint32_t value() const noexcept { return static_cast<std::uint32_t>(id); }
@@ -304,17 +296,16 @@ constexpr std::array<dtype_info, sizeof...(I)> make_table(std::index_sequence<I.
 
 }  // namespace detail
 
-/// How many dtypes npybridge has (rows of dtype_table).
+/// How many dtypes npybridge has.
 inline constexpr std::size_t dtype_count = decltype(detail::dtype_rows)::size;
 
-/// The table, one entry per dtype in MegDNN's enum order.
+/// The table, in MegDNN's enum order.
 inline constexpr std::array<dtype_info, dtype_count> dtype_table =
     detail::make_table(std::make_index_sequence<dtype_count>{});
 
 namespace detail {
 
-/// MegDNN's enum has two dense blocks (0.. and 100000..); a slot per value of
-/// each makes enum -> row one array read at run time.
+/// MegDNN's enum has two dense blocks (0.. and 100000..): a slot per value makes enum -> row one read.
 inline constexpr std::uint32_t quantized_base = 100000;
 inline constexpr std::size_t block_size = 16;
 inline constexpr std::size_t no_slot = 2 * block_size;
@@ -348,7 +339,7 @@ static_assert(every_row_has_a_slot(),
 
 }  // namespace detail
 
-/// Position of a dtype in dtype_table, or dtype_count when `id` is not a dtype.
+/// A dtype's row in dtype_table; dtype_count when `id` is not a dtype.
 constexpr std::size_t table_index(dtype_enum id) noexcept {
     return detail::enum_slots[detail::enum_slot(static_cast<std::uint32_t>(id))];
 }
@@ -356,11 +347,10 @@ constexpr std::size_t table_index(dtype_enum id) noexcept {
 /// Whether `id` is one of MegDNN's dtypes.
 constexpr bool is_valid(dtype_enum id) noexcept { return table_index(id) != dtype_count; }
 
-/// The entry of a valid dtype. (An invalid enum value is a compile error in a
-/// constant expression and std::terminate at run time: check is_valid first.)
+/// The entry of a valid dtype (an invalid one: a compile error in a constant expression, std::terminate at run time).
 constexpr const dtype_info& info(dtype_enum id) noexcept { return dtype_table[table_index(id)]; }
 
-/// Looks a dtype up by MegDNN's name ("QuantizedS8"); nullptr when unknown.
+/// A dtype by MegDNN's name ("QuantizedS8"); nullptr when unknown.
 constexpr const dtype_info* find_dtype(std::string_view name) noexcept {
     for (const dtype_info& entry : dtype_table) {
         if (entry.name == name) return &entry;
@@ -368,17 +358,16 @@ constexpr const dtype_info* find_dtype(std::string_view name) noexcept {
     return nullptr;
 }
 
-/// Looks a dtype up by MegDNN's enum value; nullptr when no dtype has it.
+/// A dtype by MegDNN's enum value; nullptr when none has it.
 constexpr const dtype_info* find_dtype(std::uint32_t value) noexcept {
     const std::size_t index = table_index(static_cast<dtype_enum>(value));
     return index == dtype_count ? nullptr : &dtype_table[index];
 }
 
-/// MegDNN's name of a valid dtype ("QuantizedS8").
+/// MegDNN's name of a valid dtype.
 constexpr std::string_view name_of(dtype_enum id) noexcept { return info(id).name; }
 
-/// Bytes that `count` elements take: ceil(count * bits / 8) for packed dtypes
-/// (compact layout), count * element size otherwise; conversion_error past size_t.
+/// Bytes of `count` elements (packed: ceil(count * bits / 8)); conversion_error past size_t.
 constexpr std::size_t byte_size(dtype_enum id, std::size_t count) {
     const dtype_info& entry = info(id);
     const std::size_t unit = entry.is_packed ? entry.bits : entry.element_size;
@@ -387,17 +376,17 @@ constexpr std::size_t byte_size(dtype_enum id, std::size_t count) {
     return entry.is_packed ? (count * entry.bits + 7) / 8 : count * entry.element_size;
 }
 
-// ---- Per-dtype types, for code that knows the dtype at compile time.
+// ---- Per-dtype types.
 
 /// table_index(Id) as a constant.
 template <dtype_enum Id>
 inline constexpr std::size_t table_index_v = table_index(Id);
 
-/// C++ type of one unpacked element of dtype Id.
+/// C++ type of one unpacked element of Id.
 template <dtype_enum Id>
 using element_t = typename detail::row_t<table_index_v<Id>>::element_type;
 
-/// Parameter struct of dtype Id (no_param, scale_param or asymm_param).
+/// Param struct of Id.
 template <dtype_enum Id>
 using param_t = typename detail::row_t<table_index_v<Id>>::param_type;
 
@@ -422,9 +411,7 @@ struct row_params<Variant, N, N> {
 
 }  // namespace detail
 
-/// Every param struct the table's rows use, each once, in row order after
-/// no_param: what a dtype object can carry (a new param struct in a new row
-/// joins it by itself).
+/// Every param struct the rows use, once each, no_param first: what a dtype can carry.
 using params_variant = typename detail::row_params<std::variant<no_param>, 0, dtype_count>::type;
 
 namespace detail {
@@ -444,8 +431,7 @@ constexpr std::array<std::uint8_t, sizeof...(I)> make_param_slots(std::index_seq
         alternative_index<typename row_t<I>::param_type>(static_cast<params_variant*>(nullptr)))...};
 }
 
-/// Each row's param struct as its index in params_variant: with_params dispatches over the few param structs,
-/// not over every row, which keeps parse time down (docs/performance.md).
+/// Each row's param struct as its index in params_variant, so with_params dispatches over a few structs, not every row.
 inline constexpr std::array<std::uint8_t, dtype_count> param_slots =
     make_param_slots(std::make_index_sequence<dtype_count>{});
 
@@ -455,7 +441,7 @@ void call_with_alternative(std::size_t slot, F& f, std::variant<Ts...>*) {
     static_cast<void>(((i++ == slot ? (f(Ts{}), true) : false) || ...));
 }
 
-/// The defaults of the param struct at `slot` of params_variant, as numbers.
+/// The defaults of params_variant's struct at `slot`, as numbers.
 inline param_values default_values(std::size_t slot) noexcept {
     param_values values;
     auto read = [&](auto param) { values = values_of(param); };
@@ -463,7 +449,7 @@ inline param_values default_values(std::size_t slot) noexcept {
     return values;
 }
 
-/// The param struct a dtype holds, as numbers.
+/// The params a dtype holds, as numbers.
 inline param_values variant_values(const params_variant& params) noexcept {
     param_values values;
     auto read = [&](auto param) { values = values_of(*std::get_if<decltype(param)>(&params)); };
@@ -473,7 +459,7 @@ inline param_values variant_values(const params_variant& params) noexcept {
 
 }  // namespace detail
 
-/// Bytes of one element. Packed dtypes have none: asking is a compile error.
+/// Bytes of one element; a compile error for packed dtypes.
 template <dtype_enum Id>
 constexpr std::size_t element_size() noexcept {
     static_assert(!info(Id).is_packed,
@@ -504,9 +490,8 @@ constexpr std::size_t find_row_for_type(std::index_sequence<I...>) noexcept {
     return dtype_count;
 }
 
-/// C++ type -> row, derived from scalar_kind and sizeof. MegBrain has no 64-bit
-/// dtypes: 64-bit signed integers narrow to Int32 and double to Float32
-/// (docs/dtypes.md); unsigned 32/64-bit integers have no dtype.
+/// C++ type -> row, by scalar_kind and sizeof. MegBrain has no 64-bit dtypes: int64 narrows to Int32, double to
+/// Float32; unsigned 32/64-bit types have none.
 template <class T>
 struct type_mapping {
     static constexpr std::size_t exact =
@@ -523,11 +508,11 @@ struct type_mapping {
 
 }  // namespace detail
 
-/// True when C++ type T has a dtype (possibly by narrowing).
+/// True when T has a dtype (possibly by narrowing).
 template <class T>
 inline constexpr bool has_dtype_v = detail::type_mapping<T>::index != dtype_count;
 
-/// The dtype of C++ type T; a compile error for a type that has none.
+/// The dtype of T; a compile error when it has none.
 template <class T>
 struct dtype_of {
     static_assert(has_dtype_v<T>,
@@ -535,7 +520,7 @@ struct dtype_of {
                   "Float32), npybridge::half, npybridge::bfloat16, int8/16/32, int64 (narrowed to Int32), "
                   "uint8/16, bool, std::complex<float>. Convert to one of those first.");
     static constexpr dtype_enum value = dtype_table[has_dtype_v<T> ? detail::type_mapping<T>::index : 0].id;
-    /// True when T is wider than its dtype (int64 -> Int32, double -> Float32).
+    /// True when T is wider than its dtype.
     static constexpr bool narrowing = detail::type_mapping<T>::narrows;
 };
 
@@ -547,23 +532,21 @@ inline constexpr dtype_enum dtype_of_v = dtype_of<T>::value;
 template <class T>
 inline constexpr bool is_narrowing_v = dtype_of<T>::narrowing;
 
-// ---- The dtype object: a table row with its params, validated.
+// ---- The dtype object.
 
 class dtype;
 
 namespace detail {
-/// The dtype `id` with its param struct made from `values` (dtype::with checks them).
+/// The dtype `id` with params made from `values`, validated.
 dtype dtype_from_values(dtype_enum id, const param_values& values);
 }  // namespace detail
 
-/// A dtype together with its params. Plain dtypes have none; quantized ones
-/// carry scale (and zero_point for the two Asymm dtypes), always validated.
+/// A dtype with its params (scale, and zero_point for the Asymm dtypes), always validated.
 class dtype {
 public:
-    using params = params_variant;  // derived from the table's rows
+    using params = params_variant;
 
-    /// A dtype without params. Throws dtype_error for a quantized dtype or an
-    /// enum value that is not a dtype.
+    /// A dtype without params; dtype_error for a quantized dtype or an invalid enum value.
     dtype(dtype_enum id) : m_id(id) {  // NOLINT: implicit on purpose, `dtype t = dtype_enum::Int8`
         if (!is_valid(id))
             throw dtype_error("npybridge: enum value " + std::to_string(static_cast<std::uint32_t>(id)) +
@@ -574,8 +557,7 @@ public:
         }
     }
 
-    /// The plain dtype of dtype_table[row], for code that already found the
-    /// row in a table. Throws dtype_error for a quantized row or one past the end.
+    /// The plain dtype of dtype_table[row]; dtype_error for a quantized row or one past the end.
     static const dtype& of_row(std::size_t row) {
         if (row >= dtype_count || dtype_table[row].is_quantized) {
             throw dtype_error("npybridge: dtype table row " + std::to_string(row) + " is not a plain dtype");
@@ -583,8 +565,8 @@ public:
         return plain_rows[row];
     }
 
-    /// A quantized dtype from plain numbers. zero_point must be given exactly
-    /// for the Asymm dtypes. Throws dtype_error / metadata_error naming the culprit.
+    /// A quantized dtype from numbers (zero_point exactly for the Asymm dtypes); dtype_error / metadata_error name the
+    /// culprit.
     static dtype quantized(dtype_enum id, double scale, std::optional<long long> zero_point = std::nullopt) {
         if (!is_valid(id) || !npybridge::info(id).is_quantized) {
             throw dtype_error(std::string(is_valid(id) ? npybridge::info(id).name : "this enum value") +
@@ -595,7 +577,7 @@ public:
         return detail::dtype_from_values(id, values);
     }
 
-    /// A dtype from a param struct of the right type for `id` (validated).
+    /// A dtype from `id`'s param struct, validated.
     template <class Param>
     static dtype with(dtype_enum id, const Param& param) {
         if (!is_valid(id)) throw dtype_error("npybridge: not a MegDNN dtype");
@@ -616,16 +598,16 @@ public:
     std::string_view name() const noexcept { return info().name; }
     bool is_quantized() const noexcept { return info().is_quantized; }
 
-    /// The param struct; Param must be param_t of this dtype.
+    /// The param struct (Param must be param_t of this dtype).
     template <class Param>
     const Param& param() const {
         return std::get<Param>(m_params);
     }
     const params& all_params() const noexcept { return m_params; }
 
-    /// Scale of a quantized dtype (its params' `scale` field); nullopt otherwise.
+    /// Scale of a quantized dtype; nullopt otherwise.
     std::optional<float> scale() const noexcept { return field<float>("scale"); }
-    /// Zero point of an Asymm dtype (its params' `zero_point` field); nullopt otherwise.
+    /// Zero point of an Asymm dtype; nullopt otherwise.
     std::optional<int> zero_point() const noexcept { return field<int>("zero_point"); }
 
     /// "Int8", "QuantizedS8(scale=0.5)", "Quantized8Asymm(scale=0.25, zero_point=128)".
@@ -634,7 +616,7 @@ public:
         return std::string(name()) + (fields.empty() ? "" : "(" + fields + ")");
     }
 
-    /// Equal when the dtype and every param field are equal (floats exactly).
+    /// Equal when the dtype and every param field are (floats exactly).
     friend bool operator==(const dtype& a, const dtype& b) noexcept {
         if (a.m_id != b.m_id || a.m_params.index() != b.m_params.index()) return false;
         return detail::values_equal(detail::variant_values(a.m_params), detail::variant_values(b.m_params));
@@ -646,8 +628,7 @@ public:
         return detail::params_hash(seed, detail::variant_values(m_params));
     }
 
-    /// Calls f(param_t<id>{}) with the param struct type of `id` (runtime to
-    /// compile time, derived from the table).
+    /// Calls f(param_t<id>{}): runtime id to compile-time struct.
     template <class F>
     static void with_params(dtype_enum id, F&& f) {
         const std::size_t row = table_index(id);
@@ -661,7 +642,7 @@ private:
         const std::optional<double> value = detail::field_value(detail::variant_values(m_params), key);
         if (!value) return std::nullopt;
         if constexpr (std::is_same_v<T, float>) {
-            return narrow_to_float(*value);  // by bits: a subnormal scale stays itself under flush-to-zero
+            return narrow_to_float(*value);  // by bits: a subnormal scale survives flush-to-zero
         } else {
             return static_cast<T>(*value);
         }
@@ -670,8 +651,7 @@ private:
     struct no_check {};
     constexpr dtype(dtype_enum id, no_check) noexcept : m_id(id) {}
 
-    /// One dtype object per table row, made at compile time (quantized rows
-    /// hold a placeholder that of_row never hands out).
+    /// One plain dtype per row, made at compile time (quantized rows hold a placeholder of_row never returns).
     template <std::size_t... I>
     static constexpr std::array<dtype, dtype_count> make_plain_rows(std::index_sequence<I...>) noexcept {
         return {dtype(dtype_table[I].is_quantized ? dtype_enum::Float32 : dtype_table[I].id, no_check{})...};
@@ -682,7 +662,7 @@ private:
     params m_params{};
 };
 
-// Constant-initialized (the initializer is a constant expression): no start-up code.
+// Constant-initialized: no start-up code.
 inline const std::array<dtype, dtype_count> dtype::plain_rows =
     dtype::make_plain_rows(std::make_index_sequence<dtype_count>{});
 

@@ -1,4 +1,4 @@
-// npybridge/core/layout.hpp — a tensor's shape and element strides (tensor_layout), as every adapter describes them.
+// npybridge/core/layout.hpp — a tensor's shape and element strides, as every adapter describes them.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -12,7 +12,7 @@
 #include <string>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
-/// Numbers as Python writes a tuple: "()", "(3,)", "(2, 3)" (shapes, strides and indices in messages).
+/// Numbers as Python writes a tuple: "()", "(3,)", "(2, 3)".
 template <class Number>
 std::string tuple_text(const Number* values, std::size_t count) {
     std::string text = "(";
@@ -20,19 +20,16 @@ std::string tuple_text(const Number* values, std::size_t count) {
     return text + (count == 1 ? ",)" : ")");
 }
 
-/// Shape and element strides of a tensor, up to NPYBRIDGE_MAX_NDIM dimensions.
-/// (The adapter of another tensor type fills one of these from its own.)
+/// Shape and element strides, up to NPYBRIDGE_MAX_NDIM dimensions.
 struct tensor_layout {
     std::size_t ndim = 0;
-    // Only the first ndim entries mean anything. Left uninitialized on
-    // purpose: zeroing 112 bytes per conversion showed up in profiles.
+    // Only the first ndim entries mean anything; uninitialized on purpose (zeroing showed in profiles).
     std::array<std::size_t, NPYBRIDGE_MAX_NDIM> shape;
     std::array<std::ptrdiff_t, NPYBRIDGE_MAX_NDIM> strides;  ///< in elements
 
     tensor_layout() noexcept = default;
-    // Copies move the first ndim entries one at a time: a layout is usually
-    // copied right after it was filled, and wide copies of the whole arrays
-    // stall on those fresh narrow stores (store-to-load forwarding).
+    // Copies move the first ndim entries one by one: wide copies of freshly stored entries stall store-to-load
+    // forwarding.
     tensor_layout(const tensor_layout& other) noexcept { *this = other; }
     tensor_layout& operator=(const tensor_layout& other) noexcept {
         ndim = other.ndim;
@@ -40,7 +37,7 @@ struct tensor_layout {
             shape[i] = other.shape[i];
             strides[i] = other.strides[i];
 #if defined(__GNUC__)
-            __asm__("" : "+r"(i));  // keeps GCC from making this loop two memcpy calls
+            __asm__("" : "+r"(i));  // not two memcpy calls
 #endif
         }
         return *this;
@@ -53,8 +50,7 @@ struct tensor_layout {
     }
     std::size_t innermost() const noexcept { return ndim == 0 ? 1 : shape[ndim - 1]; }
 
-    /// C-contiguous, ignoring the strides of size-1 dimensions; a layout
-    /// without elements is contiguous whatever its strides (as in NumPy).
+    /// C-contiguous, ignoring size-1 dimensions' strides; no elements is contiguous.
     bool is_contiguous() const noexcept {
         std::ptrdiff_t expected = 1;
         for (std::size_t i = ndim; i-- > 0;) {
@@ -65,14 +61,10 @@ struct tensor_layout {
         return true;
     }
 
-    /// Most elements a layout may span: even at 16 bytes an element (the
-    /// widest dtype) their bytes fit a ptrdiff_t, so no size derived from a
-    /// checked layout (bytes, packed bytes, strides, offsets) can overflow.
+    /// Most elements a layout may span: at 16 bytes each they fit a ptrdiff_t, so no derived size overflows.
     static constexpr std::size_t max_count = static_cast<std::size_t>(PTRDIFF_MAX) / 16;
 
-    /// The number of elements of `shape`, checked: throws conversion_error
-    /// when the extents (zero extents counted as 1, as strides count them)
-    /// multiply past max_count.
+    /// The element count of `shape` (zero extents as 1); conversion_error past max_count.
     static std::size_t checked_count(const std::size_t* shape, std::size_t ndim) {
         std::size_t span = 1, count = 1;
         for (std::size_t i = 0; i < ndim; ++i) {
@@ -88,7 +80,7 @@ struct tensor_layout {
         return count;
     }
 
-    /// A C-contiguous layout of this shape (checked_count's limit applies).
+    /// A C-contiguous layout of this shape.
     static tensor_layout contiguous(const std::size_t* shape, std::size_t ndim) {
         if (ndim > NPYBRIDGE_MAX_NDIM) {
             throw conversion_error("tensor_layout: " + std::to_string(ndim) + " dimensions, at most " +
@@ -108,10 +100,8 @@ struct tensor_layout {
 
     std::string shape_text() const { return tuple_text(shape.data(), ndim); }
 
-    /// The elements a layout reaches, relative to element 0: `low` is the
-    /// offset of the lowest one (0 unless a stride is negative), `high` one
-    /// past the highest. A tensor type that keeps a storage start and an
-    /// offset (MegBrain's) borrows negative strides with these.
+    /// The elements a layout reaches from element 0: `low` (below 0 with negative strides) to `high`, one past; for
+    /// tensor types with a storage offset (MegBrain's).
     struct element_span {
         std::ptrdiff_t low = 0;
         std::ptrdiff_t high = 0;
@@ -126,13 +116,12 @@ struct tensor_layout {
         return reach;
     }
 
-    /// The layout a packed tensor of this shape has when its innermost rows
-    /// start on whole bytes (lowbit_layout::row_aligned), with MegBrain's
-    /// padded element strides: a (2, 3) QuantizedS4 tensor has strides (4, 1).
+    /// A packed tensor's layout with rows on whole bytes (row_aligned) and MegBrain's padded strides: a (2, 3)
+    /// QuantizedS4 has (4, 1).
     static tensor_layout row_aligned(dtype_enum id, const std::size_t* shape, std::size_t ndim) {
         return row_aligned(info(id).bits, shape, ndim);
     }
-    /// The same for elements of `bits` bits (1, 2 or 4).
+    /// The same for `bits`-bit elements.
     static tensor_layout row_aligned(unsigned bits, const std::size_t* shape, std::size_t ndim) {
         tensor_layout layout = contiguous(shape, ndim);
         if (ndim == 0) return layout;
@@ -146,9 +135,7 @@ struct tensor_layout {
         return layout;
     }
 
-    /// Whether a packed tensor's elements fill its bytes in order: C-contiguous,
-    /// or, in a row-aligned layout, contiguous rows at MegBrain's padded strides.
-    /// Anything else (a sub-tensor) is read element by element from its strides.
+    /// Whether a packed tensor's elements fill its bytes in order (C-contiguous, or row-aligned at padded strides).
     bool is_dense_packed(dtype_enum id, lowbit_layout packing) const {
         if (is_contiguous()) return true;
         if (packing != lowbit_layout::row_aligned || ndim == 0) return false;

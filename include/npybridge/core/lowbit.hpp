@@ -1,4 +1,4 @@
-// npybridge/core/lowbit.hpp — packing 1, 2 and 4-bit dtypes bit-exactly as MegBrain lays them out, and back.
+// npybridge/core/lowbit.hpp — packing 1-, 2- and 4-bit dtypes bit-exactly as MegBrain does, and back.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -15,21 +15,16 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// MegBrain's layout for a dtype: row-aligned for the packed quantized 4-bit
-/// dtypes, compact for IntB1/2/4 and UintB4 (and, meaninglessly, for every
-/// dtype that is not packed).
+/// MegBrain's layout: row-aligned for the packed quantized 4-bit dtypes, compact for IntB1/2/4 and UintB4.
 constexpr lowbit_layout default_layout(dtype_enum id) noexcept {
     return info(id).is_quantized && info(id).is_packed ? lowbit_layout::row_aligned : lowbit_layout::compact;
 }
 
-/// Bytes one innermost row of `row_length` elements takes when rows are byte-aligned.
-constexpr std::size_t row_pitch(dtype_enum id, std::size_t row_length) {
-    return byte_size(id, row_length);  // a row is a compact run
-}
+/// Bytes of one innermost row of `row_length` elements, byte-aligned.
+constexpr std::size_t row_pitch(dtype_enum id, std::size_t row_length) { return byte_size(id, row_length); }
 
-/// Bytes a packed tensor of `count` elements with innermost dimension
-/// `row_length` takes in `layout` (row_length is ignored for compact). Sizes
-/// that do not fit a size_t are a conversion_error.
+/// Bytes of `count` packed elements in `layout` (row_length: the innermost dimension, unused for compact);
+/// conversion_error past size_t.
 constexpr std::size_t packed_bytes(dtype_enum id, std::size_t count, std::size_t row_length, lowbit_layout layout) {
     if (layout == lowbit_layout::compact || row_length == 0) return byte_size(id, count);
     const std::size_t rows = count / row_length, pitch = row_pitch(id, row_length);
@@ -40,53 +35,40 @@ constexpr std::size_t packed_bytes(dtype_enum id, std::size_t count, std::size_t
     return rows * pitch;
 }
 
-/// Shape of a packed buffer: the element count and the innermost dimension
-/// (needed by the row-aligned layout; count must be a multiple of it).
+/// A packed buffer's element count and innermost dimension (row-aligned: count is a multiple of it).
 struct lowbit_extent {
     std::size_t count = 0;
     std::size_t row_length = 0;
 };
 
-/// Packs one-byte-per-element values (int8, or uint8 for Quantized4Asymm)
-/// into dst, which must hold packed_bytes(...) bytes. Throws value_range_error
-/// naming the first invalid index and value; dst is then left exactly as it
-/// was (the kernel writes a temporary, copied over only when all is valid).
+/// Packs one byte per element (int8; uint8 for Quantized4Asymm) into dst, which holds packed_bytes(...).
+/// value_range_error names the first invalid index and value, and dst is left as it was.
 inline void pack(dtype_enum id, const void* src, lowbit_extent extent, void* dst, lowbit_layout layout,
                  const detail::lowbit_kernels& kernels = detail::active_lowbit_kernels());
 
-/// Same as pack(), into memory nobody else sees yet (a tensor being built):
-/// no temporary, so on a bad value dst holds a partial result that the caller
-/// must discard. This is what conversions into new tensors use.
+/// pack() into memory nobody sees yet: no temporary, so after an error dst holds a partial result to discard.
 inline void pack_fresh(dtype_enum id, const void* src, lowbit_extent extent, void* dst, lowbit_layout layout,
                        const detail::lowbit_kernels& kernels = detail::active_lowbit_kernels());
 
-/// Unpacks into one byte per element (every code is valid: this cannot fail
-/// on data, only on a dtype that is not packed).
+/// Unpacks into one byte per element (fails only for a dtype that is not packed).
 inline void unpack(dtype_enum id, const void* src, lowbit_extent extent, void* dst, lowbit_layout layout,
                    const detail::lowbit_kernels& kernels = detail::active_lowbit_kernels());
 
-/// Unpacks a packed tensor that is not dense (a sub-tensor: strided rows, a
-/// column slice that starts rows inside a byte) into one byte per element in
-/// C order. `strides` count elements from the first one, which starts at bit 0
-/// of `src`; ndim is at most NPYBRIDGE_MAX_NDIM.
+/// Unpacks a packed sub-tensor (strided rows, rows starting inside a byte) into one byte per element in C order;
+/// `strides` count elements from bit 0 of `src`.
 inline void unpack_strided(dtype_enum id, const void* src, const std::size_t* shape, const std::ptrdiff_t* strides,
                            std::size_t ndim, void* dst);
 
-/// Packs one byte per element (C order) into a packed tensor that is not
-/// dense, leaving every bit outside its elements as it was. Every value is
-/// checked before the first is written: on a bad one (value_range_error naming
-/// its index) dst is untouched.
+/// Packs one byte per element (C order) into a packed sub-tensor, keeping every bit outside its elements; all values
+/// are checked first (value_range_error names the index, dst untouched).
 inline void pack_strided(dtype_enum id, const void* src, const std::size_t* shape, const std::ptrdiff_t* strides,
                          std::size_t ndim, void* dst);
 
-/// Copies the bytes of a dense packed tensor (`src`, as pack() lays it out)
-/// over `dst`, a tensor of the same shape and layout, changing no bit outside
-/// dst's elements: where a row (row_aligned) or the stream (compact) ends
-/// inside a byte, the rest of that byte may belong to a neighbour of a view
-/// (the 4th element of a view of the first 3 of 4 IntB4 elements) and stays.
+/// Copies a dense packed tensor's bytes over `dst` of the same shape and layout, changing no bit outside dst's elements
+/// (the rest of a byte may belong to a view's neighbour).
 inline void copy_packed_dense(dtype_enum id, const void* src, lowbit_extent extent, void* dst, lowbit_layout layout);
 
-/// Name of the kernel set this machine uses ("ssse3" or "portable").
+/// The kernel set this machine uses ("ssse3" or "portable").
 inline const char* lowbit_kernel_name() noexcept { return detail::active_lowbit_kernels().name; }
 
 /// Example: four QuantizedS4 codes packed into two bytes and back.
@@ -204,7 +186,7 @@ inline void copy_packed_dense(dtype_enum id, const void* src, lowbit_extent exte
     const std::size_t pitch = whole + (tail_bits != 0);
     const auto* in = static_cast<const std::uint8_t*>(src);
     auto* out = static_cast<std::uint8_t*>(dst);
-    if (tail_bits == 0) {  // rows fill whole bytes: nothing of anyone else's in reach
+    if (tail_bits == 0) {  // rows fill whole bytes
         std::memcpy(out, in, rows * pitch);
         return;
     }

@@ -1,4 +1,4 @@
-// npybridge/core/scalar_types.hpp — 16-bit float storage types MegDNN has and C++17 lacks.
+// npybridge/core/scalar_types.hpp — the 16-bit float storage types MegDNN has and C++17 lacks.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -10,12 +10,11 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// IEEE 754 binary16, held as its bits. npybridge only moves these values; it
-/// never computes with them, so no arithmetic is provided.
+/// IEEE 754 binary16 as its bits; npybridge only moves these values, so there is no arithmetic.
 struct half {
     std::uint16_t bits = 0;
 
-    /// Exact widening to float (subnormals, infinities and NaN included).
+    /// Exact widening to float.
     float to_float() const noexcept {
         const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
         std::uint32_t exponent = (bits >> 10) & 0x1Fu;
@@ -27,7 +26,7 @@ struct half {
             u = sign | ((exponent + 112) << 23) | (mantissa << 13);
         } else if (mantissa == 0) {
             u = sign;
-        } else {  // subnormal: normalize
+        } else {  // subnormal
             exponent = 113;
             while ((mantissa & 0x400u) == 0) {
                 mantissa <<= 1;
@@ -40,7 +39,7 @@ struct half {
         return value;
     }
 
-    /// Rounds to nearest, ties to even; overflow gives infinity; NaN stays NaN.
+    /// Rounds to nearest, ties to even; overflow gives infinity, NaN stays NaN.
     static half from_float(float value) noexcept {
         std::uint32_t u;
         std::memcpy(&u, &value, sizeof u);
@@ -48,18 +47,18 @@ struct half {
         const std::uint32_t magnitude = u & 0x7FFFFFFFu;
         if (magnitude > 0x7F800000u) return half{static_cast<std::uint16_t>(sign | 0x7E00u)};
         if (magnitude >= 0x477FF000u) return half{static_cast<std::uint16_t>(sign | 0x7C00u)};  // >= 65520: inf
-        if (magnitude < 0x38800000u) {                       // below the smallest normal half: subnormal or zero
-            if (magnitude < 0x33000000u) return half{sign};  // rounds to zero
+        if (magnitude < 0x38800000u) {                                                          // subnormal or zero
+            if (magnitude < 0x33000000u) return half{sign};                                     // rounds to zero
             const std::uint32_t exponent = magnitude >> 23;
             const std::uint32_t mantissa = (magnitude & 0x7FFFFFu) | 0x800000u;
-            const std::uint32_t shift = 126 - exponent;  // 14 + (112 - exponent) + ... maps to half subnormal
+            const std::uint32_t shift = 126 - exponent;  // to a half subnormal
             std::uint32_t result = mantissa >> shift;
             const std::uint32_t rest = mantissa & ((1u << shift) - 1u);
             const std::uint32_t halfway = 1u << (shift - 1);
             if (rest > halfway || (rest == halfway && (result & 1u))) ++result;
             return half{static_cast<std::uint16_t>(sign | result)};
         }
-        std::uint32_t result = magnitude - 0x38000000u;  // rebias exponent 127 -> 15
+        std::uint32_t result = magnitude - 0x38000000u;  // rebias 127 -> 15
         const std::uint32_t rest = result & 0x1FFFu;
         result >>= 13;
         if (rest > 0x1000u || (rest == 0x1000u && (result & 1u))) ++result;
@@ -72,9 +71,8 @@ struct half {
 
 namespace detail {
 
-/// Integer arithmetic on floats' bits, so that no result depends on the FPU's mode: `import megengine`
-/// turns on flush-to-zero and denormals-are-zero for the whole process, and float <-> double conversions
-/// then turn subnormals into zero.
+/// Integer arithmetic on floats' bits, so no result depends on the FPU mode (`import megengine` turns on FTZ and DAZ
+/// for the process).
 
 inline std::uint32_t bits_of(float value) noexcept {
     std::uint32_t u;
@@ -87,7 +85,7 @@ inline float float_of(std::uint32_t u) noexcept {
     return value;
 }
 
-/// `m >> shift` rounded to nearest, ties to even (shift may be 0 or negative: then exact).
+/// `m >> shift` rounded to nearest even (shift <= 0: exact).
 inline std::uint64_t shift_rounded(std::uint64_t m, int shift) noexcept {
     if (shift <= 0) return m << -shift;
     if (shift > 64) return 0;  // below a quarter of the last place
@@ -97,9 +95,8 @@ inline std::uint64_t shift_rounded(std::uint64_t m, int shift) noexcept {
     return q + (rest > half || (rest == half && (q & 1u)));
 }
 
-/// The binary32 bits of sign * m * 2^e (m > 0) rounded ONCE to `digits` significant bits (24: float32,
-/// 8: bfloat16, whose bits are then the upper half) and binary32's exponent range: subnormals kept,
-/// overflow to infinity.
+/// The binary32 bits of sign * m * 2^e (m > 0) rounded once to `digits` bits (24: float32, 8: bfloat16), subnormals
+/// kept, overflow to infinity.
 inline std::uint32_t round_to_binary32(bool negative, std::uint64_t m, int e, int digits) noexcept {
     int top = 63;
     while ((m >> top) == 0) --top;
@@ -112,14 +109,14 @@ inline std::uint32_t round_to_binary32(bool negative, std::uint64_t m, int e, in
         const std::uint64_t q = shift_rounded(m, top - (digits - 1));  // digits bits, or 2^digits on a carry
         bits =
             (static_cast<std::uint64_t>(exponent + 127) << 23) + ((q - (std::uint64_t{1} << (digits - 1))) << unused);
-    } else {  // subnormal: in units of the smallest one, 2^(-126 - (digits - 1))
+    } else {  // subnormal: in units of the smallest
         bits = shift_rounded(m, -(e + 126 + digits - 1)) << unused;
     }
     if (bits >= 0x7F800000u) return sign | 0x7F800000u;
     return sign | static_cast<std::uint32_t>(bits);
 }
 
-/// The float's value as a double, exactly (subnormals too, whatever the FPU's mode).
+/// The float as a double, exactly, in every FPU mode.
 inline double widen_exactly(float value) noexcept {
     const std::uint32_t u = bits_of(value);
     const std::uint64_t sign = static_cast<std::uint64_t>(u >> 31) << 63;
@@ -132,7 +129,7 @@ inline double widen_exactly(float value) noexcept {
         out = sign | (static_cast<std::uint64_t>(exponent + 896) << 52) | (mantissa << 29);
     } else if (mantissa == 0) {
         out = sign;
-    } else {  // subnormal: mantissa * 2^-149 with its leading bit at `top`
+    } else {  // subnormal: mantissa * 2^-149
         int top = 22;
         while ((mantissa >> top) == 0) --top;
         out = sign | (static_cast<std::uint64_t>(874 + top) << 52) | ((mantissa << (52 - top)) & 0xFFFFFFFFFFFFFu);
@@ -142,8 +139,7 @@ inline double widen_exactly(float value) noexcept {
     return result;
 }
 
-/// The binary32 bits of a double rounded once to `digits` bits (NaN: as the CPU narrows it, quieted with
-/// its payload's top bits).
+/// A double's binary32 bits rounded once to `digits` bits (NaN: quieted, top payload kept).
 inline std::uint32_t narrow_to_binary32(double value, int digits) noexcept {
     std::uint64_t u;
     std::memcpy(&u, &value, sizeof u);
@@ -160,16 +156,16 @@ inline std::uint32_t narrow_to_binary32(double value, int digits) noexcept {
 
 }  // namespace detail
 
-/// The float nearest to a double (ties to even), computed on its bits: the same result in every FPU mode.
+/// The float nearest a double (ties to even), on its bits: the same in every FPU mode.
 inline float narrow_to_float(double value) noexcept { return detail::float_of(detail::narrow_to_binary32(value, 24)); }
 
-/// bfloat16: the upper 16 bits of an IEEE 754 binary32. Conversions work on bits, never on the FPU, so
-/// flush-to-zero / denormals-are-zero modes change nothing, and they give MegDNN's bits (NaN payloads too).
+/// bfloat16: the upper 16 bits of a binary32. Conversions work on bits, so FTZ / DAZ change nothing, and give MegDNN's
+/// bits.
 struct bfloat16 {
     std::uint16_t bits = 0;
 
-    /// Rounds to nearest, ties to even; a NaN keeps its top payload bits and, as MegDNN's float2bfloat16
-    /// does, stays a NaN by setting the last bit when only lower payload bits were set (signalling stays).
+    /// Rounds to nearest even; a NaN keeps its top payload bits, setting the last when only lower ones were (MegDNN's
+    /// float2bfloat16).
     static bfloat16 from_float(float value) noexcept {
         std::uint32_t u = detail::bits_of(value);
         if ((u & 0x7f800000u) == 0x7f800000u) {  // inf or NaN: no rounding
@@ -181,27 +177,27 @@ struct bfloat16 {
         return bfloat16{static_cast<std::uint16_t>(u >> 16)};
     }
 
-    /// Rounds a double ONCE to nearest, ties to even (not through float, which would round twice).
+    /// Rounds a double once (not through float).
     static bfloat16 from_double(double value) noexcept {
         if (value != value) return from_float(float_nan(value));
         return bfloat16{static_cast<std::uint16_t>(detail::narrow_to_binary32(value, 8) >> 16)};
     }
 
-    /// The same for a long double (rounded to odd on the way when it is wider than the 62 bits kept).
+    /// The same for a long double.
     static bfloat16 from_long_double(long double value) noexcept {
         if (value != value) return from_double(static_cast<double>(value));
         const bool negative = std::signbit(value);
         if (value == 0) return bfloat16{static_cast<std::uint16_t>(negative ? 0x8000u : 0u)};
         if (std::isinf(value)) return bfloat16{static_cast<std::uint16_t>(negative ? 0xFF80u : 0x7F80u)};
         int exponent = 0;
-        const long double fraction = std::frexp(std::fabs(value), &exponent);  // [0.5, 1): x87 / soft, no MXCSR
+        const long double fraction = std::frexp(std::fabs(value), &exponent);  // x87 / soft, no MXCSR
         const long double scaled = std::ldexp(fraction, 62);
         auto m = static_cast<std::uint64_t>(scaled);
-        if (static_cast<long double>(m) != scaled) m |= 1u;  // sticky bit, far below the 8 bits kept
+        if (static_cast<long double>(m) != scaled) m |= 1u;  // sticky bit
         return bfloat16{static_cast<std::uint16_t>(detail::round_to_binary32(negative, m, exponent - 62, 8) >> 16)};
     }
 
-    /// Rounds an integer once (an int64 beyond 2^24 would round twice through float).
+    /// Rounds an integer once.
     template <class Integer>
     static bfloat16 from_integer(Integer value) noexcept {
         if (value == 0) return bfloat16{0};
@@ -213,14 +209,14 @@ struct bfloat16 {
 
     /// Exact: bfloat16 is a prefix of binary32.
     float to_float() const noexcept { return detail::float_of(static_cast<std::uint32_t>(bits) << 16); }
-    /// Exact, subnormals included in every FPU mode.
+    /// Exact in every FPU mode.
     double to_double() const noexcept { return detail::widen_exactly(to_float()); }
 
     friend constexpr bool operator==(bfloat16 a, bfloat16 b) noexcept { return a.bits == b.bits; }
     friend constexpr bool operator!=(bfloat16 a, bfloat16 b) noexcept { return a.bits != b.bits; }
 
 private:
-    /// A double NaN as the CPU narrows it to float: quieted, the payload's top 22 bits kept.
+    /// A double NaN as the CPU narrows it: quieted, top 22 payload bits kept.
     static float float_nan(double value) noexcept { return detail::float_of(detail::narrow_to_binary32(value, 24)); }
 };
 

@@ -1,5 +1,5 @@
-// npybridge/detail/array_fill.hpp — the executors of a copy: the values a copy reads (user dtypes read as plain
-// numbers), the facts the planner asks of them, and one short function per fill route (docs/policies.md).
+// npybridge/detail/array_fill.hpp — a copy's executors: the values it reads, the facts the planner asks of them, one
+// function per fill route.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -29,7 +29,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// A view of the array's bytes as `descr` (same size; steals the reference), in the array's byte order.
+/// The array's bytes viewed as `descr` (steals it), in the array's byte order.
 inline object view_as(PyArrayObject* array, PyArray_Descr* descr) {
     if (!PyArray_ISNOTSWAPPED(array)) {
         PyArray_Descr* swapped = PyArray_DescrNewByteorder(descr, NPY_SWAP);
@@ -42,8 +42,7 @@ inline object view_as(PyArrayObject* array, PyArray_Descr* descr) {
     return object::steal(view);
 }
 
-/// Another library's bfloat16 / intbN array as a view through npybridge's own user dtype, so that every cast is
-/// npybridge's; any other array as it is.
+/// Another library's bfloat16 / intbN array viewed through npybridge's own user dtype, so every cast is npybridge's.
 inline object through_own_user_dtype(PyArrayObject* array, const std::optional<numpy_dtype_match>& source) {
     object same = object::borrow(reinterpret_cast<PyObject*>(array));
     if (!source || source->type.info().form != numpy_form::user_dtype || user_dtype_descr_hook == nullptr) return same;
@@ -56,8 +55,7 @@ inline object through_own_user_dtype(PyArrayObject* array, const std::optional<n
     return view_as(array, own);
 }
 
-/// A bfloat16 array (any library's) as a fresh float32 array, widened by bits: immune to denormals-are-zero,
-/// NaN payloads kept.
+/// A bfloat16 array as a new float32 array, widened by bits (DAZ-proof, NaN payloads kept).
 inline object bfloat16_as_float32(PyArrayObject* array) {
     const object as_bits = view_as(array, PyArray_DescrFromType(NPY_UINT16));
     const object native =
@@ -73,7 +71,7 @@ inline object bfloat16_as_float32(PyArrayObject* array) {
     return result;
 }
 
-/// The numpy type that holds every value of a (kind, itemsize) for fill_bfloat16; -1 for none.
+/// The numpy type holding every value of (kind, itemsize) for fill_bfloat16; -1 for none.
 inline int bfloat16_source_type(char kind, npy_intp itemsize) noexcept {
     const npy_intp real = kind == 'c' ? itemsize / 2 : itemsize;
     const int precision = real <= 4 ? 0 : real == 8 ? 1 : 2;
@@ -87,16 +85,15 @@ inline int bfloat16_source_type(char kind, npy_intp itemsize) noexcept {
     }
 }
 
-/// Each value (a complex number's real part: `step` 2) rounded once to nearest even.
+/// Each value (complex: its real part, `step` 2) rounded once to nearest even.
 template <class T>
 void round_each_to_bfloat16(const void* data, std::size_t step, bfloat16* out, std::size_t count) {
     const auto* in = static_cast<const T*>(data);
     for (std::size_t i = 0; i < count; ++i) out[i] = round_to_bfloat16(in[i * step]);
 }
 
-/// Fills contiguous BFloat16 memory from a builtin-typed array, each value rounded once by npybridge's own
-/// conversion (ml_dtypes' casts round float64 twice), whatever the FPU's mode. Bools give 1 for any nonzero
-/// byte, complex numbers their real part ('wrap' only). False for another kind (numpy's to cast).
+/// Fills contiguous BFloat16 memory from a builtin-typed array, rounding once whatever the FPU mode (bools: 1 for
+/// nonzero; complex: real part, 'wrap' only). False for another kind.
 inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
     const int wide = descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF
                          ? -1
@@ -131,13 +128,12 @@ inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
     return true;
 }
 
-/// The values a copy reads, as the planner sees them: a user dtype read as plain numbers unless it goes into its
-/// own dtype (bfloat16 as float32; intbN and ml_dtypes' int1/2/4 / uint1/2/4 as int8 / uint8). A bfloat16 array
-/// is widened on first use (`get`), so that a fill into Float32 can widen it straight into the tensor.
+/// The values a copy reads: a user dtype read as plain numbers unless it goes into its own dtype. bfloat16 is widened
+/// on first use (`get`), so a fill into Float32 can widen straight into the tensor.
 struct copy_values {
     mutable object array;
     std::optional<numpy_dtype_match> match;
-    object bfloat16;  ///< the bfloat16 array not widened yet
+    object bfloat16;  ///< not widened yet
 
     PyArrayObject* get() const {
         if (!array) array = bfloat16_as_float32(reinterpret_cast<PyArrayObject*>(bfloat16.get()));
@@ -159,11 +155,12 @@ inline copy_values values_for(PyArrayObject* array, const std::optional<numpy_dt
         return {through_own_user_dtype(array, match), match, object{}};
     }
     const numpy_dtype_match as_float32{dtype(dtype_enum::Float32), false};
-    if (PyArray_NDIM(array) == 0) return {bfloat16_as_float32(array), as_float32, object{}};  // numpy 1 casts by value
+    if (PyArray_NDIM(array) == 0)
+        return {bfloat16_as_float32(array), as_float32, object{}};  // numpy 1 casts 0-d arrays by value
     return {object{}, as_float32, object::borrow(reinterpret_cast<PyObject*>(array))};
 }
 
-/// The facts plan_fill asks of the values (numpy's casts only where the mode needs them).
+/// The facts plan_fill asks of the values.
 inline value_facts value_facts_of(const copy_values& values, const dtype& target, narrowing mode) {
     const bool widening = !values.array;  // bfloat16 not widened yet: float32's facts
     auto* array = reinterpret_cast<PyArrayObject*>(widening ? values.bfloat16.get() : values.array.get());
@@ -191,7 +188,7 @@ inline value_facts value_facts_of(const copy_values& values, const dtype& target
     return facts;
 }
 
-/// numpy's cast into memory of `target` with `into`'s element strides; a 0-d array fills a shape-(1,) tensor.
+/// numpy's cast into `target`'s memory with `into`'s strides (a 0-d array fills a shape-(1,) tensor).
 inline void cast_into(PyArrayObject* array, const dtype& target, void* out, const tensor_layout& into) {
     object view = array_over(target, out, into, true, user_dtype_choice::own);
     auto* destination = reinterpret_cast<PyArrayObject*>(view.get());
@@ -207,7 +204,7 @@ inline void cast_into(PyArrayObject* array, const dtype& target, void* out, cons
     }
 }
 
-/// Same values, another layout or byte order: the tiled copier (numpy's copy for shapes it cannot take).
+/// The same values in another layout or byte order: the tiled copier, else numpy's copy.
 inline void copy_same(PyArrayObject* array, const dtype& target, void* out, const tensor_layout& into) {
     const std::size_t itemsize = target.info().element_size;
     copy_plan plan;
@@ -219,8 +216,8 @@ inline void copy_same(PyArrayObject* array, const dtype& target, void* out, cons
     cast_into(array, target, out, into);
 }
 
-/// 32- and 64-bit integers into Float32, checked and converted in one pass (contiguous, aligned, native; fresh
-/// memory only). False for anything else.
+/// 32- and 64-bit integers into Float32, checked while converted (contiguous, aligned, native, fresh memory); else
+/// false.
 inline bool convert_exact_into_float32(PyArrayObject* array, const std::string& array_dtype, void* out,
                                        const tensor_layout& layout) {
     const char kind = descr_kind(PyArray_DESCR(array));
@@ -249,18 +246,17 @@ inline bool convert_exact_into_float32(PyArrayObject* array, const std::string& 
     return true;
 }
 
-/// Where a fill writes, and the layout the messages' indexes use.
+/// Where a fill writes, and the layout its messages index by.
 struct fill_target {
     const dtype& type;
     void* out;
     const tensor_layout& layout;
     lowbit_layout packing = lowbit_layout::compact;
-    /// Check every value before writing one (copy_into's existing memory).
+    /// Check every value before writing one (existing memory).
     bool check_first = false;
 };
 
-/// A bfloat16 array not widened yet (C-contiguous, aligned, native) widened straight into the Float32 tensor.
-/// False for anything else.
+/// An unwidened bfloat16 array (contiguous, aligned, native) widened straight into Float32; else false.
 inline bool widen_bfloat16_into(const copy_values& values, const fill_target& into) {
     auto* array = reinterpret_cast<PyArrayObject*>(values.bfloat16.get());
     if (values.array || into.type.id() != dtype_enum::Float32 || !PyArray_IS_C_CONTIGUOUS(array) ||
@@ -273,7 +269,7 @@ inline bool widen_bfloat16_into(const copy_values& values, const fill_target& in
     return true;
 }
 
-/// float32 / float64 into BFloat16 or Float16 by the kernels: the index of the first overflow (checked), else n.
+/// float32 / float64 into BFloat16 or Float16: the index of the first overflow (checked), else n.
 template <class Out>
 std::size_t convert_floats(int type_num, dtype_enum target, const void* in, std::size_t n, Out* out, double overflow,
                            bool check) {
@@ -290,8 +286,8 @@ std::size_t convert_floats(int type_num, dtype_enum target, const void* in, std:
                                      active_half_kernels().to_half);
 }
 
-/// float32 / float64 into BFloat16 and Float16, float16 into Float32, in one pass with checked mode's overflow
-/// test: for C-contiguous, aligned, native sources into fresh memory. False for anything else.
+/// float32 / float64 into BFloat16 and Float16, float16 into Float32, with the overflow test, in one pass (contiguous,
+/// aligned, native, fresh memory); else false.
 inline bool convert_by_kernel(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
                               const fill_target& into) {
     const dtype_enum target = into.type.id();
@@ -324,7 +320,7 @@ inline bool convert_by_kernel(const fill_plan& plan, PyArrayObject* array, const
     return true;
 }
 
-/// store_checked into 1-, 2- or 4-byte storage within `bounds`.
+/// store_checked into 1-, 2- or 4-byte storage.
 template <class Source>
 std::size_t store_within(const Source* in, std::size_t n, void* out, std::size_t size, const value_bounds& bounds) {
     const auto store_as = [&](auto* to, auto lo, auto hi) {
@@ -345,7 +341,7 @@ std::size_t store_within(const Source* in, std::size_t n, void* out, std::size_t
     }
 }
 
-/// store_within row by row, for a source whose rows are contiguous: n when every value is held, else less.
+/// store_within per contiguous row: n when every value is held, else less.
 template <class Source>
 std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* out, std::size_t size,
                               const value_bounds& bounds) {
@@ -355,7 +351,7 @@ std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* o
     const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
     const auto inner = static_cast<std::size_t>(dims[ndim - 1]);
     npy_intp index[NPY_MAXDIMS] = {};
-    std::ptrdiff_t offset = 0;  // bytes to the row's first element
+    std::ptrdiff_t offset = 0;  // to the row's first element
     for (std::size_t row = 0; row * inner < n; ++row) {
         const auto* in = reinterpret_cast<const Source*>(reinterpret_cast<const char*>(first) + offset);
         if (store_within(in, inner, static_cast<char*>(out) + row * inner * size, size, bounds) != inner) return 0;
@@ -369,8 +365,8 @@ std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* o
     return n;
 }
 
-/// Integers and floats into 1-, 2- or 4-byte integer storage under 'checked', tested as stored: for aligned,
-/// native sources, C-contiguous or with rows of at least 64 elements, into fresh memory. False for anything else.
+/// Integers and floats into 1-, 2- or 4-byte integer storage under 'checked', tested as stored (aligned, native,
+/// contiguous or rows of 64+, fresh memory); else false.
 template <class = void>
 bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
                                    const fill_target& into) {
@@ -391,20 +387,20 @@ bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, 
     const std::size_t held = without_gil_if_large(n * static_cast<std::size_t>(itemsize), [&] {
         return visit_numbers(kind, itemsize, PyArray_DATA(array), [&](const auto* in) -> std::size_t {
             if constexpr (std::is_same_v<std::remove_cv_t<std::remove_pointer_t<decltype(in)>>, long double>) {
-                return 0;  // long double: not taken (source_fits)
+                return 0;  // long double: not taken
             } else {
                 return contiguous ? store_within(in, n, into.out, size, bounds)
                                   : store_rows_within(array, in, into.out, size, bounds);
             }
         });
     });
-    if (held != n) {  // read again for the value to name
+    if (held != n) {  // read again to name the value
         throw_unfit_value(array_dtype, into.type, plan.check, *first_unfit_value(array, bounds), into.layout);
     }
     return true;
 }
 
-/// The plan's value check before anything is written: the first value the dtype does not hold is an error.
+/// The plan's value check, before anything is written.
 inline void check_values(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
                          const fill_target& into) {
     if (plan.check == value_check::none) return;
@@ -416,13 +412,12 @@ inline void check_values(const fill_plan& plan, PyArrayObject* array, const std:
     throw_unfit_value(array_dtype, into.type, plan.check, *unfit, into.layout);
 }
 
-/// Runs a fill plan: the plan's check, then its route. Decides nothing: plan_fill did. A template (as are
-/// fill_existing and convert_checked_into_integers), so that a translation unit that converts nothing does not
-/// instantiate the kernels: 3 MB of GCC's parse of convert.hpp (docs/performance.md).
+/// Runs a fill plan: the check, then the route; decides nothing. A template, like fill_existing, so a translation unit
+/// that converts nothing does not instantiate the kernels.
 template <class = void>
 void run_fill(const fill_plan& plan, const copy_values& values, const std::string& array_dtype, const fill_target& into,
               narrowing mode) {
-    const ieee_float_mode ieee;  // the same bits under flush-to-zero
+    const ieee_float_mode ieee;  // same bits under flush-to-zero
     const dtype& target = into.type;
     if (plan.route == fill_route::refuse) throw_refusal(plan.refused, array_dtype, values.match, target, mode);
     if (plan.route == fill_route::nothing) return;
@@ -447,7 +442,7 @@ void run_fill(const fill_plan& plan, const copy_values& values, const std::strin
     if (plan.route == fill_route::convert && same_ndim && convert_by_kernel(plan, array, array_dtype, into)) return;
     if (plan.route == fill_route::convert && same_ndim &&
         convert_checked_into_integers(plan, array, array_dtype, into)) {
-        return;  // every value stored is a code: nothing to settle
+        return;  // every stored value is a code
     }
     check_values(plan, array, array_dtype, into);
     if (plan.route == fill_route::same) {
@@ -458,8 +453,7 @@ void run_fill(const fill_plan& plan, const copy_values& values, const std::strin
     if (plan.settle_codes) settle_codes(into.out, target, mode, into.layout);
 }
 
-/// A staged tensor's values into the destination's memory (packed bits kept around a packed sub-tensor). Cannot
-/// fail.
+/// A staged tensor's values into the destination (bits around a packed sub-tensor kept). Cannot fail.
 inline void copy_staged(const tensor& staged, const fill_target& into) {
     const dtype_enum id = into.type.id();
     const std::size_t count = staged.count();
@@ -485,8 +479,8 @@ inline void copy_staged(const tensor& staged, const fill_target& into) {
     without_gil_if_large(count * itemsize, [&] { copy_strided(plan, staged.data(), into.out, itemsize); });
 }
 
-/// Runs a fill plan into an existing tensor's memory (copy_into): straight in when nothing can fail halfway,
-/// else through a fresh tensor, so that an error leaves the destination as it was.
+/// A fill plan into an existing tensor: straight in when nothing can fail halfway, else staged so an error leaves it as
+/// it was.
 template <class = void>
 void fill_existing(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
                    const fill_target& into, narrowing mode) {
@@ -513,7 +507,7 @@ void fill_existing(const fill_plan& plan, const copy_values& values, const std::
     copy_staged(staged, into);
 }
 
-/// The array for an object: itself when an ndarray, else numpy's conversion. Only arrays of numbers.
+/// The array for an object: itself, or numpy's conversion (numbers only).
 inline object as_array(PyObject* obj) {
     const bool given = PyArray_Check(obj);
     PyObject* array = given ? obj : PyArray_FromAny(obj, nullptr, 0, 0, 0, nullptr);

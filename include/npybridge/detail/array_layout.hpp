@@ -1,6 +1,5 @@
-// npybridge/detail/array_layout.hpp — how an ndarray's memory is read: its layout as
-// element strides, the bytes it spans, copy plans of the tiled copier, and contiguous copies and casts of it
-// (docs/copies.md).
+// npybridge/detail/array_layout.hpp — how an ndarray's memory is read: element strides, the bytes it spans, copy plans,
+// contiguous copies and casts.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -20,10 +19,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// A plain ndarray over `data` with the numpy form of `type` (new reference):
-/// BFloat16 / IntBn as the user dtype `choice` names (a result: the preferred
-/// one; memory npybridge casts into: its own, so casts do not depend on what
-/// else is imported).
+/// A plain ndarray over `data` in `type`'s numpy form (new reference); user dtypes as `choice` names.
 inline object array_over(const dtype& type, void* data, const tensor_layout& layout, bool writable,
                          user_dtype_choice choice) {
     object descr = to_numpy_dtype(type, choice);
@@ -41,8 +37,7 @@ inline object array_over(const dtype& type, void* data, const tensor_layout& lay
     return object::steal(array);
 }
 
-/// Whether the bytes the array's elements occupy (any strides) meet
-/// [begin, begin + bytes).
+/// Whether the array's elements (any strides) meet [begin, begin + bytes).
 inline bool array_overlaps(PyArrayObject* array, const void* begin, std::size_t bytes) noexcept {
     if (bytes == 0 || PyArray_SIZE(array) == 0) return false;
     auto low = reinterpret_cast<std::intptr_t>(PyArray_DATA(array));
@@ -55,7 +50,7 @@ inline bool array_overlaps(PyArrayObject* array, const void* begin, std::size_t 
     return low < first + static_cast<std::intptr_t>(bytes) && first < high;
 }
 
-/// The bytes a layout's elements occupy (any strides; data is element 0).
+/// The bytes a layout's elements occupy (data is element 0).
 struct byte_span {
     const void* begin;
     std::size_t bytes;
@@ -71,17 +66,15 @@ inline byte_span span_of(const void* data, const tensor_layout& layout, std::siz
     return {static_cast<const unsigned char*>(data) + low, static_cast<std::size_t>(high - low)};
 }
 
-/// The bytes to reverse per element of a non-native array (each half of a
-/// complex number), 0 for native order.
+/// Bytes to reverse per element of a non-native array (a complex number's halves); 0 when native.
 inline std::size_t swap_unit_of(PyArrayObject* array) noexcept {
     if (PyArray_ISNOTSWAPPED(array)) return 0;
     const auto size = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
     return descr_kind(PyArray_DESCR(array)) == 'c' ? size / 2 : size;
 }
 
-/// A copy plan from the array (its byte strides) into memory of `into`'s
-/// element strides with `out_size`-byte elements; a 0-d array is one element.
-/// False when the copier cannot take it (more dimensions than it holds).
+/// A copy plan from the array into memory of `into`'s element strides and `out_size`-byte elements (0-d: one element);
+/// false past the copier's dimensions.
 inline bool copy_plan_of(PyArrayObject* array, const tensor_layout& into, std::size_t out_size,
                          copy_plan& plan) noexcept {
     const auto ndim = static_cast<std::size_t>(PyArray_NDIM(array));
@@ -95,7 +88,7 @@ inline bool copy_plan_of(PyArrayObject* array, const tensor_layout& into, std::s
     return true;
 }
 
-/// The same into fresh C-ordered memory of `out_size`-byte elements.
+/// The same into fresh C-ordered memory.
 inline bool copy_plan_c_order(PyArrayObject* array, std::size_t out_size, copy_plan& plan) noexcept {
     const auto ndim = static_cast<std::size_t>(PyArray_NDIM(array));
     if (ndim > copy_max_ndim) return false;
@@ -110,14 +103,13 @@ inline bool copy_plan_c_order(PyArrayObject* array, std::size_t out_size, copy_p
     return true;
 }
 
-/// Runs `copy` without the GIL when it moves at least release_gil_bytes.
+/// Runs `copy` without the GIL from release_gil_bytes.
 template <class Copy>
 decltype(auto) without_gil_if_large(std::size_t bytes, Copy&& copy) {
     return without_gil(bytes >= release_gil_bytes, std::forward<Copy>(copy));
 }
 
-/// The array's values in a new C-ordered array of its dtype (native byte
-/// order), copied by the tiled copier; the array itself when it already is one.
+/// The array's values in a new C-ordered native array by the tiled copier; the array itself when it is one.
 inline object contiguous_copy(PyArrayObject* array, const std::string& purpose) {
     if (PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array)) {
         return object::borrow(reinterpret_cast<PyObject*>(array));
@@ -150,16 +142,13 @@ inline object contiguous_copy(PyArrayObject* array, const std::string& purpose) 
 
 namespace layout_detail {
 
-/// The strides loop of layout_of_array. Every dtype npybridge borrows has a
-/// power-of-two itemsize, so that instantiation masks and shifts; the other
-/// (divides; itemsize 0 gives contiguous strides) only serves arrays the
-/// general path rejects or copies, and stays out of line.
+/// layout_of_array's strides loop: power-of-two itemsizes mask and shift; the other instantiation divides, out of line.
 template <bool PowerOfTwo>
 inline bool element_strides(const npy_intp* dims, const npy_intp* byte_strides, int ndim, npy_intp itemsize,
                             tensor_layout& layout) noexcept {
     const npy_intp mask = itemsize - 1;
     const int shift = PowerOfTwo ? __builtin_ctzll(static_cast<unsigned long long>(itemsize)) : 0;
-    npy_intp misfit = 0;  // nonzero once a stride that matters is not whole elements
+    npy_intp misfit = 0;  // nonzero once a stride is not whole elements
     std::ptrdiff_t contiguous = 1;
     for (int i = ndim; i-- > 0;) {
         const auto extent = static_cast<std::size_t>(dims[i]);
@@ -184,11 +173,8 @@ inline bool element_strides(const npy_intp* dims, const npy_intp* byte_strides, 
 
 }  // namespace layout_detail
 
-/// Fills `layout` with the array's shape and element strides; size-1
-/// dimensions get the contiguous stride (theirs never matters: NumPy leaves them arbitrary), a
-/// 0-d array becomes shape (1,) for tensor types without 0-d. Returns false
-/// when a stride that matters is not a whole number of elements (that stride
-/// is then meaningless; why_not_borrow names it).
+/// Fills `layout` with the array's shape and element strides (size-1 dimensions: the contiguous stride; 0-d: shape (1,)
+/// for types without 0-d). False when a stride that matters is not whole elements.
 inline bool layout_of_array(PyArrayObject* array, bool has_scalar, tensor_layout& layout) noexcept {
     const int ndim = PyArray_NDIM(array);
     if (ndim == 0 && !has_scalar) {
@@ -206,8 +192,7 @@ inline bool layout_of_array(PyArrayObject* array, bool has_scalar, tensor_layout
     return layout_detail::element_strides_any(PyArray_DIMS(array), PyArray_STRIDES(array), ndim, itemsize, layout);
 }
 
-/// A C-contiguous, aligned, native-order array with `type_num` values
-/// (the array itself when it already is one). Casting follows `casting`.
+/// A C-contiguous, aligned, native array of `type_num` (the array itself when it is one), cast under `casting`.
 inline object contiguous_as(PyArrayObject* array, int type_num, NPY_CASTING casting, const std::string& purpose) {
     PyArray_Descr* descr = PyArray_DescrFromType(type_num);
     if (!PyArray_CanCastArrayTo(array, descr, casting)) {

@@ -1,6 +1,5 @@
-// npybridge/detail/bfloat16_math.hpp — npybridge's own bfloat16 as a number NumPy computes with: the ufunc loops
-// of NumPy's arithmetic and math in bfloat16, and the scalar's arithmetic, comparisons, hash and format
-// (docs/dtypes.md, "bfloat16 arithmetic").
+// npybridge/detail/bfloat16_math.hpp — npybridge's bfloat16 as a number NumPy computes with: ufunc loops, and the
+// scalar's arithmetic, comparisons, hash and format.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -22,9 +21,8 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-// Every operation computes in float and rounds the result once to bfloat16 (to nearest, ties to even, as
-// MegDNN and ml_dtypes round). float's 24 significant bits are more than twice bfloat16's 8 plus two, so
-// rounding +, -, * and / through float gives the correctly rounded bfloat16 result.
+// Each operation computes in float and rounds once to nearest even: float's 24 bits exceed twice bfloat16's 8 plus two,
+// so +, -, * and / are correctly rounded.
 namespace bf16_math {
 
 inline float f(bfloat16 x) noexcept { return x.to_float(); }
@@ -33,13 +31,13 @@ constexpr std::uint16_t sign_bit = 0x8000u;
 inline bool is_nan(bfloat16 x) noexcept { return (x.bits & 0x7fffu) > 0x7f80u; }
 inline std::uint16_t magnitude(bfloat16 x) noexcept { return static_cast<std::uint16_t>(x.bits & 0x7fffu); }
 inline bfloat16 with_bits(unsigned bits) noexcept { return bfloat16{static_cast<std::uint16_t>(bits)}; }
-/// `either ? x : y` for either = one or the other of two conditions, without a branch.
+/// `either ? x : y` without a branch.
 inline bfloat16 pick(bool one, bool other, bfloat16 x, bfloat16 y) noexcept {
     const unsigned mask = 0u - (static_cast<unsigned>(one) | static_cast<unsigned>(other));
     return with_bits(y.bits ^ ((x.bits ^ y.bits) & mask));
 }
 
-/// Python's and NumPy's floored division and modulus (the remainder takes the divisor's sign).
+/// Floored division and modulus (the remainder takes the divisor's sign).
 inline std::pair<float, float> floored_divmod(float a, float b) noexcept {
     float mod = std::fmod(a, b);
     if (b == 0.0f) return {a / b, mod};  // ±inf or NaN, and NaN
@@ -62,18 +60,18 @@ inline std::pair<float, float> floored_divmod(float a, float b) noexcept {
     return {floor_div, mod};
 }
 
-/// The bfloat16 next to `from` in the direction of `to` (NumPy's nextafter on bfloat16's own grid).
+/// NumPy's nextafter on bfloat16's grid.
 inline bfloat16 next_after(bfloat16 from, bfloat16 to) noexcept {
     if (is_nan(from) || is_nan(to)) return bf(std::numeric_limits<float>::quiet_NaN());
     if (from.bits == to.bits) return to;
-    if (magnitude(from) == 0) {  // ±0: the smallest subnormal with to's sign (or to, another zero)
+    if (magnitude(from) == 0) {  // ±0: the smallest subnormal with to's sign
         return magnitude(to) == 0 ? to : with_bits((to.bits & sign_bit) | 1u);
     }
     const bool away_from_zero = magnitude(from) < magnitude(to) && (from.bits & sign_bit) == (to.bits & sign_bit);
     return with_bits(away_from_zero ? from.bits + 1u : from.bits - 1u);
 }
 
-// One struct per ufunc: apply() takes and returns the ufunc's element types (bfloat16, npy_bool, int).
+// A struct per ufunc: apply() takes and returns its element types.
 #define NPYBRIDGE_BF16_UNARY(name, expression) \
     struct name {                              \
         static bfloat16 apply(bfloat16 x) {    \
@@ -103,9 +101,8 @@ NPYBRIDGE_BF16_BINARY(arctan2, bf(std::atan2(a, b)));
 NPYBRIDGE_BF16_BINARY(hypot, bf(std::hypot(a, b)));
 NPYBRIDGE_BF16_BINARY(copysign, with_bits(magnitude(x) | (y.bits & sign_bit)));
 NPYBRIDGE_BF16_BINARY(nextafter, next_after(x, y));
-// NaN wins in maximum / minimum, loses in fmax / fmin (NumPy's rules). Quiet comparisons (std::isgreater,
-// ...) raise no "invalid" flag for a NaN, so NumPy warns no more than for its own floats.
-// Selected with a mask, not a branch: on unsorted data a branch is mispredicted half the time.
+// NaN wins in maximum / minimum, loses in fmax / fmin; quiet comparisons raise no "invalid" flag; a mask, not a branch
+// (unsorted data mispredicts).
 NPYBRIDGE_BF16_BINARY(maximum, pick(is_nan(x), std::isgreater(a, b), x, y));
 NPYBRIDGE_BF16_BINARY(minimum, pick(is_nan(x), std::isless(a, b), x, y));
 NPYBRIDGE_BF16_BINARY(fmax, pick(is_nan(y), std::isgreater(a, b), x, y));
@@ -157,7 +154,7 @@ NPYBRIDGE_BF16_UNARY(rad2deg, bf(v* static_cast<float>(180.0 / 3.141592653589793
 #undef NPYBRIDGE_BF16_UNARY
 #undef NPYBRIDGE_BF16_BINARY
 
-// The ufuncs whose results are not bfloat16.
+// Ufuncs whose results are not bfloat16.
 struct is_finite {
     static npy_bool apply(bfloat16 x) { return std::isfinite(f(x)); }
 };
@@ -170,7 +167,7 @@ struct is_nan_op {
 struct signbit {
     static npy_bool apply(bfloat16 x) { return (x.bits & sign_bit) != 0; }
 };
-// Truth is "not zero" (NaN is true), as for float.
+// Truth is "not zero" (NaN is true).
 struct logical_not {
     static npy_bool apply(bfloat16 x) { return magnitude(x) == 0; }
 };
@@ -209,9 +206,9 @@ struct divmod {
 
 }  // namespace bf16_math
 
-// ---- the loops ----------------------------------------------------------------------------
+// ---- the loops
 
-/// NumPy's type number of a ufunc loop's element type: bfloat16 (this interpreter's), bool or C int.
+/// NumPy's type number of a loop's element type.
 template <class Element>
 int element_type_num() {
     if constexpr (std::is_same_v<Element, bfloat16>)
@@ -244,7 +241,7 @@ struct pair_parts<std::pair<A, B>> : std::true_type {
     using second = B;
 };
 
-/// The ufunc loop of Op over its arguments' strides: In... in, one result or a pair of them out.
+/// The ufunc loop of Op over its arguments' strides.
 template <class Op, class... In>
 struct bf16_loop {
     using result = decltype(Op::apply(std::declval<In>()...));
@@ -253,7 +250,7 @@ struct bf16_loop {
 
     template <class Steps, std::size_t... I>
     static void run(char** args, npy_intp n, const Steps& steps, std::index_sequence<I...>) {
-        // Local copies: a store through char* may alias args[], which would be read again every element.
+        // Local copies: a store through char* may alias args[].
         const std::array<const char*, inputs> in{args[I]...};
         char* const out = args[inputs];
         char* const out2 = outputs == 2 ? args[inputs + 1] : nullptr;
@@ -267,7 +264,7 @@ struct bf16_loop {
             }
         }
     }
-    /// The element sizes of the arguments: their steps when every array is contiguous.
+    /// The element sizes: the steps when every array is contiguous.
     static constexpr std::array<npy_intp, inputs + outputs> dense_steps() {
         std::array<npy_intp, inputs + outputs> sizes{static_cast<npy_intp>(sizeof(In))...};
         if constexpr (outputs == 2) {
@@ -282,7 +279,7 @@ struct bf16_loop {
         constexpr std::array<npy_intp, inputs + outputs> dense = dense_steps();
         bool contiguous = true;
         for (int k = 0; k < inputs + outputs; ++k) contiguous = contiguous && steps[k] == dense[k];
-        // Contiguous arrays (the common case) run with constant steps, which the compiler can vectorize.
+        // Contiguous arrays run with constant steps, which vectorize.
         if (contiguous)
             run(args, dimensions[0], dense, std::index_sequence_for<In...>{});
         else
@@ -309,10 +306,8 @@ struct bf16_loop {
     }
 };
 
-/// Every ufunc npybridge's bfloat16 computes in bfloat16 (the same set as ml_dtypes' bfloat16, so that a
-/// program sees the same result dtypes with either), as data: numpy's name and the loop registered for it.
-/// Comparisons are register_comparisons()'s. A template over the element type, so the sixty-odd loops are
-/// compiled only where the user dtypes are registered.
+/// Every ufunc bfloat16 computes in bfloat16 (ml_dtypes' set, so results have the same dtypes), with its loop. A
+/// template, so the loops compile only where user dtypes are registered.
 template <class Bfloat16>
 struct bf16_ufunc_table {
     static_assert(std::is_same_v<Bfloat16, bfloat16>, "npybridge: these loops are bfloat16's");
@@ -402,9 +397,9 @@ bool register_bfloat16_ufuncs() {
     return true;
 }
 
-// ---- ArrFuncs a float has: fill (arange) and dot ------------------------------------------
+// ---- ArrFuncs: fill (arange) and dot
 
-/// np.arange's fill: the first two elements set, the rest start + i * step, computed in float.
+/// np.arange's fill, computed in float.
 inline int bf16_fill(void* data, npy_intp length, void*) {
     auto* values = static_cast<bfloat16*>(data);
     const float start = values[0].to_float();
@@ -413,7 +408,7 @@ inline int bf16_fill(void* data, npy_intp length, void*) {
     return 0;
 }
 
-/// The dot product accumulated in float and rounded once (np.dot, matmul of 1-d arrays).
+/// Dot product accumulated in float, rounded once.
 inline void bf16_dot(void* a, npy_intp a_stride, void* b, npy_intp b_stride, void* out, npy_intp n, void*) {
     float sum = 0.0f;
     for (npy_intp i = 0; i < n; ++i) {
@@ -423,10 +418,10 @@ inline void bf16_dot(void* a, npy_intp a_stride, void* b, npy_intp b_stride, voi
     store(static_cast<char*>(out), bfloat16::from_float(sum));
 }
 
-// ---- the scalar: arithmetic, comparisons, hash, format, repr --------------------------------
+// ---- the scalar
 
-/// Two bfloat16 scalars are computed here; anything else goes through NumPy's array arithmetic (which runs
-/// the ufunc loops above, or promotes as NumPy promotes: bf16 + 2.0 is float32 there, as with ml_dtypes).
+/// Two bfloat16 scalars compute here; anything else goes through NumPy's arrays (bf16 + 2.0 is float32, as with
+/// ml_dtypes).
 template <class Op, binaryfunc PyNumberMethods::*Slot>
 PyObject* bf16_scalar_binary(PyObject* a, PyObject* b) {
     if (is_scalar<bf16_user_dtype>(a) && is_scalar<bf16_user_dtype>(b)) {
@@ -440,8 +435,7 @@ inline PyObject* bf16_scalar_negative(PyObject* self) {
     return scalar_new_value<bf16_user_dtype>(bf16_math::negative::apply(scalar_value<bf16_user_dtype>(self)));
 }
 
-/// Comparisons give numpy.bool_; against sequences and arrays they broadcast as NumPy's scalars do; == and
-/// != with strings or objects that are no numbers give NotImplemented (so Python answers False / True).
+/// Comparisons give numpy.bool_ and broadcast as NumPy's scalars do; == / != with non-numbers give NotImplemented.
 inline PyObject* bf16_scalar_richcompare(PyObject* a, PyObject* b, int op) {
     if (!is_scalar<bf16_user_dtype>(a) || !is_scalar<bf16_user_dtype>(b)) {
         if ((op == Py_EQ || op == Py_NE) && (PyUnicode_Check(b) || PyBytes_Check(b) ||
@@ -457,7 +451,7 @@ inline PyObject* bf16_scalar_richcompare(PyObject* a, PyObject* b, int op) {
     PyArrayScalar_RETURN_BOOL_FROM_LONG(r);
 }
 
-/// As float's hash: equal values hash equal to the float, NaNs by identity (Python 3.10's rule for float).
+/// As float's hash (NaNs by identity, Python 3.10's rule).
 inline Py_hash_t bf16_scalar_hash(PyObject* self) {
     const bfloat16 v = scalar_value<bf16_user_dtype>(self);
     if (bf16_math::is_nan(v)) return PyBaseObject_Type.tp_hash(self);
@@ -465,7 +459,7 @@ inline Py_hash_t bf16_scalar_hash(PyObject* self) {
     return number ? PyObject_Hash(number.get()) : -1;
 }
 
-/// format(x, spec) is format(float(x), spec): f"{x:.2f}" and f"{x}" as for the float it holds.
+/// format(x, spec) is format(float(x), spec).
 inline PyObject* bf16_scalar_format(PyObject* self, PyObject* spec) {
     if (!PyUnicode_Check(spec)) {
         PyErr_Format(PyExc_TypeError, "__format__() argument 1 must be str, not %s", Py_TYPE(spec)->tp_name);
@@ -475,8 +469,8 @@ inline PyObject* bf16_scalar_format(PyObject* self, PyObject* spec) {
     return number ? PyObject_Format(number.get(), spec) : nullptr;
 }
 
-/// bfloat16(x): an array (of at least one dimension) becomes that array cast to bfloat16, as with ml_dtypes'
-/// type; anything else is a number, a numeric string or a 0-d array, rounded to bfloat16.
+/// bfloat16(x): an array of 1+ dimensions is cast, as with ml_dtypes; anything else (a number, numeric string, 0-d
+/// array) rounded.
 inline PyObject* bf16_scalar_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     if (PyTuple_GET_SIZE(args) == 1 && (kwargs == nullptr || PyDict_GET_SIZE(kwargs) == 0)) {
         PyObject* value = PyTuple_GET_ITEM(args, 0);

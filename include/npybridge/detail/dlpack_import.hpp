@@ -1,5 +1,5 @@
-// npybridge/detail/dlpack_import.hpp — reading a producer's DLPack tensor: its capsule, consumed once, the owner
-// that calls its deleter, the checks of what it claims, and the arrays and packed copies made from it.
+// npybridge/detail/dlpack_import.hpp — reading a producer's DLPack tensor: the capsule, the deleter's owner, the
+// checks, the arrays and packed copies.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -25,12 +25,9 @@ namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 namespace detail {
 
-/// Keeps an imported DLPack tensor alive: calls the producer's deleter once,
-/// when the last owner handle goes (any thread). The deleter is the
-/// producer's to make safe without the GIL (DLPack's rule); once the
-/// interpreter is finalizing it is not called at all (a Python producer's
-/// deleter would take a GIL that no longer exists), as npybridge's Python
-/// owners leak their references then.
+/// Keeps an imported DLPack tensor alive and calls the producer's deleter once, when the last owner goes (any thread;
+/// the deleter must not need the GIL, DLPack's rule). Not called once the interpreter finalizes, as Python owners leak
+/// then.
 struct dlpack_owner_block : owner_block {
     void* managed;
     bool versioned;
@@ -54,13 +51,11 @@ struct dlpack_owner_block : owner_block {
     }
 };
 
-/// The capsule of `obj`: obj itself when it is one, else obj.__dlpack__()
-/// asked for DLPack 1.1 (falling back to the legacy call for producers that
-/// do not take max_version). The device is checked on the capsule's tensor:
-/// a CPU consumer passes no stream, so __dlpack_device__ has nothing to decide.
+/// The capsule of `obj`: obj itself, or obj.__dlpack__() asked for DLPack 1.1 (the legacy call for older producers).
+/// The device is checked on the tensor: a CPU consumer passes no stream.
 inline object dlpack_capsule_of(PyObject* obj) {
     if (PyCapsule_CheckExact(obj)) return object::borrow(obj);
-    // Interned name, keyword tuple and version, made once (kept for the process, like key_object's strings).
+    // Interned name, keywords and version, made once.
     static PyObject* const method = PyUnicode_InternFromString("__dlpack__");
     static PyObject* const keywords = Py_BuildValue("(s)", "max_version");
     static PyObject* const version = Py_BuildValue("(II)", dlpack::supported.major, dlpack::supported.minor);
@@ -68,7 +63,7 @@ inline object dlpack_capsule_of(PyObject* obj) {
     PyObject* args[] = {obj, version};
     PyObject* capsule = PyObject_VectorcallMethod(method, args, 1, keywords);
     if (capsule == nullptr && PyErr_ExceptionMatches(PyExc_TypeError)) {
-        PyErr_Clear();  // a producer older than max_version (DLPack < 1.0): the legacy call
+        PyErr_Clear();  // DLPack < 1.0: the legacy call
         capsule = PyObject_VectorcallMethod(method, args, 1, nullptr);
     }
     if (capsule == nullptr) {
@@ -82,8 +77,7 @@ inline object dlpack_capsule_of(PyObject* obj) {
     return object::steal(capsule);
 }
 
-/// The DLPack type of each row (unpacked, not quantized, not Byte): what a
-/// plain DLPack tensor is borrowed as without asking numpy.
+/// The DLPack type of each plain row: borrowed without asking numpy.
 struct plain_dlpack_rows {
     std::array<dlpack::DLDataType, dtype_count> types{};
     std::array<bool, dtype_count> present{};
@@ -102,8 +96,7 @@ constexpr plain_dlpack_rows make_plain_dlpack_rows() noexcept {
 }
 inline constexpr plain_dlpack_rows plain_dlpack = make_plain_dlpack_rows();
 
-/// The plain dtype of a DLPack type, nullptr when there is none (64-bit
-/// types narrow through numpy; sub-byte ones are packed).
+/// The plain dtype of a DLPack type; nullptr when none (64-bit types narrow through numpy, sub-byte are packed).
 inline const dtype* plain_dtype_of(dlpack::DLDataType type) noexcept {
     for (std::size_t i = 0; i < dtype_count; ++i) {
         if (plain_dlpack.present[i] && plain_dlpack.types[i] == type) return &dtype::of_row(i);
@@ -111,13 +104,12 @@ inline const dtype* plain_dtype_of(dlpack::DLDataType type) noexcept {
     return nullptr;
 }
 
-/// The first byte of a DLPack tensor's data (byte_offset applied); nullptr for NULL data (zero elements:
-/// check_dlpack_view refused NULL data with any).
+/// The first byte of a DLPack tensor's data; nullptr for NULL data (no elements).
 inline char* dlpack_first_byte(const dlpack::DLTensor& view) noexcept {
     return view.data == nullptr ? nullptr : static_cast<char*>(view.data) + view.byte_offset;
 }
 
-/// The sub-byte DLPack types npybridge reads: those of its packed dtypes (int4, uint4, uint2, uint1).
+/// The sub-byte DLPack types of npybridge's packed dtypes.
 inline bool is_packed_dlpack_type(dlpack::DLDataType type) noexcept {
     for (const dtype_info& entry : dtype_table) {
         if (entry.is_packed && dlpack_type_of(entry, true) == std::optional(type)) return true;
@@ -125,10 +117,8 @@ inline bool is_packed_dlpack_type(dlpack::DLDataType type) noexcept {
     return false;
 }
 
-/// Checks what a DLPack producer claims before anything is read (its shape was checked: not NULL when
-/// ndim > 0, no negative extent, a count memory can hold): data for its elements (NULL only when there are none), a type npybridge has, and strides whose reach
-/// (extent x stride x item size, plus byte_offset) fits memory, computed without overflow. Each refusal names
-/// the field.
+/// Checks a producer's claims before anything is read: data for its elements, a known type, and strides whose reach
+/// fits memory (computed without overflow). Each refusal names the field.
 inline void check_dlpack_view(const dlpack::DLTensor& view, std::uint64_t flags) {
     const dlpack::DLDataType type = view.dtype;
     if (type.bits == 0) throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(type) + " has 0 bits");
@@ -145,7 +135,7 @@ inline void check_dlpack_view(const dlpack::DLTensor& view, std::uint64_t flags)
     }
     if (count == 0) return;
     const bool packed = type.bits < 8 && (flags & dlpack::flag_subbyte_padded) == 0;
-    // In bits for packed data (element i at bit i * bits), in bytes otherwise.
+    // Bits for packed data, bytes otherwise.
     const std::int64_t unit =
         packed ? type.bits : std::max<std::int64_t>(1, (static_cast<std::int64_t>(type.bits) * type.lanes + 7) / 8);
     std::int64_t reach = 0, contiguous = 1;
@@ -170,9 +160,7 @@ inline void check_dlpack_view(const dlpack::DLTensor& view, std::uint64_t flags)
     }
 }
 
-/// Takes the managed tensor out of a capsule (renaming it "used_...", so its
-/// destructor leaves it alone) and hands back its view and an owner that
-/// calls the deleter exactly once.
+/// Takes the managed tensor out of a capsule (renamed "used_...") with an owner that calls its deleter once.
 struct consumed_capsule {
     dlpack::DLTensor view;
     std::uint64_t flags;
@@ -182,7 +170,7 @@ struct consumed_capsule {
 inline consumed_capsule consume_capsule(PyObject* capsule) {
     const char* name = PyCapsule_GetName(capsule);
     if (name == nullptr && PyErr_Occurred()) throw python_error();
-    // Compared in place: the versioned name is longer than a short string, and a copy was a heap allocation per call.
+    // Compared in place: no copy of the name.
     const std::string_view text = name ? name : "";
     if (text == dlpack::used_capsule_name || text == dlpack::used_versioned_capsule_name) {
         throw dlpack_error("from_dlpack: the DLPack capsule was already consumed ('" + std::string(text) +
@@ -193,7 +181,7 @@ inline consumed_capsule consume_capsule(PyObject* capsule) {
         auto* managed = static_cast<dlpack::DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, name));
         if (managed == nullptr) throw python_error();
         if (managed->version.major != dlpack::supported.major) {
-            // Not readable: left unconsumed, so the capsule's destructor frees it.
+            // Not readable: left unconsumed, so the capsule frees it.
             throw dlpack_error("from_dlpack: DLPack " + std::to_string(managed->version.major) + "." +
                                std::to_string(managed->version.minor) + " capsule; npybridge reads DLPack 1.x");
         }
@@ -216,9 +204,7 @@ inline consumed_capsule consume_capsule(PyObject* capsule) {
     return result;
 }
 
-/// The numpy dtype that holds DLPack elements of `type` (one byte or more
-/// each), as a new reference; the conversion then decides what npybridge
-/// dtype that is (including the narrowing of int64 / float64).
+/// The numpy dtype (new reference) holding DLPack elements of `type`; the conversion then decides the npybridge dtype.
 inline object numpy_descr_for(dlpack::DLDataType type) {
     using namespace dlpack;
     int type_num = -1;
@@ -253,8 +239,7 @@ inline object numpy_descr_for(dlpack::DLDataType type) {
     return object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(type_num)));
 }
 
-/// A numpy array over imported DLPack memory whose base holds `owner` (so
-/// the deleter runs once numpy and every tensor borrowing from it are done).
+/// A numpy array over DLPack memory whose base holds `owner`.
 inline object array_over_dlpack(const dlpack::DLTensor& view, PyObject* descr_object, std::size_t itemsize,
                                 bool writable, owner_handle& owner) {
     npy_intp dims[copy_max_ndim], strides[copy_max_ndim];
@@ -263,7 +248,7 @@ inline object array_over_dlpack(const dlpack::DLTensor& view, PyObject* descr_ob
     for (std::int32_t i = 0; i < view.ndim; ++i) empty |= view.shape[i] == 0;
     for (std::int32_t i = view.ndim; i-- > 0;) {
         dims[i] = static_cast<npy_intp>(view.shape[i]);
-        // A stride that never steps (extent 0 or 1) is not read (check_dlpack_view checked the others' reach).
+        // A stride that never steps is not read.
         const std::int64_t elements = view.strides && !empty && view.shape[i] > 1 ? view.strides[i] : stride;
         strides[i] = static_cast<npy_intp>(elements * static_cast<std::int64_t>(itemsize));
         stride *= view.shape[i] == 0 ? 1 : view.shape[i];
@@ -281,9 +266,8 @@ inline object array_over_dlpack(const dlpack::DLTensor& view, PyObject* descr_ob
     return result;
 }
 
-/// Packed sub-byte DLPack data (bits 1, 2 or 4; element i at bit i * bits)
-/// into a packed dtype: copied byte for byte when its strides are compact or
-/// MegBrain's row-aligned layout (repacked when the other layout is asked for).
+/// Packed sub-byte DLPack data into a packed dtype: copied bytewise when compact or MegBrain's row-aligned layout, else
+/// repacked.
 template <class Tensor>
 to_tensor_result<Tensor> packed_from_dlpack(const dlpack::DLTensor& view, const to_tensor_options& options,
                                             const placement_t<Tensor>& where) {
@@ -334,7 +318,7 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::DLTensor& view, const 
     const auto* in = reinterpret_cast<const std::uint8_t*>(dlpack_first_byte(view));
     auto* out = static_cast<std::uint8_t*>(adapter::data(made));
     if (count == 0) {
-        // nothing to copy (and NULL data is valid here)
+        // nothing to copy (NULL data is valid)
     } else if (*found == wanted) {
         std::memcpy(out, in, packed_bytes(target.id(), count, inner, wanted));
     } else {
@@ -346,8 +330,8 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::DLTensor& view, const 
                                     "packed DLPack data is copied into the tensor's own packing");
 }
 
-/// Checks an imported DLPack tensor npybridge can read (CPU memory, at most copy_max_ndim dimensions, a shape,
-/// no negative extents or lanes); returns whether it has no elements.
+/// Checks an imported tensor npybridge can read (CPU, at most copy_max_ndim dimensions, sane shape and lanes); returns
+/// whether it is empty.
 inline bool checked_import_view(const consumed_capsule& taken) {
     const dlpack::DLTensor& view = taken.view;
     if (view.device.device_type != dlpack::kDLCPU) {
@@ -377,9 +361,8 @@ inline bool checked_import_view(const consumed_capsule& taken) {
     return empty;
 }
 
-/// The planner's first case over DLPack memory: a plain dtype as it is, writable, aligned, strides the tensor
-/// type takes. Fills `layout` and returns the dtype to borrow straight (no numpy array in between), or nullptr
-/// to leave the decision to the general path. Always inlined: from_dlpack builds the tensor in place.
+/// The planner's first case over DLPack memory: fills `layout` and returns the dtype to borrow straight, or nullptr for
+/// the general path.
 template <class Tensor>
 [[gnu::always_inline]] inline const dtype* dlpack_borrow_at_once(const consumed_capsule& taken, bool empty,
                                                                  const to_tensor_options& options,
@@ -395,7 +378,7 @@ template <class Tensor>
     std::ptrdiff_t stride = 1;
     for (std::size_t i = layout.ndim; i-- > 0;) {
         layout.shape[i] = static_cast<std::size_t>(view.shape[i]);
-        // Size-1 dimensions (and every one of an empty tensor) get the contiguous stride: theirs is never used.
+        // Dimensions that never step get the contiguous stride.
         const bool own = view.strides != nullptr && view.shape[i] > 1 && !empty;
         layout.strides[i] = own ? static_cast<std::ptrdiff_t>(view.strides[i]) : stride;
         stride *= static_cast<std::ptrdiff_t>(view.shape[i] == 0 ? 1 : view.shape[i]);
@@ -404,8 +387,7 @@ template <class Tensor>
     return borrows_at_once(plain, aligned, adapter::accepts_strides(layout), options) ? plain : nullptr;
 }
 
-/// Padded sub-byte data (one element per byte, DLPack's IS_SUBBYTE_TYPE_PADDED): the values extracted into a
-/// new array, so the tensor is always a copy.
+/// Padded sub-byte data (a value per byte) extracted into a new array: always a copy.
 template <class Tensor>
 to_tensor_result<Tensor> padded_from_dlpack(consumed_capsule& taken, const to_tensor_options& options,
                                             const placement_t<Tensor>& where) {
@@ -419,7 +401,7 @@ to_tensor_result<Tensor> padded_from_dlpack(consumed_capsule& taken, const to_te
     object values = low_bits_as_bytes(reinterpret_cast<PyArrayObject*>(bytes.get()), view.dtype.bits,
                                       view.dtype.code == dlpack::kDLInt);
     to_tensor_result<Tensor> result = to_tensor<Tensor>(values.get(), options, where);
-    result.borrowed = false;  // (it may have borrowed the extracted values)
+    result.borrowed = false;  // it may have borrowed the extracted values
     result.copy_reason = what;
     return result;
 }

@@ -1,5 +1,5 @@
-// npybridge/detail/user_dtype_casts.hpp — the casts between npybridge's user dtypes and NumPy's built-in types,
-// their comparison ufunc loops, and register_one(): one user dtype's scalar type, ArrFuncs, casts and loops.
+// npybridge/detail/user_dtype_casts.hpp — casts between npybridge's user dtypes and NumPy's types, comparison loops,
+// and register_one().
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -18,11 +18,9 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-// ---- casts --------------------------------------------------------------------------
+// ---- casts
 
-/// A float cast to a C integer type as NumPy's float32 casts come out on x86-64, out-of-range values included:
-/// through the truncating conversion of int32 (small types), int64, or the signed conversion of the same width
-/// shifted by 2^31 / 2^63 (uint32 / uint64), whose "invalid" answer is the lowest integer.
+/// A float cast to a C integer as NumPy's float32 casts come out on x86-64, out-of-range values included.
 template <class Integer>
 Integer integer_like_numpy(float value) {
     auto truncate = [](double v, auto lowest) -> decltype(lowest) {
@@ -49,15 +47,15 @@ Integer integer_like_numpy(float value) {
     }
 }
 
-/// Tag for numpy's bool (npy_bool is unsigned char, the same C type as uint8).
+/// numpy's bool (npy_bool is the C type of uint8).
 struct numpy_bool_tag {
     using type = npy_bool;
 };
-/// Tag for numpy's half (npy_half is uint16, the same C type as npy_uint16).
+/// numpy's half (npy_half is the C type of uint16).
 struct numpy_half_tag {
     using type = npy_half;
 };
-/// Tag for numpy's complex types, read and written as their two Real parts (the layout C and NumPy share).
+/// numpy's complex types, as their two Real parts.
 template <class Real>
 struct numpy_complex_tag {
     using type = Real[2];
@@ -89,17 +87,17 @@ void cast_from_user(void* from, void* to, npy_intp n, void*, void*) {
     using out_t = typename cast_storage<Builtin>::type;
     const auto* in = static_cast<const typename UserDtype::storage*>(from);
     auto* out = static_cast<out_t*>(to);
-    if constexpr (UserDtype::is_float && std::is_same_v<Builtin, float>) {  // the vector kernel, the same bits
+    if constexpr (UserDtype::is_float && std::is_same_v<Builtin, float>) {  // the vector kernel, same bits
         bfloat16_to_floats(reinterpret_cast<const std::uint16_t*>(in), static_cast<std::size_t>(n), out);
         return;
     }
     for (npy_intp i = 0; i < n; ++i) {
-        if constexpr (UserDtype::is_float) {  // bfloat16: by its bits, never through FPU arithmetic
+        if constexpr (UserDtype::is_float) {  // bfloat16: by bits, not FPU arithmetic
             const bfloat16 value = in[i];
             if constexpr (std::is_same_v<Builtin, numpy_half_tag>) {
                 out[i] = half::from_float(value.to_float()).bits;
             } else if constexpr (std::is_same_v<Builtin, numpy_bool_tag>) {
-                out[i] = (value.bits & 0x7FFFu) != 0;  // a subnormal is True under denormals-are-zero too
+                out[i] = (value.bits & 0x7FFFu) != 0;  // subnormals are True under DAZ too
             } else if constexpr (is_complex_tag<Builtin>::value) {
                 using real = std::remove_extent_t<out_t>;
                 out[i][0] = widen_bfloat16<real>(value);
@@ -109,7 +107,7 @@ void cast_from_user(void* from, void* to, npy_intp n, void*, void*) {
             } else {
                 out[i] = widen_bfloat16<Builtin>(value);
             }
-        } else {  // intbN: small odd integers, exact in every type
+        } else {  // intbN: small odd integers, exact everywhere
             const auto value = static_cast<std::int8_t>(UserDtype::to_double(in[i]));
             if constexpr (std::is_same_v<Builtin, numpy_half_tag>) {
                 out[i] = half::from_float(static_cast<float>(value)).bits;
@@ -140,9 +138,8 @@ void cast_to_user(void* from, void* to, npy_intp n, void*, void*) {
         return;
     }
     for (npy_intp i = 0; i < n; ++i) {
-        // Complex numbers give their real part (NumPy's rule for complex -> real, without its warning, as
-        // ml_dtypes does); bfloat16 rounds ONCE from the source's own value (a double or an int64 is not
-        // made float first: that would round twice), on bits, so the FPU's mode changes nothing.
+        // Complex numbers give their real part (without NumPy's warning, as ml_dtypes); bfloat16 rounds once from the
+        // source's own value, on bits, whatever the FPU mode.
         if constexpr (UserDtype::is_float) {
             if constexpr (std::is_same_v<Builtin, numpy_half_tag>)
                 out[i] = bfloat16::from_float(half{in[i]}.to_float());  // exact widening, one rounding
@@ -164,9 +161,8 @@ void cast_to_user(void* from, void* to, npy_intp n, void*, void*) {
                 value = static_cast<double>(in[i]);
             constexpr unsigned bits = info(UserDtype::id).bits;
             if (!(value == std::floor(value)) || !intb_traits<bits>::valid(static_cast<long long>(value))) {
-                // Casts run with the GIL (the dtype needs the Python API): numpy reports this error.
-                // numpy hands a cast loop a buffered chunk, not the array: the
-                // position in the array is unknown here, so none is named.
+                // Casts run with the GIL, and numpy reports this error; a cast loop sees a buffered chunk, so no
+                // position is named.
                 if (!PyErr_Occurred()) {
                     PyErr_Format(
                         PyExc_ValueError,
@@ -187,7 +183,7 @@ void user_to_user_identity(void* from, void* to, npy_intp n, void*, void*) {
     std::memcpy(to, from, static_cast<std::size_t>(n) * sizeof(typename UserDtype::storage));
 }
 
-// ---- ufunc loops: comparisons ---------------------------------------------------------
+// ---- comparison loops
 
 template <class UserDtype, int Op>
 void compare_loop(char** args, npy_intp const* dimensions, npy_intp const* steps, void*) {
@@ -201,16 +197,15 @@ void compare_loop(char** args, npy_intp const* dimensions, npy_intp const* steps
     }
 }
 
-// ---- registration ------------------------------------------------------------------------
+// ---- registration
 
-/// Casts both ways with every NumPy number type, safe ("can_cast") as ml_dtypes' bfloat16 and MegEngine's intbN
-/// mark them: bfloat16 into the wider floats and complex, bool / int8 / uint8 into bfloat16; intbN only into
-/// float64 and wider, so that NumPy sums intbN in float64 (an int8 sum of a hundred 15s would wrap).
+/// Casts both ways with every NumPy number type, safe where ml_dtypes' bfloat16 and MegEngine's intbN mark them: intbN
+/// only into float64 and wider, so NumPy sums intbN in float64.
 template <class UserDtype>
 bool register_casts(PyArray_Descr* user_descr, int type_num) {
     bool ok = true;
     constexpr bool is_bf16 = UserDtype::is_float;
-    // safe_out: user -> builtin is safe; safe_in: builtin -> user is safe.
+    // safe_out: user -> builtin is safe; safe_in: the reverse.
     auto both = [&](int builtin, PyArray_VectorUnaryFunc* from_user, PyArray_VectorUnaryFunc* to_user, bool safe_out,
                     bool safe_in = false) {
         PyArray_Descr* builtin_descr = PyArray_DescrFromType(builtin);
@@ -221,7 +216,7 @@ bool register_casts(PyArray_Descr* user_descr, int type_num) {
         Py_XDECREF(builtin_descr);
     };
     both(NPY_BOOL, cast_from_user<UserDtype, numpy_bool_tag>, cast_to_user<UserDtype, numpy_bool_tag>, false, is_bf16);
-    // By C type: every integer type number NumPy has (np.intc, np.int_, np.longlong, ... where two have one width).
+    // By C type: every integer type number (two may share a width).
     both(NPY_BYTE, cast_from_user<UserDtype, npy_byte>, cast_to_user<UserDtype, npy_byte>, false, is_bf16);
     both(NPY_UBYTE, cast_from_user<UserDtype, npy_ubyte>, cast_to_user<UserDtype, npy_ubyte>, false, is_bf16);
     both(NPY_SHORT, cast_from_user<UserDtype, npy_short>, cast_to_user<UserDtype, npy_short>, false);
@@ -245,9 +240,8 @@ bool register_casts(PyArray_Descr* user_descr, int type_num) {
     return ok;
 }
 
-/// np.arange's fill for intbN, as MegEngine's: the first two elements are set (odd values, else setitem's
-/// ValueError); each next one adds their difference, and a value past either end of [-top, top] becomes the
-/// other end: np.arange(1, 20, 6, dtype=intb4) is 1, 7, 13, -15.
+/// np.arange's fill for intbN, as MegEngine's: two odd values set, then steps wrap at ±top (np.arange(1, 20, 6,
+/// dtype=intb4) is 1, 7, 13, -15).
 template <unsigned Bits>
 int intb_fill(void* data, npy_intp length, void*) {
     constexpr int top = intb_traits<Bits>::top;
@@ -292,8 +286,8 @@ bool register_comparisons(int type_num) {
     return true;
 }
 
-/// The scalar type of one user dtype (a subclass of np.generic named `<module>.<name>`), marked so that any
-/// npybridge module finds the registration again (find_registered). New reference, or nullptr with an error.
+/// The scalar type of a user dtype (`<module>.<name>`, an np.generic subclass), marked so any npybridge module finds it
+/// again. New reference, or nullptr with an error.
 template <class UserDtype>
 PyObject* make_scalar_type(const std::string& module_name) {
     using storage = typename UserDtype::storage;
@@ -319,8 +313,7 @@ PyObject* make_scalar_type(const std::string& module_name) {
         {Py_tp_methods, methods},
         {0, nullptr},
     };
-    // bfloat16 computes (bfloat16_math.hpp); the operators it does not define (//, %, **, abs, ...) are
-    // numpy.generic's, which run the ufunc loops.
+    // Operators bfloat16 does not define (//, %, **, abs) are numpy.generic's, which run the ufunc loops.
     static PyType_Slot bf16_slots[] = {
         {Py_tp_new, reinterpret_cast<void*>(bf16_scalar_new)},
         {Py_tp_repr, reinterpret_cast<void*>(scalar_repr<UserDtype>)},
@@ -353,7 +346,7 @@ PyObject* make_scalar_type(const std::string& module_name) {
     return type.release();
 }
 
-/// The ArrFuncs of one user dtype (static: numpy keeps the pointer).
+/// A user dtype's ArrFuncs (static: numpy keeps the pointer).
 template <class UserDtype>
 PyArray_ArrFuncs* array_funcs() {
     static PyArray_ArrFuncs funcs;
@@ -375,7 +368,7 @@ PyArray_ArrFuncs* array_funcs() {
     return &funcs;
 }
 
-/// numpy's type number for one user dtype's scalar type, registered; negative with an error.
+/// numpy's type number for a user dtype, registered; negative with an error.
 template <class UserDtype>
 int register_data_type(PyObject* type) {
     using storage = typename UserDtype::storage;
@@ -389,10 +382,9 @@ int register_data_type(PyObject* type) {
     Py_SET_REFCNT(reinterpret_cast<PyObject*>(&proto), 1);
     proto.typeobj = reinterpret_cast<PyTypeObject*>(type);
     proto.kind = 'V';
-    proto.type = UserDtype::is_float ? 'E' : 'i';  // bfloat16's type character is ml_dtypes' ('f' is float32's)
+    proto.type = UserDtype::is_float ? 'E' : 'i';  // ml_dtypes' character ('f' is float32's)
     proto.byteorder = sizeof(storage) > 1 ? '=' : '|';
-    // bfloat16's loops never need Python, and its scalar is made by NumPy from the element's bytes (the value
-    // sits right after the object header, where NumPy puts it); intbN's casts raise Python errors.
+    // bfloat16's loops need no Python and NumPy makes its scalar from the bytes; intbN's casts raise Python errors.
     proto.flags = UserDtype::is_float ? NPY_USE_SETITEM : NPY_NEEDS_PYAPI | NPY_USE_GETITEM | NPY_USE_SETITEM;
     proto.type_num = 0;
     proto.elsize = static_cast<int>(sizeof(storage));
@@ -402,7 +394,7 @@ int register_data_type(PyObject* type) {
     return PyArray_RegisterDataType(&proto);
 }
 
-/// bfloat16.dtype, and np.dtype("bfloat16") through numpy.sctypeDict, as ml_dtypes' type has them.
+/// bfloat16.dtype and np.dtype("bfloat16"), as ml_dtypes has them.
 template <class UserDtype>
 bool name_the_dtype(PyObject* type, PyArray_Descr* descr) {
     if (PyObject_SetAttrString(type, "dtype", reinterpret_cast<PyObject*>(descr)) != 0) return false;
@@ -414,10 +406,10 @@ bool name_the_dtype(PyObject* type, PyArray_Descr* descr) {
     return PyDict_SetItemString(names.get(), UserDtype::name, type) == 0;
 }
 
-/// Registers one user dtype: its scalar type, ArrFuncs, casts and comparison loops (and bfloat16's ufuncs).
+/// Registers one user dtype: scalar type, ArrFuncs, casts, loops.
 template <class UserDtype>
 bool register_one(const std::string& module_name) {
-    PyObject* type = make_scalar_type<UserDtype>(module_name);  // kept for the process, as numpy keeps it
+    PyObject* type = make_scalar_type<UserDtype>(module_name);  // kept for the process, as numpy does
     if (type == nullptr) return false;
     UserDtype::type_object() = type;
     const int type_num = register_data_type<UserDtype>(type);

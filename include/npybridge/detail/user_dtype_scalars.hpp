@@ -1,6 +1,5 @@
-// npybridge/detail/user_dtype_scalars.hpp — npybridge's user dtypes bfloat16 and intb1 / intb2 / intb4 as NumPy sees
-// their elements: what registration found per row, their scalar types and ArrFuncs. Casts, comparison loops and
-// register_one() are detail/user_dtype_casts.hpp's; registration once per interpreter is user_dtypes.hpp's.
+// npybridge/detail/user_dtype_scalars.hpp — bfloat16 and intb1/2/4 elements as NumPy sees them: registration results,
+// scalar types, ArrFuncs.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -19,9 +18,8 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// The four user dtypes as this interpreter has them (type numbers and scalar
-/// types, which stay referenced for the life of the process), after
-/// register_user_dtypes(): a view of what it found for each user dtype row.
+/// The user dtypes as this interpreter has them, after register_user_dtypes() (type numbers, and scalar types kept for
+/// the process).
 struct user_dtype_set {
     int bfloat16 = -1;
     int intb1 = -1;
@@ -36,8 +34,7 @@ struct user_dtype_set {
 
 namespace detail {
 
-/// npybridge's user dtypes are the table's rows of numpy_form::user_dtype (BFloat16, IntB1, IntB2, IntB4):
-/// the NumPy name is the row's (also the scalar type's name), the type character its category's.
+/// The user dtypes are the rows of numpy_form::user_dtype; NumPy's name is the row's.
 constexpr std::size_t user_dtype_count = [] {
     std::size_t n = 0;
     for (const dtype_info& row : dtype_table) n += row.form == numpy_form::user_dtype ? 1 : 0;
@@ -54,14 +51,14 @@ inline constexpr std::array<dtype_enum, user_dtype_count> user_dtype_ids = [] {
     return ids;
 }();
 
-/// Where `id` is in user_dtype_ids (user_dtype_count for a dtype that is not a user dtype).
+/// `id`'s place in user_dtype_ids, or user_dtype_count.
 constexpr std::size_t user_dtype_slot(dtype_enum id) noexcept {
     std::size_t i = 0;
     while (i < user_dtype_count && user_dtype_ids[i] != id) ++i;
     return i;
 }
 
-/// What registration found for each user dtype row: its type number and scalar type (a strong reference).
+/// What registration found per row: type number and scalar type (strong reference).
 struct user_dtype_found {
     int type_num = -1;
     PyObject* type = nullptr;
@@ -77,12 +74,12 @@ inline user_dtype_set& user_dtypes_state() noexcept {
     return set;
 }
 
-/// Class attribute of the scalar types npybridge registers: the dtype's name.
+/// Class attribute marking the scalar types npybridge registers.
 inline constexpr const char* registration_mark = "__npybridge_user_dtype__";
 
-// ---- the scalar values -----------------------------------------------------------
+// ---- the scalar values
 
-/// intbN: one int8 holding the odd value itself, |v| <= 2^N - 1.
+/// intbN: an int8 holding the odd value, |v| <= 2^N - 1.
 template <unsigned Bits>
 struct intb_traits {
     static constexpr int top = (1 << Bits) - 1;
@@ -100,7 +97,7 @@ inline std::string value_text(double v) {
     return buffer;
 }
 
-/// A Python number as double, or a Python error (-1 returned, error set).
+/// A Python number as double; false with an error set.
 inline bool number_of(PyObject* obj, double& out) {
     if (PyFloat_Check(obj)) {
         out = PyFloat_AS_DOUBLE(obj);
@@ -112,8 +109,7 @@ inline bool number_of(PyObject* obj, double& out) {
     return true;
 }
 
-/// A Python int of any size rounded once to bfloat16: from its top 64 bits, with a sticky bit for the rest
-/// (far below the 8 bits kept), so that no intermediate double rounds it first.
+/// A Python int of any size rounded once to bfloat16, from its top 64 bits and a sticky bit.
 inline bool bfloat16_of_integer(PyObject* integer, bfloat16& out) {
     int overflow = 0;
     const long long small = PyLong_AsLongLongAndOverflow(integer, &overflow);
@@ -145,9 +141,8 @@ inline bool bfloat16_of_integer(PyObject* integer, bfloat16& out) {
     return true;
 }
 
-/// A Python number rounded once to bfloat16, from its own value: an int of any size (NumPy's integer scalars
-/// too) exactly, a long double from its own bits, anything else through its float (every other float type
-/// NumPy has widens to double exactly).
+/// A Python number rounded once to bfloat16 from its own value: ints of any size exactly, long double from its bits,
+/// other floats through double (exact).
 inline bool bfloat16_of(PyObject* obj, bfloat16& out) {
     if (PyFloat_Check(obj)) {
         out = bfloat16::from_double(PyFloat_AS_DOUBLE(obj));
@@ -207,8 +202,7 @@ bool intb_of(PyObject* obj, std::int8_t& out) {
     return true;
 }
 
-/// One user dtype's behaviour (bf16_user_dtype, intb_user_dtype<Bits>): what the generic scalar, ArrFuncs,
-/// casts and loops ask of it (a template argument UserDtype there).
+/// A user dtype's behaviour, what the scalar, ArrFuncs, casts and loops ask of it (their UserDtype).
 struct bf16_user_dtype {
     using storage = bfloat16;
     static constexpr dtype_enum id = dtype_enum::BFloat16;
@@ -219,7 +213,7 @@ struct bf16_user_dtype {
     static double to_double(storage v) { return v.to_double(); }
     static bool from_object(PyObject* obj, storage& out) { return bfloat16_of(obj, out); }
     static PyObject* to_python_number(storage v) { return PyFloat_FromDouble(to_double(v)); }
-    /// As float's "%g" (ml_dtypes' text): 6 significant digits, NaN without a sign.
+    /// As float's "%g" (ml_dtypes' text), NaN without a sign.
     static std::string text(storage v) { return std::isnan(to_double(v)) ? "nan" : value_text(to_double(v)); }
     static void swap(storage& v) { v.bits = static_cast<std::uint16_t>((v.bits >> 8) | (v.bits << 8)); }
 };
@@ -240,8 +234,7 @@ struct intb_user_dtype {
     static void swap(storage&) {}
 };
 
-/// a `op` b for Python's comparison codes (Py_LT, ...), quietly: a NaN raises no "invalid" flag, so NumPy warns
-/// no more than for its own floats. Shared by the comparison ufunc loops and bfloat16's scalar comparisons.
+/// a `op` b for Python's comparison codes, quietly (a NaN raises no "invalid" flag).
 inline bool compare_quietly(int op, double x, double y) noexcept {
     switch (op) {
         case Py_EQ: return x == y;
@@ -249,11 +242,11 @@ inline bool compare_quietly(int op, double x, double y) noexcept {
         case Py_LT: return std::isless(x, y);
         case Py_LE: return std::islessequal(x, y);
         case Py_GT: return std::isgreater(x, y);
-        default: return std::isgreaterequal(x, y);  // Py_GE
+        default: return std::isgreaterequal(x, y);
     }
 }
 
-// ---- scalar type slots --------------------------------------------------------------
+// ---- scalar type slots
 
 template <class UserDtype>
 PyObject* scalar_new_value(typename UserDtype::storage value) {
@@ -324,7 +317,7 @@ Py_hash_t scalar_hash(PyObject* self) {
 
 template <class UserDtype>
 PyObject* scalar_richcompare(PyObject* a, PyObject* b, int op) {
-    // Compare as Python floats: exact for both bfloat16 and intbN values.
+    // Compared as Python floats: exact for both.
     object left =
         object::steal(is_scalar<UserDtype>(a) ? PyFloat_FromDouble(UserDtype::to_double(scalar_value<UserDtype>(a)))
                                               : (Py_INCREF(a), a));
@@ -342,10 +335,9 @@ PyObject* scalar_reduce(PyObject* self, PyObject*) {
     return Py_BuildValue("(O(O))", reinterpret_cast<PyObject*>(Py_TYPE(self)), number.get());
 }
 
-// ---- ArrFuncs -----------------------------------------------------------------------
+// ---- ArrFuncs
 
-/// An element as Python sees it in .item() and .tolist(): bfloat16 as a Python float (NumPy's own floats do
-/// so; indexing still gives the bfloat16 scalar, which NumPy makes from the bytes), intbN as its scalar.
+/// An element in .item() and .tolist(): bfloat16 as a Python float (as NumPy's floats), intbN as its scalar.
 template <class UserDtype>
 PyObject* array_getitem(void* data, void* array) {
     typename UserDtype::storage value;
@@ -371,7 +363,7 @@ int array_setitem(PyObject* item, void* data, void* array) {
 template <class UserDtype>
 void array_copyswapn(void* dst, npy_intp dst_stride, void* src, npy_intp src_stride, npy_intp n, int swap, void*) {
     using storage = typename UserDtype::storage;
-    // No source: swap dst in place (ndarray.byteswap); numpy's contract for copyswapn.
+    // No source: swap dst in place (numpy's copyswapn contract).
     auto* out = static_cast<char*>(dst);
     const auto* in = src != nullptr ? static_cast<const char*>(src) : out;
     const npy_intp in_stride = src != nullptr ? src_stride : dst_stride;
@@ -403,7 +395,7 @@ int array_compare(const void* a, const void* b, void*) {
     std::memcpy(&x, a, sizeof x);
     std::memcpy(&y, b, sizeof y);
     const double dx = UserDtype::to_double(x), dy = UserDtype::to_double(y);
-    // NumPy's order for floats: NaN after everything, NaNs equal among themselves.
+    // NumPy's float order: NaN last, NaNs equal.
     if (std::isnan(dx) || std::isnan(dy)) return std::isnan(dx) ? (std::isnan(dy) ? 0 : 1) : -1;
     return dx < dy ? -1 : dx > dy ? 1 : 0;
 }
@@ -424,7 +416,7 @@ int array_argmax(void* data, npy_intp n, npy_intp* index, void*) {
     return 0;
 }
 
-/// As NumPy's float argmin: the first NaN if there is one, else the first smallest.
+/// As NumPy's float argmin: the first NaN, else the first smallest.
 template <class UserDtype>
 int array_argmin(void* data, npy_intp n, npy_intp* index, void*) {
     const auto* values = static_cast<const typename UserDtype::storage*>(data);

@@ -1,6 +1,5 @@
-// npybridge/detail/value_checks.hpp — the value checks of narrowing='checked' over an
-// ndarray (the first value a dtype does not hold, by index), narrowing while copying, and QuantizedS1's codes
-// settled last (docs/policies.md).
+// npybridge/detail/value_checks.hpp — narrowing='checked' over an ndarray (the first value a dtype does not hold),
+// narrowing while copying, QuantizedS1's codes settled last.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -22,7 +21,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// An integer target's [lo, hi] as values of the integer type T, clipped to T's range.
+/// An integer target's [lo, hi] clipped to T's range.
 template <class T>
 T integer_bound(const value_bounds& bounds, bool upper) noexcept {
     using limits = std::numeric_limits<T>;
@@ -32,8 +31,7 @@ T integer_bound(const value_bounds& bounds, bool upper) noexcept {
                                                                 : static_cast<T>(bounds.hi);
 }
 
-/// `visit(values)` with the values at `data` as the C type of numpy's (kind, size of one real part): 'i', 'u',
-/// and 'f' / 'c' of 4, 8 or more (long double) bytes.
+/// `visit(values)` with the values at `data` as numpy's (kind, size of a real part) C type.
 template <class Visit>
 auto visit_numbers(char kind, npy_intp size, const void* data, Visit visit) {
     switch (kind == 'i' ? size : kind == 'u' ? -size : 100 + size) {
@@ -51,8 +49,7 @@ auto visit_numbers(char kind, npy_intp size, const void* data, Visit visit) {
     }
 }
 
-/// The first integer of `in` that `bounds` does not hold unchanged: outside [lo, hi] for integer targets; for
-/// float targets, overflowing or not held exactly.
+/// The first integer `bounds` does not hold: out of [lo, hi], or for float targets overflowing or inexact.
 template <class T>
 std::optional<unfit_value> first_unfit_integer(const T* in, std::size_t n, const value_bounds& bounds) {
     using limits = std::numeric_limits<T>;
@@ -62,7 +59,7 @@ std::optional<unfit_value> first_unfit_integer(const T* in, std::size_t n, const
         if (bad != n) return unfit_value{bad, std::to_string(in[bad])};
         return std::nullopt;
     }
-    const double limit = std::ceil(bounds.overflow) - 1;  // the largest integer below the overflow
+    const double limit = std::ceil(bounds.overflow) - 1;  // the largest integer below it
     if (limit < static_cast<double>(limits::max())) {
         const auto top = static_cast<T>(limit);
         bad = first_outside<T>(in, n, std::is_signed_v<T> ? static_cast<T>(-top) : T{0}, top);
@@ -74,8 +71,8 @@ std::optional<unfit_value> first_unfit_integer(const T* in, std::size_t n, const
     return std::nullopt;
 }
 
-/// The first float (or complex part, `parts` 2) of `in` that `bounds` does not hold: overflowing a float target;
-/// not a whole number in [lo, hi] for integer, bool and quantized targets.
+/// The first float (complex: `parts` 2) `bounds` does not hold: overflowing, or for integer targets not whole in [lo,
+/// hi].
 template <class T>
 std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::size_t parts,
                                              const value_bounds& bounds) {
@@ -89,7 +86,7 @@ std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::si
     return unfit_value{bad / parts, parts == 2 ? "(" + text(in[bad]) + "+" + text(in[bad + 1]) + "j)" : text(in[bad])};
 }
 
-/// The first unfit value of `n` values at `data`, read as numpy's (kind, size of one real part) says.
+/// The first unfit of `n` values at `data`.
 inline std::optional<unfit_value> first_unfit_in(char kind, npy_intp size, const void* data, std::size_t n,
                                                  std::size_t parts, const value_bounds& bounds) {
     return visit_numbers(kind, size, data, [&](const auto* in) {
@@ -101,7 +98,7 @@ inline std::optional<unfit_value> first_unfit_in(char kind, npy_intp size, const
     });
 }
 
-/// The numpy type first_unfit_value widens an array of `kind` to when it cannot read it in place.
+/// The numpy type first_unfit_value widens `kind` to.
 inline int widened_type(char kind, std::size_t real_size) noexcept {
     const bool long_real = real_size > 8;
     if (kind == 'i' || kind == 'u') return kind == 'i' ? NPY_INT64 : NPY_UINT64;
@@ -109,8 +106,8 @@ inline int widened_type(char kind, std::size_t real_size) noexcept {
     return long_real ? NPY_CLONGDOUBLE : NPY_CDOUBLE;
 }
 
-/// The first value of the array (C order) that `bounds` does not hold, with its index and text: read in its own
-/// type when C-contiguous, aligned and native, else widened by numpy first. Numbers only (other kinds: none).
+/// The array's first value (C order) `bounds` does not hold, with index and text: in place when contiguous, aligned and
+/// native, else widened by numpy.
 inline std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds) {
     const char kind = descr_kind(PyArray_DESCR(array));
     if (kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c') return std::nullopt;
@@ -129,24 +126,20 @@ inline std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const 
     });
 }
 
-/// int64 -> Int32 / float64 -> Float32 into `out` (contiguous). checked: the
-/// first value that does not fit is an error naming index and value.
-/// check_first: every value is checked before the first is written, so a bad
-/// value leaves `out` untouched (for copy_into; costs a second read).
+/// int64 -> Int32 / float64 -> Float32 into contiguous `out`; checked names the first unfit value. check_first checks
+/// all before writing, so `out` stays untouched on error.
 inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing mode,
                         const tensor_layout& layout, bool check_first = false) {
     const bool to_int = target.id() == dtype_enum::Int32;
     const int type_num = descr_type_num(PyArray_DESCR(array));
     const bool wide_source = PyArray_ITEMSIZE(array) == 8 &&
                              (to_int ? type_num == NPY_LONG || type_num == NPY_LONGLONG : type_num == NPY_DOUBLE);
-    // int64 / float64 of any strides and byte order are gathered and narrowed
-    // in one pass (checking while gathering); anything else numpy first makes
-    // one of those.
+    // int64 / float64 of any strides and order are narrowed while gathered; numpy makes anything else one first.
     object converted;
     if (!wide_source) converted = contiguous_as(array, to_int ? NPY_INT64 : NPY_FLOAT64, NPY_SAFE_CASTING, "narrowing");
     auto* src = wide_source ? array : reinterpret_cast<PyArrayObject*>(converted.get());
     copy_plan plan;
-    if (!copy_plan_c_order(src, 4, plan)) {  // more dimensions than a plan holds: numpy flattens first
+    if (!copy_plan_c_order(src, 4, plan)) {  // numpy flattens first
         converted = contiguous_as(src, to_int ? NPY_INT64 : NPY_FLOAT64, NPY_SAFE_CASTING, "narrowing");
         src = reinterpret_cast<PyArrayObject*>(converted.get());
         plan.ndim = 1;
@@ -188,9 +181,8 @@ inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, na
     }
 }
 
-/// The last word on fresh memory of a dtype with fewer codes than its storage (QuantizedS1), after any cast:
-/// checked / reject refuse the first value that is not a code, by index; wrap wraps each into the code range
-/// (lo + (v - lo) mod (hi - lo + 1)).
+/// Fresh QuantizedS1 memory, after any cast: checked / reject refuse the first non-code by index; wrap wraps into the
+/// code range.
 inline void settle_codes(void* out, const dtype& target, narrowing narrow, const tensor_layout& layout) {
     const dtype_info& type = target.info();
     if (!codes_narrower_than_storage(type)) return;

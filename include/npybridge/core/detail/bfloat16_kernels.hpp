@@ -1,5 +1,5 @@
-// npybridge/core/detail/bfloat16_kernels.hpp — whole arrays into and out of bfloat16, on the bits (the same result
-// as bfloat16::from_float / from_double / to_float element by element, in every FPU mode). Python-free.
+// npybridge/core/detail/bfloat16_kernels.hpp — whole arrays into and out of bfloat16 on the bits, as the scalar
+// conversions in every FPU mode.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -14,13 +14,13 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// A bfloat16 as a builtin real type, by bits (float, double, long double): exact in every FPU mode.
+/// A bfloat16 as a builtin real, by bits.
 template <class Real>
 Real widen_bfloat16(bfloat16 value) noexcept {
     if constexpr (std::is_same_v<Real, float>) {
         return value.to_float();
     } else {
-        return static_cast<Real>(value.to_double());  // double -> long double is x87's: no MXCSR mode
+        return static_cast<Real>(value.to_double());  // x87's: no MXCSR mode
     }
 }
 
@@ -39,8 +39,7 @@ bfloat16 round_to_bfloat16(Real value) noexcept {
 }
 
 #if defined(NPYBRIDGE_SSE2)
-/// Eight floats' bits rounded to bfloat16 as bfloat16::from_float does: to nearest, ties to even; an infinity as
-/// it is; a NaN keeps its top bits, with the last one set when only lower payload bits were.
+/// Eight floats' bits rounded to bfloat16 as from_float does.
 inline __m128i bfloat16_bits_of_eight(__m128i a, __m128i b) noexcept {
     const auto four = [](__m128i u) {
         const __m128i one = _mm_set1_epi32(1);
@@ -58,13 +57,13 @@ inline __m128i bfloat16_bits_of_eight(__m128i a, __m128i b) noexcept {
 }
 #endif
 
-/// Whether bfloat16 bits are an overflow of the finite float `value` (a finite value that became infinity).
+/// Whether bfloat16 `bits` are the overflow of a finite `value`.
 inline bool overflowed(float value, std::uint16_t bits) noexcept {
     return (bits & 0x7FFFu) == 0x7F80u && (bits_of(value) & 0x7F800000u) != 0x7F800000u;
 }
 
 #if defined(NPYBRIDGE_SSE2)
-/// The SSE2 loop of floats_to_bfloat16, eight at a time; `done` says where it stopped.
+/// floats_to_bfloat16's SSE2 loop; `done` says where it stopped.
 inline std::size_t floats_to_bfloat16_sse2(const float* in, std::size_t n, std::uint16_t* out, bool check,
                                            std::size_t& done) noexcept {
     std::size_t i = 0;
@@ -88,8 +87,8 @@ inline std::size_t floats_to_bfloat16_sse2(const float* in, std::size_t n, std::
 }
 #endif
 
-/// One block rounded as bfloat16_bits_of_eight does; branch-free, vectorized for its caller's instruction set.
-/// True when, with `check`, a finite value became infinity.
+/// One block as bfloat16_bits_of_eight; branch-free, vectorized for the caller's target. True when `check` finds an
+/// overflow.
 __attribute__((always_inline)) inline bool floats_to_bfloat16_block(const float* __restrict in,
                                                                     std::uint16_t* __restrict out, std::size_t count,
                                                                     bool check) noexcept {
@@ -108,7 +107,7 @@ __attribute__((always_inline)) inline bool floats_to_bfloat16_block(const float*
 }
 
 #if defined(NPYBRIDGE_X86)
-/// floats_to_bfloat16 compiled for AVX2, blocks of 256.
+/// floats_to_bfloat16 for AVX2.
 __attribute__((target("avx2"))) inline std::size_t floats_to_bfloat16_avx2(const float* in, std::size_t n,
                                                                            std::uint16_t* out, bool check) noexcept {
     constexpr std::size_t block = 256;
@@ -125,8 +124,7 @@ __attribute__((target("avx2"))) inline std::size_t floats_to_bfloat16_avx2(const
 }
 #endif
 
-/// n floats rounded once to bfloat16 bits; with `check`, the index of the first finite value that becomes
-/// infinity, else n. AVX2 where the CPU has it.
+/// n floats rounded once to bfloat16 bits; with `check`, the first overflow's index, else n.
 inline std::size_t floats_to_bfloat16(const float* in, std::size_t n, std::uint16_t* out, bool check = false) noexcept {
     std::size_t i = 0;
 #if defined(NPYBRIDGE_X86)
@@ -143,8 +141,7 @@ inline std::size_t floats_to_bfloat16(const float* in, std::size_t n, std::uint1
     return n;
 }
 
-/// A double's bfloat16 bits, rounded once: on the double's bits when the result is a normal bfloat16 or
-/// overflows (the carry of the rounding runs into the exponent, up to infinity), else bfloat16::from_double.
+/// A double's bfloat16 bits rounded once: on the bits when the result is normal or overflows, else from_double.
 inline std::uint16_t bfloat16_bits_of_double(double value) noexcept {
     std::uint64_t u;
     std::memcpy(&u, &value, sizeof u);
@@ -158,7 +155,7 @@ inline std::uint16_t bfloat16_bits_of_double(double value) noexcept {
     return bfloat16::from_double(value).bits;
 }
 
-/// Whether `bits` (a 16-bit float whose infinity is `infinity`) is an overflow of the finite double `value`.
+/// Whether 16-bit float `bits` are the overflow of a finite `value`.
 inline bool overflowed(double value, std::uint16_t bits, std::uint16_t infinity) noexcept {
     std::uint64_t u;
     std::memcpy(&u, &value, sizeof u);
@@ -166,14 +163,13 @@ inline bool overflowed(double value, std::uint16_t bits, std::uint16_t infinity)
 }
 
 #if defined(NPYBRIDGE_SSE2)
-/// Two doubles rounded once on their bits to a 16-bit float of `Kept` mantissa bits and exponent bias `Bias`, each
-/// in the low 16 bits of its lane; `outside` masks lanes the caller's scalar path must redo (zeros, subnormals,
-/// NaN).
+/// Two doubles rounded once on their bits to a 16-bit float (`Kept` mantissa bits, `Bias`), in each lane's low 16 bits;
+/// `outside` marks lanes for the scalar path (zeros, subnormals, NaN).
 template <int Kept, int Bias>
 __m128i round_two_doubles(__m128i u, __m128i& outside) noexcept {
     constexpr int shift = 52 - Kept;
     const __m128i magnitude = _mm_and_si128(u, _mm_set1_epi64x(0x7FFFFFFFFFFFFFFF));
-    const __m128i exponent = _mm_srli_epi64(magnitude, 52);  // < 2048: a small int32 in each lane's low half
+    const __m128i exponent = _mm_srli_epi64(magnitude, 52);  // < 2048: fits each lane's low half
     outside = _mm_or_si128(_mm_cmplt_epi32(exponent, _mm_set1_epi64x(1023 - Bias + 1)),
                            _mm_cmpgt_epi32(exponent, _mm_set1_epi64x(1023 + Bias)));
     const __m128i lsb = _mm_and_si128(_mm_srli_epi64(magnitude, shift), _mm_set1_epi64x(1));
@@ -183,13 +179,12 @@ __m128i round_two_doubles(__m128i u, __m128i& outside) noexcept {
     return _mm_or_si128(bits, _mm_and_si128(_mm_srli_epi64(u, 48), _mm_set1_epi64x(0x8000)));
 }
 
-/// The low 32 bits of each 64-bit lane of a and b, as four 32-bit lanes.
+/// The low 32 bits of each 64-bit lane of a and b.
 inline __m128i low_halves(__m128i a, __m128i b) noexcept {
     return _mm_unpacklo_epi64(_mm_shuffle_epi32(a, 0x08), _mm_shuffle_epi32(b, 0x08));
 }
 
-/// The SSE2 loop of doubles_to_16_bit_floats, eight at a time; a suspect block is redone by `scalar`. The index
-/// of the first overflow (with `check`), else n; `done` says where it stopped.
+/// doubles_to_16_bit_floats' SSE2 loop; `scalar` redoes a suspect block. The first overflow (with `check`), else n.
 template <int Kept, int Bias, class Scalar>
 std::size_t doubles_to_16_bits_sse2(const double* in, std::size_t n, std::uint16_t* out, Scalar scalar, bool check,
                                     std::size_t& done) noexcept {
@@ -227,8 +222,7 @@ std::size_t doubles_to_16_bits_sse2(const double* in, std::size_t n, std::uint16
 }
 #endif
 
-/// One block rounded as round_two_doubles does; branch-free, vectorized for its caller's instruction set. True
-/// when a lane is outside the fast path or, with `check`, became infinity.
+/// One block as round_two_doubles; branch-free. True when a lane leaves the fast path or overflows.
 template <int Kept, int Bias>
 __attribute__((always_inline)) inline bool doubles_to_16_bits_block(const double* __restrict in,
                                                                     std::uint16_t* __restrict out, std::size_t count,
@@ -252,7 +246,7 @@ __attribute__((always_inline)) inline bool doubles_to_16_bits_block(const double
 }
 
 #if defined(NPYBRIDGE_X86)
-/// doubles_to_16_bit_floats compiled for AVX2, blocks of 256; a suspect block is redone by `scalar`.
+/// doubles_to_16_bit_floats for AVX2.
 template <int Kept, int Bias, class Scalar>
 __attribute__((target("avx2"))) std::size_t doubles_to_16_bits_avx2(const double* in, std::size_t n, std::uint16_t* out,
                                                                     Scalar scalar, bool check) noexcept {
@@ -273,8 +267,7 @@ __attribute__((target("avx2"))) std::size_t doubles_to_16_bits_avx2(const double
 }
 #endif
 
-/// n doubles rounded once into 16-bit floats (`scalar` gives one); with `check`, the index of the first finite
-/// value that becomes infinity, else n.
+/// n doubles rounded once into 16-bit floats; with `check`, the first overflow's index, else n.
 template <int Kept, int Bias, class Scalar>
 std::size_t doubles_to_16_bit_floats(const double* in, std::size_t n, std::uint16_t* out, Scalar scalar,
                                      bool check) noexcept {
@@ -294,14 +287,13 @@ std::size_t doubles_to_16_bit_floats(const double* in, std::size_t n, std::uint1
     return n;
 }
 
-/// n doubles rounded once to bfloat16 bits; with `check`, the index of the first finite value that becomes
-/// infinity (else n).
+/// n doubles rounded once to bfloat16 bits; with `check`, the first overflow's index, else n.
 inline std::size_t doubles_to_bfloat16(const double* in, std::size_t n, std::uint16_t* out,
                                        bool check = false) noexcept {
     return doubles_to_16_bit_floats<7, 127>(in, n, out, bfloat16_bits_of_double, check);
 }
 
-/// n bfloat16 values widened to floats, exactly (the bits moved up).
+/// n bfloat16 values widened to floats, exactly.
 inline void bfloat16_to_floats(const std::uint16_t* in, std::size_t n, float* out) noexcept {
     std::size_t i = 0;
 #if defined(NPYBRIDGE_SSE2)

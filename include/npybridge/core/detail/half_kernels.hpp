@@ -1,5 +1,5 @@
-// npybridge/core/detail/half_kernels.hpp — whole arrays between float32 and float16 with NumPy's bits: F16C where
-// the CPU has it (chosen at run time), the portable loop otherwise, the same result either way. Python-free.
+// npybridge/core/detail/half_kernels.hpp — float32 <-> float16 with NumPy's bits: F16C when present, else portable, the
+// same result.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -19,8 +19,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// A float's half bits as NumPy's cast gives them: to nearest, ties to even, overflow to infinity; a NaN keeps
-/// its top payload bits (a signalling NaN stays one; a payload only in the lower bits becomes 1).
+/// A float's half bits as NumPy's cast gives them (nearest even, overflow to infinity, NaN's top payload kept).
 inline std::uint16_t half_bits_like_numpy(float value) noexcept {
     const std::uint32_t u = bits_of(value);
     const std::uint32_t magnitude = u & 0x7FFFFFFFu;
@@ -32,8 +31,7 @@ inline std::uint16_t half_bits_like_numpy(float value) noexcept {
     return half::from_float(value).bits;
 }
 
-/// A double's half bits as NumPy's cast gives them, rounded once from the double (not through float): to nearest,
-/// ties to even, overflow to infinity, subnormals kept; a NaN keeps its top payload bits (at least the last).
+/// A double's half bits rounded once from the double, as NumPy gives them.
 inline std::uint16_t half_bits_of_double(double value) noexcept {
     std::uint64_t u;
     std::memcpy(&u, &value, sizeof u);
@@ -46,18 +44,17 @@ inline std::uint16_t half_bits_of_double(double value) noexcept {
         if (bits == 0x7C00u) bits |= 1u;
         return static_cast<std::uint16_t>(sign | bits);
     }
-    if (exponent >= 1023 - 14) {  // a normal half, or infinity once the rounding carries past the largest
+    if (exponent >= 1023 - 14) {  // normal, or infinity once rounding carries
         const std::uint64_t rounded = (magnitude + 0x1FFFFFFFFFFu + ((magnitude >> 42) & 1u)) >> 42;
         const std::uint64_t bits = rounded - (std::uint64_t{1023 - 15} << 10);
         return static_cast<std::uint16_t>(sign | (bits >= 0x7C00u ? 0x7C00u : bits));
     }
-    if (exponent == 0) return sign;  // a subnormal double: far below half a half subnormal
+    if (exponent == 0) return sign;  // far below half a half subnormal
     const std::uint64_t mantissa = (magnitude & 0xFFFFFFFFFFFFFu) | (std::uint64_t{1} << 52);
     return static_cast<std::uint16_t>(sign | shift_rounded(mantissa, 1051 - exponent));  // units of 2^-24
 }
 
-/// n doubles rounded once to half bits; with `check`, the index of the first finite value that becomes infinity
-/// (else n).
+/// n doubles rounded once to half bits; with `check`, the first overflow's index, else n.
 inline std::size_t doubles_to_half(const double* in, std::size_t n, std::uint16_t* out, bool check = false) noexcept {
     return doubles_to_16_bit_floats<10, 15>(in, n, out, half_bits_of_double, check);
 }
@@ -69,7 +66,7 @@ inline void floats_to_half_portable(const float* in, std::size_t n, std::uint16_
     for (std::size_t i = 0; i < n; ++i) out[i] = half_bits_like_numpy(in[i]);
 }
 
-/// Exact: every half is a float (a NaN's payload moved up, as NumPy does).
+/// Exact (a NaN's payload moved up, as NumPy).
 inline void half_to_floats_portable(const std::uint16_t* in, std::size_t n, float* out) noexcept {
     for (std::size_t i = 0; i < n; ++i) out[i] = half{in[i]}.to_float();
 }
@@ -78,8 +75,7 @@ inline void half_to_floats_portable(const std::uint16_t* in, std::size_t n, floa
 typedef float npybridge_v8sf __attribute__((vector_size(32)));
 typedef short npybridge_v8hi __attribute__((vector_size(16)));
 
-/// Eight at a time with F16C's vcvtps2ph (round to nearest even); a block holding a NaN is redone by the
-/// portable rule, which keeps signalling NaNs signalling where F16C quiets them.
+/// F16C's vcvtps2ph, eight a step; a block with a NaN goes the portable way, which keeps signalling NaNs.
 __attribute__((target("avx,f16c"))) inline void floats_to_half_f16c(const float* in, std::size_t n,
                                                                     std::uint16_t* out) noexcept {
     std::size_t i = 0;
@@ -88,15 +84,14 @@ __attribute__((target("avx,f16c"))) inline void floats_to_half_f16c(const float*
         std::memcpy(&x, in + i, sizeof x);
         const npybridge_v8hi h = __builtin_ia32_vcvtps2ph256(x, 0);
         std::memcpy(out + i, &h, sizeof h);
-        if (__builtin_ia32_movmskps256(__builtin_ia32_cmpps256(x, x, 3)) != 0) {  // 3: unordered, a NaN
+        if (__builtin_ia32_movmskps256(__builtin_ia32_cmpps256(x, x, 3)) != 0) {  // 3: unordered
             floats_to_half_portable(in + i, 8, out + i);
         }
     }
     floats_to_half_portable(in + i, n - i, out + i);
 }
 
-/// Eight at a time with F16C's vcvtph2ps (exact); NaN blocks by the portable rule, which keeps the payload as
-/// it is.
+/// F16C's vcvtph2ps, exact; NaN blocks the portable way (payload kept).
 __attribute__((target("avx,f16c"))) inline void half_to_floats_f16c(const std::uint16_t* in, std::size_t n,
                                                                     float* out) noexcept {
     std::size_t i = 0;
@@ -113,7 +108,7 @@ __attribute__((target("avx,f16c"))) inline void half_to_floats_f16c(const std::u
 }
 #endif
 
-/// The float <-> half kernels this CPU runs: F16C when it has AVX and F16C, else the portable loops.
+/// The float <-> half kernels this CPU runs.
 struct half_kernels {
     floats_to_half_fn to_half;
     half_to_floats_fn to_float;
@@ -121,8 +116,7 @@ struct half_kernels {
 };
 
 #if defined(NPYBRIDGE_X86)
-/// Whether the CPU has F16C (CPUID leaf 1, ECX bit 29): asked directly, as not every compiler's
-/// __builtin_cpu_supports knows the name.
+/// Whether the CPU has F16C (CPUID 1, ECX bit 29), asked directly.
 inline bool cpu_has_f16c() noexcept {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
@@ -132,7 +126,7 @@ inline bool cpu_has_f16c() noexcept {
 inline half_kernels choose_half_kernels() noexcept {
 #if defined(NPYBRIDGE_X86)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx") && cpu_has_f16c()) {  // avx: the CPU and the OS keep the YMM state
+    if (__builtin_cpu_supports("avx") && cpu_has_f16c()) {  // avx: the OS keeps the YMM state
         return {floats_to_half_f16c, half_to_floats_f16c, "f16c"};
     }
 #endif

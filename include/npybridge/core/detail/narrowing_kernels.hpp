@@ -1,5 +1,4 @@
-// npybridge/core/detail/narrowing_kernels.hpp — the loops of checked narrowing: values tested as they are stored,
-// and the scans for ranges, whole numbers and exactly held integers.
+// npybridge/core/detail/narrowing_kernels.hpp — checked narrowing's loops: values tested as stored, and the scans.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -16,7 +15,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Whether `value` survives the cast to Target: no wrapping, no finite value becoming infinite.
+/// Whether `value` survives the cast to Target (no wrap, no finite value made infinite).
 template <class Target, class Source>
 bool fits(Source value) noexcept {
     if constexpr (std::is_integral_v<Source>) {
@@ -27,7 +26,7 @@ bool fits(Source value) noexcept {
     }
 }
 
-/// The portable narrowing loop (Write: also store). The index of the first value that does not fit, else n.
+/// The portable narrowing loop (Write: store too): the first unfit index, else n.
 template <bool Write, class Source, class Target>
 std::size_t narrow_portable(const Source* in, Target* out, std::size_t n, bool check) noexcept {
     constexpr std::size_t block = 4096;
@@ -48,7 +47,7 @@ std::size_t narrow_portable(const Source* in, Target* out, std::size_t n, bool c
 }
 
 #if defined(NPYBRIDGE_SSE2)
-/// The same with SSE2, four values a step. int64 fits int32 when (x + 2^31) >> 32 == 0.
+/// SSE2, four a step; int64 fits int32 when (x + 2^31) >> 32 == 0.
 template <bool Write>
 std::size_t narrow_sse2(const std::int64_t* in, std::int32_t* out, std::size_t n, bool check) noexcept {
     const __m128i bias = _mm_set1_epi64x(0x80000000LL);
@@ -75,7 +74,7 @@ std::size_t narrow_sse2(const std::int64_t* in, std::int32_t* out, std::size_t n
     return n;
 }
 
-/// float64 -> float32: a finite value overflows when |x| >= FLT_MAX + half an ulp.
+/// float64 -> float32: a finite value overflows at |x| >= FLT_MAX + half an ulp.
 template <bool Write>
 std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check) noexcept {
     const __m128d threshold = _mm_set1_pd(3.4028235677973366e38);
@@ -101,7 +100,7 @@ std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check)
 }
 #endif
 
-/// int64 -> int32 or float64 -> float32; with `check`, the index of the first value that does not fit, else n.
+/// int64 -> int32 or float64 -> float32; with `check`, the first unfit index, else n.
 template <class Source, class Target>
 std::size_t narrow_values(const Source* in, Target* out, std::size_t n, bool check) noexcept {
 #if defined(NPYBRIDGE_SSE2)
@@ -111,7 +110,7 @@ std::size_t narrow_values(const Source* in, Target* out, std::size_t n, bool che
 #endif
 }
 
-/// The index of the first value that does not fit Target, else n.
+/// The first index that does not fit Target, else n.
 template <class Source, class Target>
 std::size_t first_unfit(const Source* in, std::size_t n) noexcept {
 #if defined(NPYBRIDGE_SSE2)
@@ -121,8 +120,7 @@ std::size_t first_unfit(const Source* in, std::size_t n) noexcept {
 #endif
 }
 
-/// The index of the first integer a float of `digits` significand bits does not hold exactly, else n. Blocks of
-/// 64 are OR-reduced first, so only a block holding a large value is read one by one.
+/// The first integer a float of `digits` bits does not hold exactly, else n; blocks of 64 are OR-reduced first.
 template <class T>
 std::size_t first_inexact(const T* in, std::size_t n, unsigned digits) noexcept {
     const auto magnitude = [](T value) {
@@ -149,16 +147,15 @@ std::size_t first_inexact(const T* in, std::size_t n, unsigned digits) noexcept 
     return found == n ? n : found;
 }
 
-/// Integers into float32 in one pass, each checked to be held exactly: the index of the first that is not,
-/// else n. Writes as it goes (fresh memory only).
+/// Integers into float32, checked exact as written (fresh memory): the first inexact index, else n.
 template <class T>
 std::size_t convert_exact_to_float32(const T* in, float* out, std::size_t n) noexcept {
-    using U = std::make_unsigned_t<T>;  // the integers' own width: the loop vectorizes
+    using U = std::make_unsigned_t<T>;  // the integers' width: the loop vectorizes
     const auto large_bits = [](T value) {
         const U magnitude = value < 0 ? static_cast<U>(U{0} - static_cast<U>(value)) : static_cast<U>(value);
         return static_cast<U>(magnitude >> 24);
     };
-    constexpr std::size_t block = 64;  // a constant trip count: -O2 vectorizes it
+    constexpr std::size_t block = 64;  // a constant trip count vectorizes
     std::size_t start = 0;
     for (; start + block <= n; start += block) {
         U large = 0;
@@ -176,7 +173,7 @@ std::size_t convert_exact_to_float32(const T* in, float* out, std::size_t n) noe
     return found == n - start ? n : start + found;
 }
 
-/// The index of the first value outside [lo, hi] (NaN is), else n.
+/// The first index outside [lo, hi] (NaN is), else n.
 template <class T>
 std::size_t first_outside(const T* in, std::size_t n, T lo, T hi) noexcept {
     constexpr std::size_t block = 4096;
@@ -192,7 +189,7 @@ std::size_t first_outside(const T* in, std::size_t n, T lo, T hi) noexcept {
     return n;
 }
 
-/// Whether any of n values is finite with a magnitude of at least `overflow`; branch-free.
+/// Whether any value is finite with magnitude >= `overflow`; branch-free.
 template <class T>
 bool any_overflow(const T* in, std::size_t n, T overflow) noexcept {
     std::size_t i = 0;
@@ -225,7 +222,7 @@ bool any_overflow(const T* in, std::size_t n, T overflow) noexcept {
     return bad;
 }
 
-/// The index of the first finite value whose magnitude reaches `overflow`, else n.
+/// The first finite value with magnitude >= `overflow`, else n.
 template <class T>
 std::size_t first_overflow(const T* in, std::size_t n, T overflow) noexcept {
     const T infinity = std::numeric_limits<T>::infinity();
@@ -244,8 +241,8 @@ std::size_t first_overflow(const T* in, std::size_t n, T overflow) noexcept {
     return n;
 }
 
-/// n values converted a block at a time by `convert`, each block (in cache) first searched for an overflow when
-/// `check`: the index of the first, else n.
+/// Values converted a block at a time, each block (in cache) searched for overflow first when `check`: the first, else
+/// n.
 template <class T, class Out, class Convert>
 std::size_t convert_checking_overflow(const T* in, std::size_t n, Out* out, T overflow, bool check, Convert convert) {
     constexpr std::size_t block = 4096;
@@ -259,13 +256,12 @@ std::size_t convert_checking_overflow(const T* in, std::size_t n, Out* out, T ov
     return n;
 }
 
-/// One block of store_checked: each value clamped to [lo, hi] (NaN to lo) and stored; true when the clamp or the
-/// cast changed one. Floats clamp in Clamp (which holds lo and hi exactly) and pass through the integer Wide.
-/// Branch-free and always inlined: it vectorizes for its caller's instruction set.
+/// A store_checked block: values clamped to [lo, hi] (NaN to lo) and stored; true when clamp or cast changed one.
+/// Floats clamp in Clamp and pass through Wide. Always inlined, so it vectorizes for the caller's target.
 template <class Wide, class Clamp, class Source, class Target>
 __attribute__((always_inline)) inline bool store_checked_block(const Source* __restrict in, Target* __restrict out,
                                                                std::size_t count, Wide lo, Wide hi) noexcept {
-    Wide changed = 0;  // reduced in the lanes' own width
+    Wide changed = 0;  // reduced in the lanes' width
     for (std::size_t i = 0; i < count; ++i) {
         if constexpr (std::is_floating_point_v<Source>) {
             const Clamp value = static_cast<Clamp>(in[i]);
@@ -283,7 +279,7 @@ __attribute__((always_inline)) inline bool store_checked_block(const Source* __r
     return changed != 0;
 }
 
-/// Blocks of 1024: the start of the first block holding a value that changed, else n.
+/// Blocks of 1024: the start of the first with a changed value, else n.
 template <class Wide, class Clamp, class Source, class Target>
 __attribute__((always_inline)) inline std::size_t store_checked_blocks(const Source* in, std::size_t n, Target* out,
                                                                        Wide lo, Wide hi) noexcept {
@@ -295,8 +291,8 @@ __attribute__((always_inline)) inline std::size_t store_checked_blocks(const Sou
     return store_checked_block<Wide, Clamp>(in + start, out + start, n - start, lo, hi) ? start : n;
 }
 
-/// Values into integer storage, each tested as it is stored: the start of the first block holding one that does
-/// not fit (not all stored from there: fresh memory only), else n.
+/// Values into integer storage, tested as stored: the start of the first block with an unfit value (fresh memory only),
+/// else n.
 template <class Wide, class Clamp = Wide, class Source, class Target>
 std::size_t store_checked(const Source* in, std::size_t n, Target* out, Wide lo, Wide hi) noexcept {
     return store_checked_blocks<Wide, Clamp>(in, n, out, lo, hi);
@@ -311,7 +307,7 @@ __attribute__((target("avx2"))) std::size_t store_checked_avx2(const Source* in,
 }
 #endif
 
-/// store_checked for integers, AVX2 where the CPU has it.
+/// store_checked for integers, AVX2 when present.
 template <class Source, class Target>
 std::size_t store_checked_integers(const Source* in, std::size_t n, Target* out, Source lo, Source hi) noexcept {
 #if defined(NPYBRIDGE_X86)
@@ -321,8 +317,7 @@ std::size_t store_checked_integers(const Source* in, std::size_t n, Target* out,
 }
 
 #if defined(NPYBRIDGE_SSE2)
-/// Four floats (or doubles) clamped to [lo, hi] (NaN to lo: maxps returns its second operand) and cut to int32;
-/// `changed` gains the lanes that changed.
+/// Four floats clamped to [lo, hi] (maxps gives NaN lo) and cut to int32; `changed` gains the changed lanes.
 inline __m128i clamp_to_int32(const float* in, __m128 lo, __m128 hi, __m128& changed) noexcept {
     const __m128 value = _mm_loadu_ps(in);
     const __m128i held = _mm_cvttps_epi32(_mm_min_ps(_mm_max_ps(value, lo), hi));
@@ -339,8 +334,8 @@ inline __m128i clamp_to_int32(const double* in, __m128d lo, __m128d hi, __m128d&
     return _mm_unpacklo_epi64(held_a, held_b);
 }
 
-/// store_checked for floats whose bounds fit int32, 16 a step; the clamped lanes narrow by saturating packs
-/// (unsigned 16-bit lanes biased by 2^15 around the signed pack).
+/// store_checked for floats with int32 bounds, 16 a step, narrowed by saturating packs (unsigned 16-bit biased by
+/// 2^15).
 template <class Source, class Target>
 std::size_t store_checked_sse2(const Source* in, std::size_t n, Target* out, std::int32_t lo,
                                std::int32_t hi) noexcept {
@@ -387,7 +382,7 @@ std::size_t store_checked_sse2(const Source* in, std::size_t n, Target* out, std
 }
 #endif
 
-/// store_checked for floats, SSE2 where the bounds fit int32.
+/// store_checked for floats, SSE2 when the bounds fit int32.
 template <class Source, class Target>
 std::size_t store_checked_floats(const Source* in, std::size_t n, Target* out, std::int64_t lo,
                                  std::int64_t hi) noexcept {
@@ -401,7 +396,7 @@ std::size_t store_checked_floats(const Source* in, std::size_t n, Target* out, s
     return store_checked<std::int64_t, double>(in, n, out, lo, hi);
 }
 
-/// Whether a float is a whole number, read from its bits (immune to flush-to-zero): NaN and infinities are not.
+/// Whether a float is whole, from its bits (FTZ-proof); NaN and infinities are not.
 template <class T>
 bool is_whole(T value) noexcept {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -421,7 +416,7 @@ bool is_whole(T value) noexcept {
     }
 }
 
-/// The index of the first value that is not a whole number in [lo, hi], else n.
+/// The first value not whole in [lo, hi], else n.
 template <class T>
 std::size_t first_not_whole(const T* in, std::size_t n, double lo, double hi) noexcept {
     const auto bad = [&](T value) {
@@ -441,7 +436,7 @@ std::size_t first_not_whole(const T* in, std::size_t n, double lo, double hi) no
     return n;
 }
 
-/// `magnitude` rounded once to `digits` significant bits, ties to even: the value an integer becomes in a float.
+/// `magnitude` rounded once to `digits` bits, ties to even.
 inline double round_to_digits(std::uint64_t magnitude, unsigned digits) noexcept {
     if (magnitude == 0) return 0;
     const int width = 64 - __builtin_clzll(magnitude);
@@ -454,8 +449,7 @@ inline double round_to_digits(std::uint64_t magnitude, unsigned digits) noexcept
     return std::ldexp(static_cast<double>(kept), shift);
 }
 
-/// The smallest magnitude that rounds to infinity in a format whose largest finite value is `largest`: halfway
-/// to the next power of two.
+/// The smallest magnitude rounding to infinity: halfway from `largest` to the next power of two.
 inline double overflow_threshold(double largest) noexcept {
     return (largest + std::ldexp(1.0, std::ilogb(largest) + 1)) / 2;
 }

@@ -1,5 +1,5 @@
-// npybridge/core/detail/params.hpp — a param struct's fields as numbers (param_values): what each field accepts (its
-// C++ type decides the rule), filling and checking, text, hash and equality. class dtype (dtype.hpp) uses these.
+// npybridge/core/detail/params.hpp — a param struct's fields as numbers: rules per field type, checks, text, hash,
+// equality.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -27,20 +27,19 @@ inline std::string number_text(double value) {
     return buffer;
 }
 
-/// A param struct's fields as numbers, in declaration order, with their metadata keys: what checking, printing,
-/// comparing, hashing and metadata read and write. Each param struct is reflected into and out of this once
-/// (dtype.hpp), not once per operation: every operation below is plain code over the numbers.
+/// A param struct's fields as numbers with their metadata keys, reflected once per struct: every operation below is
+/// plain code over them.
 struct param_values {
     static constexpr std::size_t capacity = 4;
     std::size_t count = 0;
     const std::string_view* keys = nullptr;  ///< the struct's field_names
-    unsigned real_mask = 0;                  ///< bit i set when field i is floating point, clear for an integer
+    unsigned real_mask = 0;                  ///< bit i: field i is floating point
     double value[capacity] = {};
 
     bool is_real(std::size_t i) const noexcept { return (real_mask >> i & 1u) != 0; }
 };
 
-/// The fields of param struct P as numbers.
+/// P's fields as numbers.
 template <class P>
 param_values values_of(P param) noexcept {
     static_assert(reflect::keys_match_fields<P>());
@@ -53,7 +52,7 @@ param_values values_of(P param) noexcept {
     return values;
 }
 
-/// Param struct P from checked numbers.
+/// P from checked numbers.
 template <class P>
 P param_from_values(param_values values) noexcept {
     P param{};
@@ -61,9 +60,8 @@ P param_from_values(param_values values) noexcept {
     return param;
 }
 
-/// What one param field accepts, decided by its C++ type: a float field is a finite real > 0 (scale), an integer
-/// field an integer inside the dtype's value range (zero_point). Throws metadata_error naming dtype and key.
-/// (Info is dtype_info, which dtype.hpp defines after including this header.)
+/// What a field accepts, by its C++ type: a float a finite real > 0 (scale), an integer one in the dtype's range
+/// (zero_point). metadata_error names dtype and key. (Info: dtype_info, defined after this header.)
 template <class Info>
 void check_field(const Info& type, std::string_view key, bool real, double value) {
     auto fail = [&](const std::string& why) {
@@ -71,8 +69,7 @@ void check_field(const Info& type, std::string_view key, bool real, double value
     };
     if (real) {
         if (!std::isfinite(value)) fail(" is not finite");
-        // Compared as doubles with the float32 limits written out: a float32 subnormal compared or converted
-        // on the FPU is 0 under denormals-are-zero (`import megengine` turns it on), a double of that size is not.
+        // As doubles with float32's limits written out: under DAZ a float32 subnormal is 0 on the FPU, a double is not.
         if (std::fabs(value) >= 0x1.ffffffp127) fail(" does not fit a float32");  // rounds to infinity
         if (value > 0 && value <= 0x1p-150) {
             fail(" is too small for a float32 (it rounds to 0; the smallest positive one is " + number_text(0x1p-149) +
@@ -87,14 +84,14 @@ void check_field(const Info& type, std::string_view key, bool real, double value
     }
 }
 
-/// Fills `values` (the defaults of the dtype's param struct) from plain numbers, each checked: scale always,
-/// zero_point exactly when the struct has one. Throws metadata_error naming dtype and key.
+/// Fills `values` (the defaults) from plain numbers, each checked: scale always, zero_point exactly when the struct has
+/// one.
 template <class Info>
 void fill_values(const Info& type, param_values& values, double scale, std::optional<long long> zero_point) {
     bool takes_zero_point = false;
     for (std::size_t i = 0; i < values.count; ++i) {
         const std::string_view key = values.keys[i];
-        if (key != "scale" && key != "zero_point") continue;  // no plain-number argument: keeps its default
+        if (key != "scale" && key != "zero_point") continue;  // keeps its default
         if (key == "zero_point") {
             takes_zero_point = true;
             if (!zero_point) throw metadata_error(std::string(type.name) + ": zero_point is missing");
@@ -108,14 +105,14 @@ void fill_values(const Info& type, param_values& values, double scale, std::opti
     }
 }
 
-/// Checks every field of a param struct given whole.
+/// Checks every field of a whole param struct.
 template <class Info>
 void check_values(const Info& type, const param_values& values) {
     for (std::size_t i = 0; i < values.count; ++i)
         check_field(type, values.keys[i], values.is_real(i), values.value[i]);
 }
 
-/// The field whose metadata key is `key`; nullopt when the struct has none.
+/// The field keyed `key`; nullopt when none.
 inline std::optional<double> field_value(const param_values& values, std::string_view key) noexcept {
     for (std::size_t i = 0; i < values.count; ++i) {
         if (values.keys[i] == key) return values.value[i];
@@ -123,7 +120,7 @@ inline std::optional<double> field_value(const param_values& values, std::string
     return std::nullopt;
 }
 
-/// "scale=0.5, zero_point=128"; empty for a struct without fields.
+/// "scale=0.5, zero_point=128"; empty without fields.
 inline std::string params_text(const param_values& values) {
     std::string fields;
     for (std::size_t i = 0; i < values.count; ++i) {
@@ -133,7 +130,7 @@ inline std::string params_text(const param_values& values) {
     return fields;
 }
 
-/// Mixes every field into `seed`: equal values give equal hashes (0.0 and -0.0 alike).
+/// Mixes the fields into `seed` (0.0 and -0.0 alike).
 inline std::size_t params_hash(std::size_t seed, const param_values& values) noexcept {
     for (std::size_t i = 0; i < values.count; ++i) {
         const double value = values.value[i] == 0 ? 0.0 : values.value[i];
@@ -144,7 +141,7 @@ inline std::size_t params_hash(std::size_t seed, const param_values& values) noe
     return seed;
 }
 
-/// Equal when every field is equal (floats exactly, as the fields themselves compare).
+/// Equal when every field is (floats exactly).
 inline bool values_equal(const param_values& a, const param_values& b) noexcept {
     if (a.count != b.count) return false;
     for (std::size_t i = 0; i < a.count; ++i) {

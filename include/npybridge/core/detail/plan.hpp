@@ -1,6 +1,5 @@
-// npybridge/core/detail/plan.hpp — how an incoming array becomes a tensor, decided in one place. Every entry point
-// (to_tensor, copy_into, from_dlpack, and the binding casters through to_tensor) gathers facts, asks the planner
-// and runs what it answers; executors take no decisions (docs/policies.md).
+// npybridge/core/detail/plan.hpp — the planner: every entry point gathers facts, asks it how an array becomes a tensor
+// and runs the answer; executors decide nothing (docs/policies.md).
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -15,33 +14,32 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Why an array's memory does not back the tensor, in the order the planner asks: the first that applies is
-/// the copy reason (docs/policies.md's table is printed from borrow_causes below).
+/// Why the array's memory does not back the tensor; the first that applies, in this order, is the copy reason.
 enum class copy_cause : std::uint8_t {
     none,                ///< borrowed
     copy_requested,      ///< borrow_policy::copy
-    packed_target,       ///< a packed dtype: numpy holds one byte per element
-    foreign_dtype,       ///< the array's dtype has no MegBrain dtype: a cast
+    packed_target,       ///< a packed dtype (numpy: a byte per element)
+    foreign_dtype,       ///< the array's dtype has no MegBrain dtype
     narrowing,           ///< int64 / float64 narrowed to Int32 / Float32
     other_dtype,         ///< another dtype
     byte_order,          ///< non-native byte order
-    partial_strides,     ///< a stride is not a whole number of elements
-    misaligned,          ///< the data is not aligned for the element type
+    partial_strides,     ///< a stride is not whole elements
+    misaligned,          ///< data not aligned for the element type
     refused_strides,     ///< the tensor type cannot describe the strides
-    invalid_codes,       ///< narrowing='wrap': values that are not codes of the dtype (QuantizedS1)
-    read_only_writable,  ///< read-only memory, and a writable tensor was asked for
-    read_only_unmarked,  ///< read-only memory, a tensor type that cannot mark it, no reading_only()
-    read_only_scoped,    ///< the same with scoped(): no owner remembers the memory is read-only
+    invalid_codes,       ///< wrap, and values that are not codes (QuantizedS1)
+    read_only_writable,  ///< read-only memory, a writable tensor asked
+    read_only_unmarked,  ///< read-only, unmarkable, no reading_only()
+    read_only_scoped,    ///< the same, scoped(): no owner keeps the flag
 };
 
-/// One row of docs/policies.md's decision table: the copy reason's first word and when it applies.
+/// A row of docs/policies.md's decision table.
 struct cause_row {
     copy_cause cause;
     const char* word;
     const char* when;
 };
 
-/// The borrow checks in the planner's order (plan_borrow asks them top to bottom).
+/// The borrow checks in plan_borrow's order.
 inline constexpr cause_row borrow_causes[] = {
     {copy_cause::copy_requested, "copy requested", "`borrow_policy::copy` was asked for"},
     {copy_cause::packed_target, "dtype:", "the tensor's dtype is packed (numpy holds one byte per element)"},
@@ -67,24 +65,24 @@ inline constexpr cause_row borrow_causes[] = {
      "read-only:", "the same, borrowed `scoped()`: no owner is kept to remember that the memory is read-only"},
 };
 
-/// Whether a tensor type marks borrowed memory read-only (its adapter's writable() reports the flag it was
-/// borrowed with). `unknown` until a borrow shows it: the planner then asks for that borrow to be checked.
+/// Whether a tensor type marks borrowed memory read-only; `unknown` until a borrow shows it (that borrow is then
+/// checked).
 enum class read_only_marking : std::uint8_t { unknown, marks, cannot };
 
-/// What the planner knows of the array's memory: its dtype as npybridge reads it and its layout's flags.
+/// What the planner knows of the array's memory.
 struct memory_facts {
-    const dtype* type = nullptr;  ///< the array's dtype; nullptr when it has none (a cast)
+    const dtype* type = nullptr;  ///< nullptr: no MegBrain dtype (a cast)
     bool narrowed = false;        ///< int64 / float64 read as Int32 / Float32
     bool native_order = true;
-    bool whole_elements = true;  ///< every stride that matters is a whole number of elements
+    bool whole_elements = true;  ///< every stride that matters is whole elements
     bool aligned = true;
-    bool strides_accepted = true;  ///< the tensor type's adapter describes the strides
+    bool strides_accepted = true;  ///< the adapter describes the strides
     bool writable = true;
-    bool codes_fit = true;  ///< every value is a code of the tensor's dtype (asked when checks_codes)
+    bool codes_fit = true;  ///< every value is a code (asked when checks_codes)
 };
 
-/// A plain array that becomes a quantized tensor of its storage (int8 → QuantizedS8) keeps its bytes: the
-/// array's integers are the codes, as in MegEngine.
+/// A plain array of a quantized dtype's storage (int8 → QuantizedS8) keeps its bytes: its integers are the codes, as in
+/// MegEngine.
 inline bool same_storage(const dtype& source, bool narrowed, const dtype& target) noexcept {
     if (narrowed) return false;
     if (source == target) return true;
@@ -94,7 +92,7 @@ inline bool same_storage(const dtype& source, bool narrowed, const dtype& target
            from.category == dtype_category::integer && from.storage == to.storage;
 }
 
-/// Whether values that keep their storage must be checked against the dtype's codes (QuantizedS1).
+/// Whether kept storage must be checked against the dtype's codes (QuantizedS1).
 inline bool checks_codes(const memory_facts& facts, const dtype& target) noexcept {
     return facts.type != nullptr && codes_narrower_by_row[table_index(target.id())] &&
            same_storage(*facts.type, facts.narrowed, target);
@@ -105,35 +103,33 @@ enum class refusal : std::uint8_t {
     none,
     requantizing,     ///< quantized codes into another quantized dtype
     dropping_params,  ///< quantized codes into a plain dtype
-    kind,             ///< checked: a change of kind no value check covers (complex into a real dtype)
+    kind,             ///< checked: a change of kind (complex into real)
     unsafe,           ///< reject: a cast that can lose values
-    no_cast,          ///< numpy has no cast (or, under checked, a dtype only numpy knows, without a safe cast)
-    no_numpy_form,    ///< the tensor's dtype has no numpy form (Byte)
-    not_integers,     ///< a packed dtype takes integers (and, under checked, whole floats)
+    no_cast,          ///< no numpy cast, or under checked a dtype only numpy knows without a safe cast
+    no_numpy_form,    ///< no numpy form (Byte)
+    not_integers,     ///< packed dtypes take integers (checked: whole floats)
 };
 
-/// Quantized codes mean something only with their scale and zero point: they go only into the same quantized
-/// dtype (packed or not), and anything else would requantize or drop the params silently.
+/// Quantized codes go only into the same quantized dtype: anything else would requantize or drop the params.
 inline refusal quantized_refusal(const dtype* source, const dtype& target) noexcept {
     if (source == nullptr || !source->is_quantized() || *source == target) return refusal::none;
     return target.is_quantized() ? refusal::requantizing : refusal::dropping_params;
 }
 
-/// The borrow decision: copy_cause::none to borrow, else why the memory is copied. `marking` unknown with
-/// read-only memory answers none and sets `check_marking`: borrow, and if the tensor came back writable, ask
-/// again with read_only_marking::cannot.
+/// The borrow decision (cause none: borrow). Read-only memory with `marking` unknown borrows and sets `check_marking`:
+/// if the tensor came back writable, ask again with `cannot`.
 struct borrow_verdict {
     copy_cause cause = copy_cause::none;
     bool check_marking = false;
-    /// must_borrow and a cause: the caller's error is the cause's reason.
+    /// must_borrow and a cause: the cause is the refusal's reason.
     bool refused = false;
-    /// checked / reject and a value that is not a code (codes_fit false): an invalid-code error.
+    /// checked / reject and a value that is not a code.
     bool invalid_code = false;
-    /// Quantized codes that would change meaning (refusal::requantizing / dropping_params): refused first.
+    /// Codes that would change meaning: refused first.
     refusal quantized = refusal::none;
 };
 
-/// A cause of a copy: under must_borrow, the reason of a refusal.
+/// A copy, or under must_borrow a refusal.
 constexpr borrow_verdict refuse_or_copy(copy_cause cause, const to_tensor_options& options) noexcept {
     return {cause, false, options.policy == borrow_policy::must_borrow, false};
 }
@@ -149,8 +145,7 @@ inline borrow_verdict plan_borrow(const memory_facts& facts, const dtype& target
     if (facts.narrowed) return refuse_or_copy(copy_cause::narrowing, options);
     if (!same_storage(*facts.type, false, target)) return refuse_or_copy(copy_cause::other_dtype, options);
     if (!facts.native_order) return refuse_or_copy(copy_cause::byte_order, options);
-    // Strides before alignment: NumPy calls an array with a 5-byte float32 stride unaligned even when its data
-    // pointer is, and the stride is the cause.
+    // Strides before alignment: NumPy calls a 5-byte float32 stride unaligned, and the stride is the cause.
     if (!facts.whole_elements) return refuse_or_copy(copy_cause::partial_strides, options);
     if (!facts.aligned) return refuse_or_copy(copy_cause::misaligned, options);
     if (!facts.strides_accepted) return refuse_or_copy(copy_cause::refused_strides, options);
@@ -160,25 +155,22 @@ inline borrow_verdict plan_borrow(const memory_facts& facts, const dtype& target
     }
     if (facts.writable) return {};
     if (options.require_writable) return refuse_or_copy(copy_cause::read_only_writable, options);
-    // Read-only memory in a tensor type that cannot mark it would let C++ write what Python holds read-only:
-    // borrowed only on the caller's word that it reads, with an owner to remember the flag.
+    // Read-only memory the tensor type cannot mark is borrowed only on the caller's word, with an owner to keep the
+    // flag.
     if (marking == read_only_marking::marks || (options.reads_only && options.keep_alive)) return {};
     if (marking == read_only_marking::unknown) return {copy_cause::none, true};
     return refuse_or_copy(options.keep_alive ? copy_cause::read_only_unmarked : copy_cause::read_only_scoped, options);
 }
 
-/// Per dtype row: whether an array of exactly that dtype may borrow without a look at its values (not packed;
-/// every value of its storage a code).
+/// Per dtype row: whether an array of that dtype borrows without a look at its values.
 inline constexpr std::array<bool, dtype_count> borrows_as_it_is = [] {
     std::array<bool, dtype_count> rows{};
     for (std::size_t i = 0; i < dtype_count; ++i) rows[i] = !dtype_table[i].is_packed && !codes_narrower_by_row[i];
     return rows;
 }();
 
-/// The common borrow, the planner's first case, always inlined into to_tensor's and from_dlpack's fast paths:
-/// the array's own dtype as it is, in writable, native, aligned memory whose strides the tensor type takes.
-/// True means plan_borrow answers none for the same facts (a property test checks it over every input); false
-/// leaves the decision to plan_borrow.
+/// The common borrow, inlined into the fast paths: true means plan_borrow would answer none (a property test checks
+/// it); false leaves the decision to plan_borrow.
 [[gnu::always_inline]] inline bool borrows_at_once(const dtype* type, bool native_aligned_writable,
                                                    bool strides_accepted, const to_tensor_options& options) noexcept {
     return type != nullptr && native_aligned_writable && strides_accepted && options.policy != borrow_policy::copy &&
@@ -188,44 +180,43 @@ inline constexpr std::array<bool, dtype_count> borrows_as_it_is = [] {
 /// How a copy fills the tensor's memory.
 enum class fill_route : std::uint8_t {
     nothing,  ///< no elements
-    same,     ///< the same values in another layout or byte order (the tiled copier)
-    narrow,   ///< int64 → Int32, float64 → Float32, checked while copied
-    convert,  ///< another dtype: the values checked as `check` says, then cast (into BFloat16: rounded once)
-    pack,     ///< one byte per value into a packed dtype, each a valid code
+    same,     ///< the same values, another layout or byte order
+    narrow,   ///< int64 → Int32, float64 → Float32, checked
+    convert,  ///< another dtype: checked as `check` says, then cast
+    pack,     ///< a byte per value into a packed dtype
     refuse,   ///< see `refusal`
 };
 
-/// What is checked of each value before a convert or pack writes (narrowing='checked').
+/// What narrowing='checked' checks of each value.
 enum class value_check : std::uint8_t {
-    none,      ///< every value of the source type fits
-    range,     ///< integers into an integer, bool or quantized dtype: in [lo, hi]
-    exact,     ///< integers into a float: held exactly, and not overflowing
-    overflow,  ///< floats into a narrower float, complex into a narrower complex: no finite value overflows
-    whole,     ///< floats into an integer, bool or quantized dtype: whole, in [lo, hi], not NaN
+    none,      ///< every source value fits
+    range,     ///< integers into an integer dtype: in [lo, hi]
+    exact,     ///< integers into a float: exact, no overflow
+    overflow,  ///< floats into a narrower float: no overflow
+    whole,     ///< floats into an integer dtype: whole, in range
 };
 
 struct fill_plan {
     fill_route route = fill_route::refuse;
     value_check check = value_check::none;
     refusal refused = refusal::none;
-    /// A dtype with fewer codes than its storage (QuantizedS1): the filled memory is settled last (checked and
-    /// reject refuse a value that is not a code, wrap wraps it), so no route stores an invalid code.
+    /// QuantizedS1 (fewer codes than its storage): the filled memory is settled last, so no route stores an invalid
+    /// code.
     bool settle_codes = false;
 };
 
-/// What the planner knows of the values a copy reads, once user dtypes are read as their values (bfloat16 as
-/// float32, intbN and ml_dtypes' int4 / uint4 / int2 as int8 / uint8).
+/// What the planner knows of the values, user dtypes read as their values (bfloat16 as float32, int4 as int8).
 struct value_facts {
-    const dtype* type = nullptr;  ///< npybridge's dtype of the values; nullptr: none (a dtype only numpy knows)
+    const dtype* type = nullptr;  ///< nullptr: a dtype only numpy knows
     bool narrowed = false;
-    char kind = 0;  ///< numpy's kind: 'b', 'i', 'u', 'f', 'c'; anything else is a type only numpy knows
+    char kind = 0;  ///< 'b', 'i', 'u', 'f', 'c', or a type only numpy knows
     std::size_t itemsize = 0;
     bool empty = false;
-    bool numpy_safe = false;   ///< numpy casts the values to the target without losing any (reject asks)
-    bool numpy_casts = false;  ///< numpy has a cast to the target at all (wrap asks)
+    bool numpy_safe = false;   ///< numpy's cast loses no value (reject)
+    bool numpy_casts = false;  ///< numpy has a cast (wrap)
 };
 
-/// Whether every value of a numpy (kind, itemsize) fits `bounds` unchanged, so no value needs a look.
+/// Whether every value of a numpy (kind, itemsize) fits `bounds`.
 constexpr bool every_value_fits(char kind, std::size_t itemsize, const value_bounds& bounds) noexcept {
     const unsigned bits = static_cast<unsigned>(itemsize * 8);
     if (kind == 'b') return true;
@@ -238,7 +229,7 @@ constexpr bool every_value_fits(char kind, std::size_t itemsize, const value_bou
         return lo >= bounds.lo && hi <= bounds.hi;
     }
     if (kind == 'f' || kind == 'c') {
-        // A float fits a float of at least its significand (float16 into Float32, float32 into Complex64).
+        // A float fits a float with at least its significand.
         const unsigned digits = (kind == 'c' ? bits / 2 : bits) == 16   ? 11
                                 : (kind == 'c' ? bits / 2 : bits) == 32 ? 24
                                                                         : 53;
@@ -247,8 +238,7 @@ constexpr bool every_value_fits(char kind, std::size_t itemsize, const value_bou
     return false;
 }
 
-/// The check narrowing='checked' makes of values of `kind` going into `target` (npybridge's rule, whatever casts a
-/// user dtype registered); refusal::kind when no check can make the change safe.
+/// The check narrowing='checked' makes of `kind` into `target`; refusal::kind when none makes it safe.
 constexpr value_check checked_value_check(char kind, const dtype_info& target, refusal& refused) noexcept {
     const bool complex_target = target.category == dtype_category::complex;
     const bool float_target = target.category == dtype_category::floating || complex_target;
@@ -266,10 +256,10 @@ constexpr bool is_number_kind(char kind) noexcept {
 
 constexpr fill_plan refused_fill(refusal why) noexcept { return {fill_route::refuse, value_check::none, why}; }
 
-/// narrowing='checked': npybridge's kind rule, and a look at the values unless every value of the source type fits.
+/// narrowing='checked': the kind rule, and a value check unless every source value fits.
 inline fill_plan plan_checked_fill(const value_facts& values, const dtype_info& to) noexcept {
     const fill_route route = to.is_packed ? fill_route::pack : fill_route::convert;
-    if (!is_number_kind(values.kind)) {  // a dtype only numpy knows (ml_dtypes' float8, ...): no value check
+    if (!is_number_kind(values.kind)) {  // a dtype only numpy knows: no value check
         return values.numpy_safe && !to.is_packed ? fill_plan{route} : refused_fill(refusal::no_cast);
     }
     refusal refused = refusal::none;
@@ -280,8 +270,8 @@ inline fill_plan plan_checked_fill(const value_facts& values, const dtype_info& 
     return {route, check};
 }
 
-/// narrowing='wrap' (any cast numpy has; npybridge rounds every number kind into BFloat16 itself) and 'reject'
-/// (numpy's safe casts only). Packed dtypes take integers, checked against their codes.
+/// narrowing='wrap' (any numpy cast; npybridge rounds into BFloat16 itself) and 'reject' (safe casts only). Packed
+/// dtypes take integers.
 inline fill_plan plan_unchecked_fill(const value_facts& values, const dtype& target, narrowing mode) noexcept {
     const bool integers = values.kind == 'b' || values.kind == 'i' || values.kind == 'u';
     if (target.info().is_packed) return integers ? fill_plan{fill_route::pack} : refused_fill(refusal::not_integers);
@@ -291,7 +281,7 @@ inline fill_plan plan_unchecked_fill(const value_facts& values, const dtype& tar
     return values.numpy_casts || rounds_itself ? fill_plan{fill_route::convert} : refused_fill(refusal::no_cast);
 }
 
-/// How a copy fills fresh (or checked-first existing) memory of `target` from the values.
+/// How a copy fills `target`'s memory from the values.
 inline fill_plan plan_fill(const value_facts& values, const dtype& target, narrowing mode) noexcept {
     if (const refusal quantized = quantized_refusal(values.type, target); quantized != refusal::none) {
         return refused_fill(quantized);

@@ -1,4 +1,4 @@
-// npybridge/core/detail/strided_copy.hpp — copies between two strided layouts of one shape, tiled so that transposes run near memory speed.
+// npybridge/core/detail/strided_copy.hpp — copies between two strided layouts of one shape, tiled (docs/copies.md).
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -15,10 +15,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-// Tiles of the destination's and the source's fastest dimensions, SIMD transposes inside: docs/copies.md.
-
-/// Most dimensions a copy plan holds (NumPy's own limit is higher; npybridge's
-/// tensors hold at most NPYBRIDGE_MAX_NDIM).
+/// Most dimensions a copy plan holds.
 inline constexpr std::size_t copy_max_ndim = NPYBRIDGE_MAX_NDIM + 1;
 
 /// One copy: a shape with the byte strides of source and destination.
@@ -34,8 +31,8 @@ struct copy_plan {
         return n;
     }
 
-    /// Drops size-1 dimensions and merges neighbours that are one run in both
-    /// layouts. Returns false when there is nothing to copy (a zero extent).
+    /// Drops size-1 dimensions and merges neighbours that are one run in both layouts; false when there is nothing to
+    /// copy.
     bool simplify() noexcept {
         std::size_t out = 0;
         for (std::size_t i = 0; i < ndim; ++i) {
@@ -58,9 +55,8 @@ struct copy_plan {
     }
 };
 
-// ---------------------------------------------------------------- element ops
-// An op turns one source element into one destination element and says
-// whether the value fits (narrowing); In / Out are the element sizes.
+// ------------------------------------------------- element ops: one source element into one destination element,
+// saying whether it fits; In / Out are the sizes.
 
 template <std::size_t Size>
 struct copy_op {
@@ -83,8 +79,7 @@ template <std::size_t Unit>
 using swap_word =
     std::conditional_t<Unit == 2, std::uint16_t, std::conditional_t<Unit == 4, std::uint32_t, std::uint64_t>>;
 
-/// Reverses the bytes of each Unit-byte part of a Size-byte element (complex
-/// numbers swap each half).
+/// Reverses the bytes of each Unit-byte part of a Size-byte element.
 template <std::size_t Size, std::size_t Unit>
 struct swap_op {
     static_assert(Size % Unit == 0 && (Unit == 2 || Unit == 4 || Unit == 8),
@@ -102,7 +97,7 @@ struct swap_op {
     }
 };
 
-/// int64 -> int32 / float64 -> float32, optionally from the other byte order.
+/// int64 -> int32 / float64 -> float32, optionally byte-swapped.
 template <class Source, class Target, bool Swap>
 struct narrow_op {
     using source = Source;
@@ -134,11 +129,8 @@ inline bool aligned(const void* p) noexcept {
     return reinterpret_cast<std::uintptr_t>(p) % alignof(T) == 0;
 }
 
-// ------------------------------------------------------------ SIMD tiles
-// Each handles a block of the 2-D copy: i runs along the source's unit-stride
-// dimension, j along the destination's; src(i, j) = src + i*In + j*sj,
-// dst(i, j) = dst + i*di + j*Out. They return how far they got in i and j
-// (multiples of their block edge); the scalar loop does the rest.
+// ------------------------------------------------- SIMD tiles: i along the source's unit stride, j along the
+// destination's; they return how far they got in i and j, and the scalar loop does the rest.
 
 template <class Op>
 struct simd_tile {
@@ -150,9 +142,7 @@ struct simd_tile {
 };
 
 #if defined(NPYBRIDGE_SSE2)
-/// Calls block(source, destination row) for each whole Edge x Edge block of
-/// an ni x nj tile; `source` points at element (i, j) of the block's first
-/// column, `row` at the destination of element (i, j).
+/// Calls block(source, destination row) for each whole Edge x Edge block of an ni x nj tile.
 template <std::size_t Edge, std::size_t In, std::size_t Out, class Block>
 inline void for_each_block(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di,
                            std::size_t ni, std::size_t nj, Block&& block) noexcept {
@@ -191,7 +181,7 @@ struct simd_tile<copy_op<2>> {
         for_each_block<8, 2, 2>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
             __m128i a[8], t[8], u[8];
             for (int k = 0; k < 8; ++k) a[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k * sj));
-            // Three rounds of interleaving: 16-bit, 32-bit and 64-bit pairs.
+            // Interleaving 16-, 32- and 64-bit pairs.
             for (int k = 0; k < 4; ++k) {
                 t[2 * k] = _mm_unpacklo_epi16(a[2 * k], a[2 * k + 1]);
                 t[2 * k + 1] = _mm_unpackhi_epi16(a[2 * k], a[2 * k + 1]);
@@ -227,8 +217,7 @@ struct simd_tile<copy_op<8>> {
     }
 };
 
-/// float64 -> float32 while transposing: 4 doubles of each of 4 columns become
-/// 4 floats, transposed like copy_op<4>; overflow is looked for on the way.
+/// float64 -> float32 while transposing, looking for overflow on the way.
 template <>
 struct simd_tile<narrow_op<double, float, false>> {
     static constexpr std::size_t edge = 4;
@@ -254,8 +243,7 @@ struct simd_tile<narrow_op<double, float, false>> {
     }
 };
 
-/// int64 -> int32 while transposing: the low dwords of 4 values per column,
-/// transposed as floats (bit patterns only); a value fits when (x + 2^31) >> 32 == 0.
+/// int64 -> int32 while transposing: the low dwords, transposed as floats; a value fits when (x + 2^31) >> 32 == 0.
 template <>
 struct simd_tile<narrow_op<std::int64_t, std::int32_t, false>> {
     static constexpr std::size_t edge = 4;
@@ -282,18 +270,16 @@ struct simd_tile<narrow_op<std::int64_t, std::int32_t, false>> {
 };
 #endif
 
-// ------------------------------------------------------------ the copier
+// ------------------------------------------------- the copier
 
-/// A tile's extent in elements: along i, 256 bytes of each source row; along j, one 64-byte cache line of each
-/// destination row, so that every line a tile writes is written whole (docs/performance.md has the sizes tried).
+/// A tile's extent: 256 source bytes along i, one 64-byte destination line along j, so every line is written whole.
 template <class Op>
 inline constexpr std::size_t tile_i = std::max<std::size_t>(8, 256 / Op::in);
 template <class Op>
 inline constexpr std::size_t tile_j = std::max<std::size_t>(8, 64 / Op::out);
 
-/// A whole tile through a buffer: the SIMD tile transposes into contiguous rows, which then go out a row at a
-/// time. Written straight, a tile's destination rows (often a power of two apart, so they share cache sets)
-/// evict each other's lines between the SIMD blocks that fill them.
+/// A whole tile through a buffer, then out a row at a time: written straight, destination rows a power of two apart
+/// evict each other's lines.
 template <class Op>
 bool copy_tile_staged(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di) noexcept {
     constexpr std::size_t rows = tile_i<Op>;
@@ -307,9 +293,8 @@ bool copy_tile_staged(const unsigned char* src, std::ptrdiff_t sj, unsigned char
     return fits;
 }
 
-/// One 2-D block: i along the source's contiguous dimension, j along the
-/// destination's. Scalar loop for what the SIMD tile leaves (edges, strides
-/// that are not one element).
+/// One 2-D block (i along the source's contiguous dimension, j the destination's); a scalar loop for what the SIMD tile
+/// leaves.
 template <class Op>
 bool copy_block(const unsigned char* src, std::ptrdiff_t si, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di,
                 std::ptrdiff_t dj, std::size_t ni, std::size_t nj) noexcept {
@@ -325,8 +310,7 @@ bool copy_block(const unsigned char* src, std::ptrdiff_t si, std::ptrdiff_t sj, 
             done_j = nj / e * e;
         }
     }
-    // What the SIMD tile did not cover: the j columns past done_j (all i),
-    // and the i rows past done_i for the first done_j columns.
+    // The SIMD tile's remainder: columns past done_j, and rows past done_i of the first done_j.
     for (std::size_t j = 0; j < nj; ++j) {
         const std::size_t from = j < done_j ? done_i : 0;
         const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
@@ -338,7 +322,7 @@ bool copy_block(const unsigned char* src, std::ptrdiff_t si, std::ptrdiff_t sj, 
     return ok;
 }
 
-/// A run along one dimension with both strides given.
+/// A run along one dimension.
 template <class Op>
 bool copy_run(const unsigned char* src, std::ptrdiff_t ss, unsigned char* dst, std::ptrdiff_t ds,
               std::size_t n) noexcept {
@@ -368,9 +352,7 @@ bool copy_run(const unsigned char* src, std::ptrdiff_t ss, unsigned char* dst, s
     return ok;
 }
 
-/// Copies `plan` (strides in bytes) from src to dst with Op. Returns whether
-/// every value fit (always true for plain copies). The destination must not
-/// overlap the source.
+/// Copies `plan` (byte strides) from src to dst with Op; whether every value fit. No overlap.
 template <class Op>
 bool copy_strided_with(copy_plan plan, const void* source, void* destination) noexcept {
     const auto* src = static_cast<const unsigned char*>(source);
@@ -384,7 +366,7 @@ bool copy_strided_with(copy_plan plan, const void* source, void* destination) no
         if (std::abs(plan.src[k]) < std::abs(plan.src[s])) s = k;
     }
     const bool tiled = s != d && std::abs(plan.src[s]) < std::abs(plan.src[d]);
-    // The other dimensions, walked with an odometer in index order.
+    // The others, by an odometer in index order.
     std::size_t outer[copy_max_ndim], index[copy_max_ndim] = {};
     std::size_t n_outer = 0;
     for (std::size_t k = 0; k < plan.ndim; ++k) {
@@ -425,8 +407,7 @@ bool copy_strided_with(copy_plan plan, const void* source, void* destination) no
     return ok;
 }
 
-/// Plain copy of `itemsize`-byte elements; swap_unit 0 keeps the bytes, 2 / 4
-/// / 8 reverses each part of that size (the source is in the other byte order).
+/// A plain copy of `itemsize`-byte elements; swap_unit 2 / 4 / 8 reverses each part of that size.
 inline void copy_strided(const copy_plan& plan, const void* src, void* dst, std::size_t itemsize,
                          std::size_t swap_unit = 0) noexcept {
     switch (swap_unit == 0 ? itemsize : itemsize * 100 + swap_unit) {
@@ -442,10 +423,10 @@ inline void copy_strided(const copy_plan& plan, const void* src, void* dst, std:
         case 1608: copy_strided_with<swap_op<16, 8>>(plan, src, dst); return;
         default: break;
     }
-    // Other sizes (strings, records): one memcpy per element, in tiles all the same.
-    copy_plan bytes = plan;  // the element's bytes as an innermost dimension of both
+    // Other sizes (strings, records): a memcpy per element, tiled.
+    copy_plan bytes = plan;  // the element's bytes as an innermost dimension
     if (bytes.ndim + 1 > copy_max_ndim || swap_unit != 0) {
-        // No room for the byte dimension (or an odd swap): element by element in index order.
+        // No room for the byte dimension: element by element.
         std::size_t index[copy_max_ndim] = {};
         const auto* s = static_cast<const unsigned char*>(src);
         auto* d = static_cast<unsigned char*>(dst);
@@ -476,17 +457,15 @@ inline void copy_strided(const copy_plan& plan, const void* src, void* dst, std:
     copy_strided_with<copy_op<1>>(bytes, src, dst);
 }
 
-/// int64 -> int32 / float64 -> float32 (swap: the source is in the other
-/// byte order). Writes every value; returns whether all fit.
+/// int64 -> int32 / float64 -> float32 (swap: other byte order); writes every value, returns whether all fit.
 template <class Source, class Target>
 bool narrow_strided(const copy_plan& plan, const void* src, void* dst, bool swap) noexcept {
     return swap ? copy_strided_with<narrow_op<Source, Target, true>>(plan, src, dst)
                 : copy_strided_with<narrow_op<Source, Target, false>>(plan, src, dst);
 }
 
-/// Index (flat, C order of plan's shape) of the first value that does not fit
-/// Target, or plan.count() when all do. Reads in memory order first (a pass
-/// that only says whether some value is bad), then in index order only then.
+/// Flat C-order index of the first value that does not fit Target, or plan.count(): a memory-order pass asks whether
+/// any is bad, an index-order pass finds which.
 template <class Source, class Target>
 std::size_t first_unfit_strided(const copy_plan& plan, const void* source, bool swap) noexcept {
     const auto* src = static_cast<const unsigned char*>(source);
@@ -496,7 +475,7 @@ std::size_t first_unfit_strided(const copy_plan& plan, const void* source, bool 
         return swap ? fits<Target>(narrow_op<Source, Target, true>::load(p))
                     : fits<Target>(narrow_op<Source, Target, false>::load(p));
     };
-    // Memory order: the dimensions sorted by |stride|, smallest innermost.
+    // Memory order: by |stride|, smallest innermost.
     copy_plan sorted = plan;
     for (std::size_t a = 0; a < sorted.ndim; ++a) {
         for (std::size_t b = a + 1; b < sorted.ndim; ++b) {
