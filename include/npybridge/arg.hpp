@@ -154,9 +154,8 @@ constexpr void add_scalar_type(arg_text& t, dtype_enum id) noexcept {
     if (entry.numpy_name() == "bool") t.add("_");
 }
 
-/// How each binding library's stub generator reads an argument, in its own idiom: pybind11
-/// `typing.Annotated[numpy.typing.NDArray[numpy.int8], "QuantizedS8", "ndim=2"]`, nanobind `typing.Annotated[...,
-/// dict(dtype='QuantizedS8', ndim=2)]`. The scalar type keeps overloads on dtype distinct to a type checker.
+/// How each binding's stub generator reads an argument: pybind11 `typing.Annotated[numpy.typing.NDArray[numpy.int8],
+/// "QuantizedS8", "ndim=2"]`, nanobind the same with `dict(dtype='QuantizedS8', ndim=2)`.
 enum class typing_style { pybind11, nanobind };
 
 constexpr arg_text render_typed_name(const arg_spec& s, typing_style style) noexcept {

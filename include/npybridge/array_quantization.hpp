@@ -1,24 +1,20 @@
-// npybridge/array_quantization.hpp — whole arrays quantized into tensors, tensors dequantized into arrays, with
-// MegDNN's arithmetic bit for bit (the scalar quantize / dequantize of core/quantization.hpp, element by element).
+// npybridge/array_quantization.hpp — whole arrays quantized into tensors and tensors dequantized, bit for bit MegDNN's.
 #pragma once
 
 #include <npybridge/convert.hpp>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// Quantizes real values (an array or anything NumPy makes one of: bool, integers, floats) into a new tensor
-/// of a quantized dtype, the array's shape: each value made float32 (MegDNN's input), then MegDNN's
-/// clamp(round_half_away(x / scale) + zero_point), NaN -> the lowest code, bit for bit the scalar
-/// quantize(type, x). Packed dtypes (QuantizedS4, Quantized4Asymm) go straight into packed storage. Runs
-/// without the GIL from 1 MiB and in IEEE mode whatever the thread's FPU mode. Throws dtype_error for a dtype
-/// that is not quantized and for values that are not real numbers (complex, text, objects), naming them.
+/// Quantizes real values (an array or array-like of bools, integers, floats) into a new tensor of a quantized dtype:
+/// each made float32, then MegDNN's clamp(round_half_away(x / scale) + zero_point), NaN -> the lowest code, as the
+/// scalar quantize(). Packed dtypes go straight into packed storage. No GIL from 1 MiB; IEEE mode whatever the
+/// thread's. dtype_error names a dtype that is not quantized or values that are not real.
 template <class Tensor = tensor>
 Tensor quantize(PyObject* values, const dtype& type, const placement_t<Tensor>& where = default_placement<Tensor>());
 
-/// The real values a quantized tensor stands for, as a new float32 array of its shape: MegDNN's
-/// (code - zero_point) * scale for each code, bit for bit the scalar dequantize(type, code). Any layout and
-/// packing. Throws dtype_error for a tensor that is not quantized, and value_range_error naming the code and
-/// its index for a byte that is not one of the dtype's codes (a QuantizedS1 5).
+/// The real values of a quantized tensor as a new float32 array: (code - zero_point) * scale, as the scalar
+/// dequantize(). Any layout and packing. dtype_error for a tensor that is not quantized; value_range_error names a byte
+/// that is not a code, and its index.
 template <class Tensor>
 object dequantize(const Tensor& source);
 

@@ -1,4 +1,4 @@
-// npybridge/buffer.hpp — PEP 3118 buffers over tensors, so code without NumPy (memoryview, struct) can read them.
+// npybridge/buffer.hpp — PEP 3118 buffers over tensors, for code without NumPy (memoryview, struct).
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -12,25 +12,20 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// The struct-module format of a dtype's elements, derived from its row's C++
-/// element type; nullptr when a buffer reader would misread the values:
-/// packed dtypes (several per byte), quantized ones (the scale would be
-/// lost) and BFloat16 (PEP 3118 has no code for it).
+/// The struct-module format of a dtype's elements; nullptr when a reader would misread them (packed, quantized,
+/// BFloat16).
 constexpr const char* buffer_format_of(const dtype_info& entry) noexcept {
     if (entry.is_packed || entry.is_quantized) return nullptr;
     const detail::element_facts* facts = detail::facts_named(entry.storage);
     return facts != nullptr ? facts->buffer_format : nullptr;
 }
 
-/// Fills `view` for a bf_getbuffer slot: the tensor's own memory, shape and
-/// byte strides; `exporter` (the Python object holding the tensor) is kept
-/// alive by the view. Returns 0, or -1 with BufferError set (a read-only tensor
-/// asked for writing, a dtype without a format, strides the request forbids).
-/// Pair with release_buffer in bf_releasebuffer. Requires the GIL.
+/// Fills `view` for bf_getbuffer: the tensor's memory, shape and byte strides, `exporter` kept alive. 0, or -1 with
+/// BufferError (read-only asked writable, no format, forbidden strides). Pair with release_buffer. GIL required.
 template <class Tensor>
 int get_buffer(PyObject* exporter, const Tensor& source, Py_buffer* view, int flags) noexcept;
 
-/// The bf_releasebuffer partner of get_buffer.
+/// bf_releasebuffer's partner of get_buffer.
 inline void release_buffer(Py_buffer* view) noexcept { PyMem_Free(view->internal); }
 
 /// Example: the buffer slots of a Python type whose objects hold an npybridge::tensor.
@@ -79,7 +74,7 @@ int get_buffer(PyObject* exporter, const Tensor& source, Py_buffer* view, int fl
         if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !contiguous) {
             return refuse("it is strided " + layout.shape_text() + " and the request takes no strides");
         }
-        // shape and strides live in one block freed by release_buffer.
+        // shape and strides in one block.
         auto* dims = static_cast<Py_ssize_t*>(PyMem_Malloc(sizeof(Py_ssize_t) * (2 * layout.ndim + 1)));
         if (dims == nullptr) {
             PyErr_NoMemory();

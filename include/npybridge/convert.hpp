@@ -1,4 +1,4 @@
-// npybridge/convert.hpp — ndarray ↔ tensor: borrow and share when memory can be shared, copy (and say why) when not.
+// npybridge/convert.hpp — ndarray ↔ tensor: borrow and share memory when possible, copy (saying why) when not.
 #pragma once
 
 #include <npybridge/core/adapter.hpp>
@@ -10,30 +10,26 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// numpy (or anything numpy can make an array of) → Tensor, borrowing the array's memory when the options and the
-/// memory allow it, else a copy whose result says why. Requires the GIL. Throws conversion_error (or a subclass)
-/// naming the dtype, shape, index or flag at fault; on error nothing is left behind.
+/// numpy (or an array-like) → Tensor: borrows when the options and memory allow, else copies and says why. GIL
+/// required. conversion_error (or a subclass) names the dtype, shape, index or flag; nothing is left behind.
 template <class Tensor = tensor>
 to_tensor_result<Tensor> to_tensor(PyObject* obj, const to_tensor_options& options = {},
                                    const placement_t<Tensor>& where = default_placement<Tensor>());
 
-/// Tensor → numpy. Requires the GIL. A shared array keeps the tensor's storage alive through its base object; a
-/// packed tensor is unpacked into a new array (one byte per element, int8 or uint8, with metadata when quantized;
-/// or ml_dtypes' int4 / uint4 with lowbit_format::ml_dtypes).
+/// Tensor → numpy (GIL required). A shared array keeps the storage alive through its base; a packed tensor is unpacked
+/// into a new array (a byte per element with metadata when quantized, or ml_dtypes' int4 / uint4).
 template <class Tensor>
 object to_array(const Tensor& source, share_policy policy = share_policy::try_share,
                 lowbit_format format = lowbit_format::int8);
 
-/// The same for a tensor you are done with (`to_array(std::move(t))`): when the adapter has take_owner
-/// (npybridge::tensor's does), the shared array takes the tensor's owner over and the tensor is left empty;
-/// otherwise this is the copy above.
+/// The same for a tensor you are done with: with take_owner (npybridge::tensor's), the array takes the owner over and
+/// the tensor is left empty; otherwise as above.
 template <class Tensor, class = std::enable_if_t<!std::is_reference_v<Tensor> && !std::is_const_v<Tensor>>>
 object to_array(Tensor&& source, share_policy policy = share_policy::try_share,
                 lowbit_format format = lowbit_format::int8);
 
-/// Copies the array into an existing tensor of the same shape, converting values to the tensor's dtype by
-/// to_tensor's rules (the same planner, the options' narrowing). Throws conversion_error for another shape or a
-/// read-only tensor; on any error the tensor is left as it was.
+/// Copies the array into an existing tensor of the same shape by to_tensor's rules. conversion_error for another shape
+/// or a read-only tensor; on error the tensor is unchanged.
 template <class Tensor>
 void copy_into(PyObject* obj, Tensor& destination, const to_tensor_options& options = {});
 

@@ -1,6 +1,5 @@
-// npybridge/core.hpp — the Python-free core in one include: the dtype table and class dtype, quantization,
-// low-bit packing, layouts, owners, the adapter contract and npybridge::tensor. C++17 and Boost.PFR only: no
-// CPython or NumPy header, so C++ code without Python (a graph compiler, a kernel library) can use it.
+// npybridge/core.hpp — the Python-free core in one include (dtypes, quantization, packing, layouts, owners, the adapter
+// contract, npybridge::tensor): C++17 and Boost.PFR, no CPython or NumPy.
 #pragma once
 
 #include <npybridge/core/adapter.hpp>

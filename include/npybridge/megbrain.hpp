@@ -1,9 +1,6 @@
-// npybridge/megbrain.hpp — npybridge over MegBrain's own tensors: the adapter of mgb::HostTensorND and
-// megdnn::DType <-> npybridge::dtype (docs/megbrain.md).
-//
-// Included on purpose by MegBrain-based code, never by the umbrella. Python-free: it needs MegBrain's headers
-// (src/core/include, dnn/include and the build's megbrain_build_config.h) and npybridge's core. Code that links
-// the MegEngine wheel's libmegengine_shared.so compiles with -D_GLIBCXX_USE_CXX11_ABI=0, as that library was.
+// npybridge/megbrain.hpp — npybridge over MegBrain's tensors: mgb::HostTensorND's adapter and megdnn::DType <-> dtype
+// (docs/megbrain.md). Included by MegBrain-based code, never by the umbrella; Python-free. Code linking the wheel's
+// libmegengine_shared.so compiles with -D_GLIBCXX_USE_CXX11_ABI=0.
 #pragma once
 
 #include <npybridge/core/dtype.hpp>
@@ -21,7 +18,7 @@
 #include <string>
 #include <utility>
 
-// npybridge's dtype_enum is MegDNN's DTypeEnum, value for value: one check per row.
+// dtype_enum is MegDNN's DTypeEnum, value for value.
 #define NPYBRIDGE_SAME_AS_MEGDNN(name)                                                      \
     static_assert(static_cast<std::uint32_t>(npybridge::dtype_enum::name) ==                \
                       static_cast<std::uint32_t>(megdnn::DTypeEnum::name),                  \
@@ -56,8 +53,7 @@ NPYBRIDGE_SAME_AS_MEGDNN(QuantizedS1)
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace megbrain {
 
-/// npybridge's dtype of a MegDNN DType, params included. An invalid DType, or
-/// one npybridge has no row for, is a dtype_error naming it.
+/// npybridge's dtype of a MegDNN DType, params included; dtype_error for one it has no row for.
 inline dtype from_megdnn(megdnn::DType type) {
     if (!type.valid())
         throw dtype_error("megdnn::DType: an invalid (default-constructed) DType has no npybridge dtype");
@@ -84,12 +80,11 @@ inline dtype from_megdnn(megdnn::DType type) {
     }
 }
 
-/// MegDNN's DType for an npybridge dtype. Parameterized DTypes are built with
-/// their params (DType::from_enum refuses them); the others from their enum.
+/// MegDNN's DType for an npybridge dtype (DType::from_enum refuses parameterized ones).
 inline megdnn::DType to_megdnn(const dtype& type) {
     const dtype_enum id = type.id();
     if (!type.is_quantized()) {
-        // One from_enum per dtype (a call into MegDNN), kept: a DType without params is a pointer to its trait.
+        // One from_enum per dtype, kept (a plain DType is a pointer to its trait).
         static const auto plain = [] {
             std::array<megdnn::DType, dtype_count> made{};
             for (const dtype_info& row : dtype_table) {
@@ -116,7 +111,7 @@ inline megdnn::DType to_megdnn(const dtype& type) {
 
 namespace detail {
 
-/// A MegBrain layout of `type` with npybridge's shape and element strides.
+/// A MegBrain layout with npybridge's shape and element strides.
 inline megdnn::TensorLayout layout_of(const dtype& type, const tensor_layout& layout) {
     megdnn::TensorLayout result(to_megdnn(type));
     result.ndim = layout.ndim;
@@ -130,14 +125,9 @@ inline megdnn::TensorLayout layout_of(const dtype& type, const tensor_layout& la
 }  // namespace detail
 }  // namespace megbrain
 
-/// MegBrain's host tensor. Placement is MegBrain's comp node (default: MegBrain's
-/// default CPU); memory is borrowed at any strides, negative ones included
-/// (MegBrain keeps a storage offset). HostTensorND has no read-only flag: memory
-/// borrowed read-only is remembered by its owner, which npybridge asks before
-/// it hands the memory back or writes into it. Packed dtypes are made in the
-/// layout asked for: row-aligned as MegBrain's LOWBITS format (its default for
-/// QuantizedS4 / Quantized4Asymm, with padded strides), compact as its default
-/// format (IntB1/2/4, UintB4).
+/// MegBrain's host tensor on a comp node (default: the default CPU), borrowing at any strides. Without a read-only
+/// flag, its owner remembers a read-only borrow. Packed dtypes: row-aligned as LOWBITS (QuantizedS4 / Quantized4Asymm),
+/// compact otherwise.
 template <>
 struct tensor_adapter<mgb::HostTensorND> {
     using T = mgb::HostTensorND;
@@ -176,7 +166,7 @@ struct tensor_adapter<mgb::HostTensorND> {
         mgb::HostTensorStorage storage;
         storage.reset(where, static_cast<std::size_t>((span.high - span.low) * itemsize),
                       std::move(owner).shared(lowest));
-        if (span.low != 0) storage = storage.sub(-span.low * itemsize);  // element 0 sits above the lowest one
+        if (span.low != 0) storage = storage.sub(-span.low * itemsize);  // element 0 sits above the lowest
         T result;
         result.reset(storage, megbrain::detail::layout_of(type, layout));
         return result;

@@ -1,8 +1,6 @@
-// npybridge/megbrain_compat.hpp — MegEngine's helper names (npy::np2tensor, npy::ndarray_from_tensor, ...) with
-// MegBrain's own types (mgb::HostTensorND, mgb::DType, mgb::CompNode), as MegEngine 1.13's
-// imperative/python/src/helper.h declares them, over npybridge. A MegBrain-based project replaces its helper
-// with `#include <npybridge/megbrain_compat.hpp>` and `namespace npy = npybridge::megbrain::npy;`
-// (docs/megbrain.md says where npybridge differs on purpose).
+// npybridge/megbrain_compat.hpp — MegEngine 1.13 helper.h's names (npy::np2tensor, ...) with MegBrain's types over
+// npybridge: include it and write `namespace npy = npybridge::megbrain::npy;` (docs/megbrain.md says where npybridge
+// differs).
 #pragma once
 
 #include <npybridge/megbrain.hpp>
@@ -14,20 +12,20 @@ namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace megbrain {
 namespace npy {
 
-/// How np2tensor gets its tensor: Meth::borrow(cn), Meth::must_borrow(cn) (cn defaults to MegBrain's
-/// default CPU) or Meth::copy_into(&tensor) (the copy is made on that tensor's comp node).
+/// How np2tensor gets its tensor: Meth::borrow(cn), Meth::must_borrow(cn) (cn: MegBrain's default CPU) or
+/// Meth::copy_into(&tensor).
 using Meth = ::npybridge::npy::Meth<mgb::HostTensorND>;
-/// Whether ndarray_from_tensor shares the tensor's memory, as MegEngine's npy::ShareType.
+/// Whether ndarray_from_tensor shares memory.
 using ShareType = ::npybridge::npy::ShareType;
 /// MegEngine's PyExceptionForward.
 using ::npybridge::npy::PyExceptionForward;
-/// MegEngine's OprPyTracker for any key (npybridge::npy::OprPyTracker: enter / on_create / blame).
+/// MegEngine's OprPyTracker for any key.
 template <class Key>
 using OprPyTracker = ::npybridge::npy::OprPyTracker<Key>;
-/// The dtype MegBrain stores a numpy dtype as (int64 -> Int32, float64 -> Float32), as MegEngine's.
+/// The dtype MegBrain stores a numpy dtype as (int64 -> Int32, float64 -> Float32).
 using ::npybridge::npy::to_mgb_supported_dtype;
 
-/// numpy (or anything numpy can make an array of) -> HostTensorND. An invalid `dtype` means the array's own.
+/// numpy (or an array-like) -> HostTensorND; an invalid `dtype` keeps the array's.
 inline mgb::HostTensorND np2tensor(PyObject* obj, const Meth& meth, mgb::DType dtype) {
     const std::optional<npybridge::dtype> wanted =
         dtype.valid() ? std::optional<npybridge::dtype>(from_megdnn(dtype)) : std::nullopt;
@@ -39,7 +37,7 @@ inline PyObject* ndarray_from_tensor(const mgb::HostTensorND& value, ShareType s
     return ::npybridge::npy::ndarray_from_tensor(value, share);
 }
 
-/// mgb::DType -> numpy.dtype (None for an invalid DType, as MegEngine's); a new reference.
+/// mgb::DType -> numpy.dtype (None for an invalid DType); a new reference.
 inline PyObject* dtype_mgb2np(mgb::DType dtype) {
     if (!dtype.valid()) {
         Py_INCREF(Py_None);
@@ -48,7 +46,7 @@ inline PyObject* dtype_mgb2np(mgb::DType dtype) {
     return ::npybridge::npy::dtype_mgb2np(from_megdnn(dtype));
 }
 
-/// Anything numpy.dtype() accepts (quantized metadata included) -> mgb::DType.
+/// Anything numpy.dtype() accepts -> mgb::DType.
 inline mgb::DType dtype_np2mgb(PyObject* obj) { return to_megdnn(::npybridge::npy::dtype_np2mgb(obj)); }
 
 }  // namespace npy

@@ -1,7 +1,5 @@
-// npybridge/npybridge.hpp — the umbrella: everything npybridge offers, in one include: the Python-free core
-// (npybridge/core.hpp) and the Python-facing headers. Not included: the binding-library casters of
-// npybridge/bind/ (they need their library), npybridge/megbrain*.hpp (they need MegBrain's headers) and the
-// migration shim npybridge/megengine_compat.hpp.
+// npybridge/npybridge.hpp — the umbrella: the core and the Python-facing headers. Not the casters of bind/ (they need
+// their library), megbrain*.hpp (MegBrain's headers) or megengine_compat.hpp.
 #pragma once
 
 #include <npybridge/core.hpp>

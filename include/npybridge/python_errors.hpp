@@ -252,11 +252,9 @@ void raise_with_type_name(PyObject* python_class, const Exception& e) {
 
 }  // namespace detail
 
-/// Call in `catch (...)` at the C++ → Python boundary, GIL held: sets the Python error for the exception in flight.
-/// - python_error: the original exception, restored;
-/// - npybridge errors: npybridge's classes (TypeError / ValueError if none were made);
-/// - std::bad_alloc: MemoryError; other std::exception: RuntimeError naming the demangled type;
-/// - anything else: RuntimeError. If building the exception fails, a RuntimeError with the original message.
+/// Call in `catch (...)` at the C++ → Python boundary, GIL held: raises the original Python error for a python_error,
+/// npybridge's classes for its errors, MemoryError for std::bad_alloc, else a RuntimeError naming the type. If that
+/// fails, a RuntimeError with the original message.
 inline void translate_exception() noexcept {
     std::string original;
     try {

@@ -278,9 +278,9 @@ inline bool publish_user_dtypes(PyObject* module, const found_user_dtypes& found
 
 }  // namespace detail
 
-/// Registers bfloat16 and intb1/2/4 with NumPy, at most once per interpreter (reusing another npybridge module's, and
-/// ml_dtypes' bfloat16 when importable), and adds the scalar types to `module`. GIL required; false with a Python error
-/// on failure. A template so the registration compiles only where called.
+/// Registers bfloat16 and intb1/2/4 with NumPy once per interpreter (reusing another npybridge module's, and ml_dtypes'
+/// bfloat16), adding the scalar types to `module`. GIL required; false with a Python error. A template, compiled only
+/// where called.
 template <class = void>
 bool register_user_dtypes(PyObject* module) {
     if (!import_numpy() || !import_numpy_ufuncs()) return false;

@@ -6,6 +6,11 @@ Header length is a review signal, not a rule: CONTRIBUTING.md says when a long h
 Public headers read as synopses: the ones in SYNOPSIS open with their declarations and hold no `namespace detail`
 (their mechanics live in detail/ files); every other header has at most one `namespace detail` block, but the
 ones in MANY_DETAIL_BLOCKS, which are still to be split. Both lists only move one way.
+
+Comments carry rationale, not measurements: at most COMMENT_WORDS_PER_1000_LINES words inside `//` and `/* */`
+comments per 1,000 lines of include/ (string literals are not comments), and no timing, throughput or size figure
+in a comment (those live in docs/performance.md beside the bench that shows them; a threshold such as "1 MiB" is a
+contract, not a figure).
 """
 import os
 import pathlib
@@ -30,6 +35,13 @@ def named(name, text):
 
 SYNOPSIS = ["array_quantization.hpp", "buffer.hpp", "convert.hpp", "core/lowbit.hpp", "dlpack.hpp"]
 MANY_DETAIL_BLOCKS = {"core/dtype.hpp", "numpy_dtype.hpp", "core/adapter.hpp"}
+COMMENT_WORDS_PER_1000_LINES = 1100
+COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
+MEASUREMENT = re.compile(r"\d(\.\d+)? ?(GB/s|MB/s|ms|ns|µs|MB|%)(?!\w)|\d ?s of parse")
+
+
+def comments(text):
+    return [m.group(0) for m in COMMENT_OR_STRING.finditer(text) if not m.group(0).startswith('"')]
 
 
 class HeaderMapTest(unittest.TestCase):
@@ -67,6 +79,23 @@ class HeaderMapTest(unittest.TestCase):
                     self.assertGreater(blocks, 1, "now one block: take it off MANY_DETAIL_BLOCKS")
                 else:
                     self.assertLessEqual(blocks, 1, "more than one namespace detail block")
+
+    def test_comments_are_lean(self):
+        lines = words = 0
+        for name in self.headers():
+            text = (include_root() / "npybridge" / name).read_text()
+            lines += text.count("\n") + 1
+            words += sum(len(re.findall(r"[A-Za-z0-9_']+", c)) for c in comments(text))
+        self.assertLessEqual(1000 * words / lines, COMMENT_WORDS_PER_1000_LINES,
+                             f"{words} comment words over {lines} header lines: say it shorter")
+
+    def test_no_measurement_in_a_comment(self):
+        found = []
+        for name in self.headers():
+            for c in comments((include_root() / "npybridge" / name).read_text()):
+                if "```" not in c and MEASUREMENT.search(c):
+                    found.append(f"{name}: {c.strip()[:100]}")
+        self.assertEqual(found, [], "move these figures to docs/performance.md")
 
     def headers(self):
         headers = sorted((include_root() / "npybridge").rglob("*.hpp"))

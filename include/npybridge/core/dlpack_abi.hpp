@@ -9,8 +9,7 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// The DLPack ABI, version 1.1, declared from the specification (no DLPack
-/// header or package is needed). Names and layouts are dlpack.h's, in this namespace.
+/// The DLPack 1.1 ABI from the specification (no DLPack header needed), with dlpack.h's names and layouts.
 namespace dlpack {
 
 /// DLPackVersion.
@@ -21,7 +20,7 @@ struct DLPackVersion {
 /// The version npybridge writes and the newest it reads.
 inline constexpr DLPackVersion supported{1, 1};
 
-/// DLDeviceType's kDLCPU: the only device whose memory npybridge reads or writes.
+/// DLDeviceType's kDLCPU, the only device npybridge reads or writes.
 inline constexpr std::int32_t kDLCPU = 1;
 
 /// DLDevice.
@@ -79,20 +78,20 @@ struct DLManagedTensorVersioned {
     DLTensor dl_tensor;
 };
 
-/// DLPACK_FLAG_BITMASK_READ_ONLY: the consumer must not write the memory.
+/// DLPACK_FLAG_BITMASK_READ_ONLY.
 inline constexpr std::uint64_t flag_read_only = std::uint64_t{1} << 0;
-/// DLPACK_FLAG_BITMASK_IS_COPIED: the producer made the memory for this export.
+/// DLPACK_FLAG_BITMASK_IS_COPIED.
 inline constexpr std::uint64_t flag_is_copied = std::uint64_t{1} << 1;
-/// DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED: sub-byte elements take a byte each.
+/// DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED.
 inline constexpr std::uint64_t flag_subbyte_padded = std::uint64_t{1} << 2;
 
-/// The capsule name of an unversioned export.
+/// Capsule name of an unversioned export.
 inline constexpr const char* capsule_name = "dltensor";
-/// The name a consumer gives an unversioned capsule it took.
+/// The name of a consumed unversioned capsule.
 inline constexpr const char* used_capsule_name = "used_dltensor";
-/// The capsule name of a versioned export.
+/// Capsule name of a versioned export.
 inline constexpr const char* versioned_capsule_name = "dltensor_versioned";
-/// The name a consumer gives a versioned capsule it took.
+/// The name of a consumed versioned capsule.
 inline constexpr const char* used_versioned_capsule_name = "used_dltensor_versioned";
 
 /// "CUDA:1" for error messages.
@@ -113,7 +112,7 @@ inline std::string type_text(DLDataType type) {
     return text;
 }
 
-// The names before 0.6: using one stops the build with a message that names dlpack.h's name.
+// The names before 0.6: a compile error naming dlpack.h's name.
 #define NPYBRIDGE_REMOVED_TYPE(old, now)                                                        \
     template <class... Use>                                                                     \
     struct old##_removed {                                                                      \

@@ -9,33 +9,33 @@
 #include <utility>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
-/// What an owner handle points at: a count and the function that frees what the block keeps alive when the count
-/// reaches zero, on any thread. Derive from it for a new kind of owner.
+/// What an owner handle points at: a count and the function freeing what the block keeps alive at zero. Derive for a
+/// new kind of owner.
 struct owner_block {
     explicit owner_block(void (*on_last_release)(owner_block*) noexcept) noexcept : release(on_last_release) {}
     std::atomic<std::size_t> references{1};
     void (*const release)(owner_block*) noexcept;
-    /// The memory is read-only; set before the block is shared.
+    /// Read-only memory; set before the block is shared.
     bool read_only = false;
 };
 
-/// Keeps borrowed memory alive while any copy lives; copies and releases are safe from any thread. Any
-/// std::shared_ptr converts to one, and shared() gives one to tensor types that store a shared_ptr.
+/// Keeps borrowed memory alive while a copy lives; thread-safe. Any std::shared_ptr converts to one; shared() gives one
+/// back.
 class owner_handle {
 public:
     owner_handle() noexcept = default;
-    owner_handle(std::nullptr_t) noexcept {}  // NOLINT: implicit, like shared_ptr's
+    owner_handle(std::nullptr_t) noexcept {}  // implicit, like shared_ptr's
 
-    /// Takes over a block whose count already holds this handle's reference.
+    /// Takes over a block already counting this reference.
     static owner_handle adopt(owner_block* block) noexcept {
         owner_handle handle;
         handle.m_block = block;
         return handle;
     }
 
-    /// Keeps `kept` alive. A shared_ptr that shared() made gives back the owner it keeps.
+    /// Keeps `kept` alive (a shared() pointer gives back its owner).
     template <class T>
-    owner_handle(std::shared_ptr<T> kept);  // NOLINT: implicit on purpose, any shared_ptr is an owner
+    owner_handle(std::shared_ptr<T> kept);  // implicit on purpose
 
     owner_handle(const owner_handle& other) noexcept : m_block(other.m_block) {
         if (m_block) m_block->references.fetch_add(1, std::memory_order_relaxed);
@@ -54,29 +54,28 @@ public:
     }
 
     explicit operator bool() const noexcept { return m_block != nullptr; }
-    /// The block (nullptr when empty), to recognise a kind of owner by its `release`.
+    /// The block (nullptr when empty).
     owner_block* get() const noexcept { return m_block; }
-    /// Whether the memory this owner keeps alive must not be written (owner_block::read_only).
+    /// Whether the memory must not be written.
     bool read_only() const noexcept { return m_block != nullptr && m_block->read_only; }
-    /// Handles sharing this one's block (0 when empty); a snapshot, for tests.
+    /// Handles sharing the block (0 when empty); a snapshot.
     std::size_t use_count() const noexcept { return m_block ? m_block->references.load(std::memory_order_relaxed) : 0; }
 
-    /// A shared_ptr to `pointer` that keeps this owner alive.
+    /// A shared_ptr to `pointer` keeping this owner alive.
     template <class T>
     std::shared_ptr<T> shared(T* pointer) const&;
-    /// The same, moving this owner into the shared_ptr (no count update).
+    /// The same, moving this owner in.
     template <class T>
     std::shared_ptr<T> shared(T* pointer) &&;
 
-    /// Gives up the reference without releasing it (pair with adopt()).
+    /// Gives up the reference unreleased (pair with adopt()).
     owner_block* detach() noexcept { return std::exchange(m_block, nullptr); }
 
 private:
-    struct keeper;  // shared()'s deleter (below)
+    struct keeper;  // shared()'s deleter
 
     static void drop(owner_block* block) noexcept {
-        // A count of one is this handle alone: nobody else can copy it
-        // meanwhile, so the decrement needs no atomic read-modify-write.
+        // A count of one is this handle alone: no atomic read-modify-write needed.
         if (block->references.load(std::memory_order_acquire) == 1 ||
             block->references.fetch_sub(1, std::memory_order_acq_rel) == 1) {
             block->release(block);
@@ -93,7 +92,7 @@ private:
     owner_block* m_block = nullptr;
 };
 
-/// shared()'s deleter: holds the owner, frees nothing itself.
+/// shared()'s deleter: holds the owner.
 struct owner_handle::keeper {
     owner_handle owner;
     void operator()(const void*) const noexcept {}

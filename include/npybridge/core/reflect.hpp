@@ -1,4 +1,4 @@
-// npybridge/core/reflect.hpp — the one place that spells Boost.PFR: counting a param struct's fields and walking them.
+// npybridge/core/reflect.hpp — the one place that spells Boost.PFR.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -15,12 +15,11 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace reflect {
 
-/// Number of fields of a param struct (reflected, not declared).
+/// Fields of a param struct, reflected.
 template <class Param>
 inline constexpr std::size_t field_count = boost::pfr::tuple_size_v<Param>;
 
-/// Boost 1.81's PFR cannot reflect names, so each param struct lists its keys
-/// in `field_names`; this check keeps the two lists the same length.
+/// PFR (Boost 1.81) cannot reflect names: `field_names` lists them, and this keeps the counts equal.
 template <class Param>
 constexpr bool keys_match_fields() noexcept {
     static_assert(std::is_aggregate_v<Param>, "npybridge: a param struct must be a plain aggregate");
@@ -30,10 +29,8 @@ constexpr bool keys_match_fields() noexcept {
     return true;
 }
 
-/// The one walk over a param struct's fields that class dtype needs (core/detail/params.hpp): each field read into
-/// `values` as a double or, with `write`, set from `values`, in declaration order. Returns the fields that are
-/// floating point as bits (bit i for field i). A field is a float or an integer of at most 32 bits: what a double
-/// carries exactly.
+/// The walk over a param struct's fields: each read into `values` as a double, or set from them with `write`, in order.
+/// Returns the floating-point fields as bits. Fields are floats or integers of at most 32 bits.
 template <class Param>
 unsigned exchange_fields(Param& param, double* values, bool write) noexcept {
     unsigned real_mask = 0;
@@ -42,7 +39,7 @@ unsigned exchange_fields(Param& param, double* values, bool write) noexcept {
         static_assert(std::is_same_v<field_t, float> || (std::is_integral_v<field_t> && sizeof(field_t) <= 4),
                       "npybridge: a param field must be a float or an integer of at most 32 bits");
         if (std::is_floating_point_v<field_t>) real_mask |= 1u << index;
-        // Floats convert on their bits: a subnormal scale stays itself under flush-to-zero.
+        // Floats convert on bits: a subnormal scale survives flush-to-zero.
         if constexpr (std::is_floating_point_v<field_t>) {
             if (write) {
                 field = narrow_to_float(values[index]);

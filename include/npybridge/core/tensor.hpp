@@ -1,4 +1,4 @@
-// npybridge/core/tensor.hpp — npybridge's reference tensor type and its adapter (the contract is in adapter.hpp).
+// npybridge/core/tensor.hpp — npybridge's reference tensor type and its adapter.
 #pragma once
 
 #include <npybridge/core/adapter.hpp>
@@ -22,16 +22,14 @@
 #endif
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
-/// npybridge's own tensor: a dtype (with params), a layout in elements, and
-/// memory shared through an owner handle. For users without a framework, and
-/// for tests.
+/// npybridge's own tensor, for users without a framework and for tests: a dtype, a layout in elements, memory held by
+/// an owner.
 class tensor {
 public:
     tensor() : m_dtype(dtype_enum::Float32) {}
 
-    /// A fresh C-contiguous tensor whose contents are unspecified (conversions
-    /// overwrite every byte; zeroing first would cost a pass over memory).
-    /// Packed dtypes take packed_bytes() in `layout` (default: MegBrain's).
+    /// A fresh C-contiguous tensor with unspecified contents (conversions overwrite every byte). Packed dtypes take
+    /// packed_bytes() in `layout`.
     static tensor empty(const dtype& type, const std::size_t* shape, std::size_t ndim,
                         std::optional<lowbit_layout> layout = std::nullopt) {
         const tensor_layout contiguous = tensor_layout::contiguous(shape, ndim);
@@ -42,7 +40,7 @@ public:
         return tensor(type, contiguous, data, true, std::move(owner), packing);
     }
 
-    /// A tensor over memory someone else owns; `owner` keeps it alive.
+    /// A tensor over memory `owner` keeps alive.
     static tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner,
                          std::optional<lowbit_layout> packing = std::nullopt) {
         tensor result(type, layout, data, writable, std::move(owner), packing.value_or(default_layout(type.id())));
@@ -59,8 +57,7 @@ public:
     bool borrowed() const noexcept { return m_borrowed; }
     lowbit_layout packing() const noexcept { return m_packing; }
     const owner_handle& owner() const noexcept { return m_owner; }
-    /// Moves the owner out and leaves this tensor empty (no data, 0-d): for
-    /// handing the memory to someone else, as to_array(std::move(t)) does.
+    /// Moves the owner out, leaving this tensor empty (as to_array(std::move(t)) does).
     owner_handle take_owner() noexcept {
         m_data = nullptr;
         m_layout.ndim = 0;
@@ -68,7 +65,7 @@ public:
         return std::move(m_owner);
     }
 
-    /// Bytes of the raw storage of a contiguous tensor (packed for low-bit dtypes).
+    /// Bytes of a contiguous tensor's storage (packed for low-bit dtypes).
     std::size_t storage_bytes() const { return storage_bytes_for(m_dtype, m_layout, m_packing); }
 
     static std::size_t storage_bytes_for(const dtype& type, const tensor_layout& layout, lowbit_layout packing) {
@@ -78,11 +75,9 @@ public:
     }
 
 private:
-    /// The owner block and the storage in one allocation: the block, then `bytes` from the first 64-byte boundary
-    /// after it. Plain operator new (an aligned new costs glibc a slow memalign per call). Large buffers, which the
-    /// kernel zeroes page by page at first touch, are asked for transparent huge pages on Linux: up to glibc's
-    /// largest mmap threshold (32 MiB) from malloc, which then reuses a freed buffer's pages as NumPy's arrays do;
-    /// above it, where every buffer is a fresh mapping anyway, 2 MiB aligned so that huge pages cover all of it.
+    /// Owner block and storage in one allocation (storage from the next 64-byte boundary; plain new, as aligned new is
+    /// a slow memalign). Large buffers ask for huge pages: from malloc up to glibc's mmap threshold (freed pages
+    /// reused, as NumPy's), 2 MiB aligned above.
     struct storage_block : owner_block {
         using owner_block::owner_block;
     };
@@ -98,7 +93,7 @@ private:
         constexpr std::uintptr_t page = 4096;
         const auto first = (reinterpret_cast<std::uintptr_t>(memory) + page - 1) & ~(page - 1);
         const auto end = reinterpret_cast<std::uintptr_t>(memory) + rounded;
-        madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);  // advice only: failure is harmless
+        madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);  // advice only
 #endif
         return memory;
     }
@@ -143,8 +138,7 @@ private:
     lowbit_layout m_packing = lowbit_layout::compact;
 };
 
-/// The adapter for npybridge::tensor: any strides, 0-d allowed, up to
-/// NPYBRIDGE_MAX_NDIM dimensions.
+/// The adapter for npybridge::tensor: any strides, 0-d allowed.
 template <>
 struct tensor_adapter<tensor> {
     static constexpr std::size_t max_ndim = NPYBRIDGE_MAX_NDIM;
@@ -159,7 +153,7 @@ struct tensor_adapter<tensor> {
     static owner_handle take_owner(tensor& t) noexcept { return t.take_owner(); }
     static tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable,
                          owner_handle owner) {
-        // to_tensor never borrows packed memory (numpy holds a byte per element).
+        // to_tensor never borrows packed memory.
         return tensor::borrow(type, data, layout, writable, std::move(owner), lowbit_layout::compact);
     }
     static tensor make(const dtype& type, const tensor_layout& layout, lowbit_layout packing) {

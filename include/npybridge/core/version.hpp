@@ -1,4 +1,4 @@
-// npybridge/core/version.hpp — npybridge's version: the one place it is written (the pip package and CMake read it here).
+// npybridge/core/version.hpp — npybridge's version, written here only (pip and CMake read it).
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -7,14 +7,14 @@
 #define NPYBRIDGE_VERSION "0.6.0"
 /// The version's first number.
 #define NPYBRIDGE_VERSION_MAJOR 0
-/// The version's second number (0.x releases may break what the previous one took: docs/upgrading.md).
+/// The version's second number (0.x releases may break: docs/upgrading.md).
 #define NPYBRIDGE_VERSION_MINOR 6
-/// The version's third number (fixes only).
+/// The version's third number (fixes).
 #define NPYBRIDGE_VERSION_PATCH 0
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
-/// Whether "M.m.p" reads as these three numbers (checked below, so the two spellings cannot drift apart).
+/// Whether "M.m.p" reads as these numbers (the spellings cannot drift).
 constexpr bool version_text_is(const char* text, int major, int minor, int patch) {
     const int parts[3] = {major, minor, patch};
     for (int part = 0; part < 3; ++part) {

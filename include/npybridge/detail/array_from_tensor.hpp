@@ -1,5 +1,4 @@
-// npybridge/detail/array_from_tensor.hpp — the steps of to_array: sharing a tensor's memory with a new array, or
-// unpacking a packed tensor into one.
+// npybridge/detail/array_from_tensor.hpp — to_array's steps: share a tensor's memory, or unpack a packed tensor.
 #pragma once
 
 #include <npybridge/detail/tensor_from_array.hpp>
@@ -7,8 +6,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// to_array of a packed tensor: unpacked into a new array (out of line, so
-/// sharing keeps a small frame).
+/// to_array of a packed tensor, unpacked into a new array (out of line).
 template <class Tensor>
 [[gnu::noinline]] object unpacked_array(const Tensor& source, const dtype& type, const tensor_layout& layout,
                                         share_policy policy, lowbit_format format) {
@@ -33,7 +31,7 @@ template <class Tensor>
     object descr;
     if (ml_4bit) {
         descr = ml_dtypes_4bit_descr(entry.coding == lowbit_coding::twos_complement);
-        object quantized = to_numpy_dtype(type);  // the same mgb_dtype metadata
+        object quantized = to_numpy_dtype(type);  // the same metadata
         PyObject* metadata = descr_metadata(reinterpret_cast<PyArray_Descr*>(quantized.get()));
         Py_XINCREF(metadata);
         set_metadata(reinterpret_cast<PyArray_Descr*>(descr.get()), metadata);
@@ -55,35 +53,33 @@ template <class Tensor>
     without_gil_if_large(count, [&] {
         if (layout.is_dense_packed(entry.id, packing)) {
             unpack(entry.id, adapter::data(source), {count, layout.innermost()}, out, packing);
-        } else {  // a sub-tensor: each element from its strides
+        } else {  // a sub-tensor: by strides
             unpack_strided(entry.id, adapter::data(source), layout.shape.data(), layout.strides.data(), layout.ndim,
                            out);
         }
         if (ml_4bit) {
-            for (std::size_t i = 0; i < count; ++i) out[i] &= 0x0F;  // ml_dtypes keeps the upper bits zero
+            for (std::size_t i = 0; i < count; ++i) out[i] &= 0x0F;  // ml_dtypes keeps upper bits zero
         }
     });
     return result;
 }
 
-/// Whether tensor_adapter<Tensor> can move the owner out of a tensor (optional member take_owner).
+/// Whether the adapter has take_owner.
 template <class Tensor, class = void>
 struct can_take_owner : std::false_type {};
 template <class Tensor>
 struct can_take_owner<Tensor, std::void_t<decltype(tensor_adapter<Tensor>::take_owner(std::declval<Tensor&>()))>>
     : std::true_type {};
 
-/// to_array for both overloads. `consumed` (the rvalue overload) lets a shared
-/// array take over the tensor's owner instead of copying it: no atomic count
-/// update now, none when the array goes. It is taken only once the array
-/// exists, so a failure before that leaves the tensor as it was.
+/// to_array for both overloads. `consumed` (rvalue) lets a shared array take the owner over (no count updates), only
+/// once the array exists, so a failure leaves the tensor as it was.
 template <class Tensor>
 object to_array(const Tensor& source, share_policy policy, Tensor* consumed, lowbit_format format) {
     using adapter = tensor_adapter<Tensor>;
     const dtype type = adapter::dtype_of(source);
     const tensor_layout layout = adapter::layout_of(source);
     if (type.info().is_packed) return unpacked_array(source, type, layout, policy, format);
-    // A dtype without a numpy form (Byte) fails in array_over's to_numpy, naming it.
+    // A dtype without numpy form (Byte) fails in array_over, named.
     object view =
         array_over(type, adapter::data(source), layout, adapter::writable(source), user_dtype_choice::preferred);
     if (policy == share_policy::copy) {
@@ -101,7 +97,7 @@ object to_array(const Tensor& source, share_policy policy, Tensor* consumed, low
     } else {
         owner = adapter::owner(source);
     }
-    if (owner.read_only()) {  // borrowed read-only memory stays read-only, whatever the tensor type says
+    if (owner.read_only()) {  // read-only stays read-only
         PyArray_CLEARFLAGS(reinterpret_cast<PyArrayObject*>(view.get()), NPY_ARRAY_WRITEABLE);
     }
     object base = base_object_for(std::move(owner));

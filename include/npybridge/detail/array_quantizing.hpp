@@ -1,5 +1,5 @@
-// npybridge/detail/array_quantizing.hpp — what quantize() and dequantize() are made of: the dtype's arithmetic,
-// real values as float32, and the kernels run over fresh or packed memory.
+// npybridge/detail/array_quantizing.hpp — quantize() and dequantize()'s parts: the dtype's arithmetic, float32 input,
+// kernels over fresh or packed memory.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -17,15 +17,15 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// The dtype's quantization arithmetic, or a dtype_error naming the call and the dtype.
+/// The dtype's quantization arithmetic; dtype_error names the call and dtype.
 inline quantize_rule rule_for(const dtype& type, const char* call) {
     if (!type.is_quantized())
         throw dtype_error(std::string(call) + ": " + type.to_string() + " is not a quantized dtype");
     return quantize_rule_of(type.info(), *type.scale(), type.zero_point().value_or(0));
 }
 
-/// Real values as a C-contiguous native float32 array, MegDNN's input: a float32 array as it is, bool, integer and
-/// float arrays (and array-likes) through NumPy's cast; anything else a dtype_error naming its dtype.
+/// Real values as a contiguous native float32 array (NumPy casts bools, integers, floats); dtype_error names any other
+/// dtype.
 inline object float32_values(PyObject* values) {
     object array = as_array(values);
     auto* read = reinterpret_cast<PyArrayObject*>(array.get());
@@ -38,10 +38,8 @@ inline object float32_values(PyObject* values) {
     return object::steal(floats);
 }
 
-/// Codes of `rule` for n floats packed straight into fresh memory of a packed dtype, a chunk at a time: a chunk's
-/// one-byte codes are packed while still in cache, so the floats are read once and the packed bytes written once.
-/// A chunk is 8192 codes (whole bytes of any width), or whole rows when each of several rows starts a byte of its
-/// own.
+/// Codes for n floats packed straight into fresh packed memory, a chunk (8192 codes, or whole rows when rows start
+/// bytes) at a time, packed while in cache.
 inline void quantize_packed(const dtype_info& info, const quantize_rule& rule, const float* in, std::size_t n,
                             std::size_t row_length, lowbit_layout packing, std::uint8_t* out) {
     const lowbit_codec codec = make_codec(info);
@@ -58,14 +56,13 @@ inline void quantize_packed(const dtype_info& info, const quantize_rule& rule, c
         }
         const std::size_t offset =
             one_stream ? start * codec.bits / 8 : start / row_length * row_pitch(info.id, row_length);
-        // Every code quantize_floats makes is one of the dtype's (the rule clamps to them): the packer's
-        // validity answer is always true here.
+        // quantize_floats makes only valid codes: the packer's validity answer is always true.
         pack_rows(active_lowbit_kernels(), codec, info.id, codes.get(), count, row_length,
                   one_stream ? lowbit_layout::compact : packing, out + offset);
     }
 }
 
-/// Codes of `rule` for n floats into fresh memory of `type`.
+/// Codes for n floats into fresh memory of `type`.
 inline void quantize_into(const dtype& type, const quantize_rule& rule, const float* in, std::size_t n, void* out,
                           const tensor_layout& layout, lowbit_layout packing) {
     const dtype_info& info = type.info();
@@ -83,7 +80,7 @@ inline void quantize_into(const dtype& type, const quantize_rule& rule, const fl
     });
 }
 
-/// The first code of n outside the dtype's codes (QuantizedS1's byte holds more than 0 and 1); n when none is.
+/// The first of n codes outside the dtype's (a QuantizedS1 byte above 1); n when none.
 template <class Code>
 std::size_t first_invalid_code(const Code* codes, std::size_t n, const value_range& range) noexcept {
     for (std::size_t i = 0; i < n; ++i) {
@@ -92,7 +89,7 @@ std::size_t first_invalid_code(const Code* codes, std::size_t n, const value_ran
     return n;
 }
 
-/// Codes of `type` at `data` (C order, one element each: packed dtypes unpacked) as float32 values into `out`.
+/// Codes at `data` (C order, unpacked) as float32 values into `out`.
 inline void dequantize_into(const dtype& type, const void* data, std::size_t n, float* out,
                             const tensor_layout& layout) {
     const dtype_info& info = type.info();

@@ -1,5 +1,4 @@
-// npybridge/detail/descr_cache.hpp — the caches behind from_numpy_dtype / to_numpy_dtype: numpy dtype objects already
-// read (valid while their mgb_dtype dict is unchanged) and made, dropped at interpreter exit.
+// npybridge/detail/descr_cache.hpp — the caches behind from_numpy_dtype / to_numpy_dtype, dropped at interpreter exit.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -18,8 +17,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Interned key strings (hash computed once). Held for the life of the
-/// process on purpose: a few small immutable strings, looked up per call.
+/// Interned key strings, kept for the process on purpose.
 inline PyObject* key_object(std::string_view key) {
     struct slot {
         std::string_view key;
@@ -39,15 +37,12 @@ inline PyObject* key_object(std::string_view key) {
 
 inline void ensure_cleanup_registered();
 
-/// What a cached descr's meaning rests on: its metadata['mgb_dtype'] dict.
-/// numpy copies the outer metadata dict when it makes a dtype but not the
-/// dict inside, which its maker (or anyone reading d.metadata) can still
-/// change. The stamp sees any change: by the dict's version tag where
-/// CPython keeps one (before 3.12), else by the identity of its values.
+/// What a cached descr's meaning rests on: its metadata['mgb_dtype'] dict, which numpy does not copy, so it may change.
+/// The stamp sees a change by the dict's version tag (before 3.12), else by its values' identities.
 class metadata_stamp {
 public:
     metadata_stamp() noexcept = default;
-    /// The stamp of `descr`'s mgb_dtype dict as it is now (empty without one).
+    /// The stamp of `descr`'s mgb_dtype dict now.
     explicit metadata_stamp(PyArray_Descr* descr) noexcept {
         PyObject* metadata = descr_metadata(descr);
         PyObject* fields =
@@ -83,7 +78,7 @@ public:
 #endif
     }
 
-    /// True while the dict is unchanged (always, for a descr without one).
+    /// True while the dict is unchanged.
     bool holds() const noexcept {
         if (m_fields == nullptr) return true;
 #if PY_VERSION_HEX < 0x030C0000
@@ -122,9 +117,8 @@ private:
 #endif
 };
 
-/// A small direct-mapped cache of dtype objects, keyed by pointer or value, under the GIL. It holds a reference
-/// to each descr (so its address cannot be reused), is emptied at exit, and misses an entry whose mgb_dtype dict
-/// changed since (metadata_stamp).
+/// A small direct-mapped dtype cache under the GIL; holds each descr (its address cannot be reused), emptied at exit,
+/// missing entries whose stamp changed.
 template <class Key, class Value>
 class descr_cache {
 public:
@@ -140,7 +134,7 @@ public:
         return slot.key && *slot.key == key && slot.stamp.holds() ? &slot : nullptr;
     }
 
-    /// Caches `descr` for `key`; `stamp` is the descr's metadata as the value was made from it.
+    /// Caches `descr` for `key` with the stamp its value was made from.
     void put(const Key& key, std::size_t hash, PyArray_Descr* descr, const Value& value, metadata_stamp stamp) {
         ensure_cleanup_registered();
         entry& slot = m_slots[hash % m_slots.size()];
@@ -187,8 +181,7 @@ inline PyObject* clear_caches(PyObject*, PyObject*) {
     Py_RETURN_NONE;
 }
 
-/// Registers clear_caches with atexit, so cached references are dropped while
-/// the interpreter still runs (and a re-initialized one starts empty).
+/// Registers clear_caches with atexit, so references are dropped while the interpreter runs.
 inline void ensure_cleanup_registered() {
     if (cleanup_registered()) return;
     static PyMethodDef def = {"_npybridge_clear_dtype_caches", clear_caches, METH_NOARGS, nullptr};
@@ -198,7 +191,7 @@ inline void ensure_cleanup_registered() {
                       ? object::steal(PyObject_CallMethod(atexit.get(), "register", "O", function.get()))
                       : object{};
     if (!done) {
-        PyErr_Clear();  // without the hook the caches only keep a few dtypes alive until exit
+        PyErr_Clear();  // without it the caches keep a few dtypes until exit
         return;
     }
     cleanup_registered() = true;

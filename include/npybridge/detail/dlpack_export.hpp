@@ -1,5 +1,5 @@
-// npybridge/detail/dlpack_export.hpp — what to_dlpack is made of: the export block and its capsule, the checks of
-// __dlpack__'s arguments, and the copy made for copy=True. Included by dlpack.hpp after dlpack_options.
+// npybridge/detail/dlpack_export.hpp — to_dlpack's parts: export block, capsule, argument checks, copy=True. Included
+// by dlpack.hpp.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -24,9 +24,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// One allocation per export: the managed tensor (either kind), its shape and
-/// strides, and the owner keeping the tensor's memory alive. The deleter
-/// frees it on any thread (owner handles may be released anywhere).
+/// One allocation per export: managed tensor, shape, strides, owner; freed by the deleter on any thread.
 struct dlpack_export {
     dlpack::DLManagedTensor legacy{};
     dlpack::DLManagedTensorVersioned versioned{};
@@ -42,8 +40,7 @@ struct dlpack_export {
     }
 };
 
-/// The capsule's destructor: a capsule nobody consumed (still named
-/// "dltensor[_versioned]") still owns its tensor; a consumed one does not.
+/// The capsule's destructor: an unconsumed capsule still owns its tensor.
 inline void dlpack_capsule_destructor(PyObject* capsule) noexcept {
     if (PyCapsule_IsValid(capsule, dlpack::versioned_capsule_name)) {
         auto* managed = static_cast<dlpack::DLManagedTensorVersioned*>(
@@ -55,7 +52,7 @@ inline void dlpack_capsule_destructor(PyObject* capsule) noexcept {
     }
 }
 
-/// The message for a quantized (or IntBn) export without `codes`.
+/// The message for a quantized or IntBn export without `codes`.
 inline std::string needs_codes_text(const dtype& type) {
     const dtype_info& entry = type.info();
     const auto codes = dlpack_type_of(entry, true);
@@ -69,9 +66,8 @@ inline std::string needs_codes_text(const dtype& type) {
            ") with the codes option (dlpack_options::codes, __dlpack__(codes=True)) and carry the rest yourself";
 }
 
-/// The DLPack type a tensor exports as, after the checks of __dlpack__'s arguments: the CPU device only, a
-/// DLPack type for the dtype (quantized ones need `codes`), a read-only tensor only as a versioned capsule
-/// (or a copy), packed data only dense.
+/// The DLPack type of an export after the checks: CPU only, a type for the dtype (quantized: `codes`), read-only only
+/// versioned or copied, packed only dense.
 inline dlpack::DLDataType exportable_type(const dtype& type, const tensor_layout& layout, lowbit_layout packing,
                                           bool writable, const dlpack_options& options) {
     if (options.device && (options.device->device_type != dlpack::kDLCPU || options.device->device_id != 0)) {
@@ -96,7 +92,7 @@ inline dlpack::DLDataType exportable_type(const dtype& type, const tensor_layout
     return *dl_type;
 }
 
-/// A fresh, dense copy of a tensor's memory for copy=True (packed: its bytes as they are).
+/// A dense copy for copy=True (packed: the bytes as they are).
 inline tensor export_copy(const dtype& type, const void* data, const tensor_layout& layout, lowbit_layout packing) {
     const dtype_info& entry = type.info();
     tensor fresh = tensor::empty(type, layout.shape.data(), layout.ndim, packing);
@@ -116,7 +112,7 @@ inline tensor export_copy(const dtype& type, const void* data, const tensor_layo
     return fresh;
 }
 
-/// The capsule over one export block (it owns the block from here on).
+/// The capsule owning one export block.
 inline object export_capsule(std::unique_ptr<dlpack_export> made, const dlpack::DLTensor& view, bool versioned,
                              std::uint64_t flags) {
     dlpack_export* block = made.get();
@@ -133,7 +129,7 @@ inline object export_capsule(std::unique_ptr<dlpack_export> made, const dlpack::
     return object::steal(capsule);
 }
 
-/// A (int, int) argument of __dlpack__, each part in [0, limit]; nullopt for None.
+/// An (int, int) argument of __dlpack__, parts in [0, limit]; nullopt for None.
 inline std::optional<std::pair<std::uint32_t, std::uint32_t>> dlpack_int_pair(PyObject* obj, const char* what,
                                                                               long long limit) {
     if (obj == nullptr || obj == Py_None) return std::nullopt;

@@ -1,6 +1,4 @@
-// npybridge/detail/lowbit_values.hpp — the one-byte values packed dtypes are filled
-// from: ml_dtypes' and DLPack's sub-byte bytes read by their low bits, values checked to fit a byte, and the
-// packing itself (docs/lowbit.md).
+// npybridge/detail/lowbit_values.hpp — the one-byte values packed dtypes are filled from, checked, and packed.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -18,13 +16,12 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Sub-byte elements one per byte (DLPack's IS_SUBBYTE_TYPE_PADDED, and
-/// ml_dtypes' int4 / uint4): the value sits in the low `bits` bits; int
-/// codes are sign-extended. Gives an int8 / uint8 array of the values.
+/// Sub-byte elements one per byte (DLPack's padded types, ml_dtypes' int4 / uint4) as an int8 / uint8 array of their
+/// low bits, sign-extended when signed.
 inline object low_bits_as_bytes(PyArrayObject* bytes, unsigned bits, bool is_signed) {
     object values = contiguous_copy(bytes, "low-bit values");
     auto* array = reinterpret_cast<PyArrayObject*>(values.get());
-    if (values.get() == reinterpret_cast<PyObject*>(bytes)) {  // already contiguous: make it ours to change
+    if (values.get() == reinterpret_cast<PyObject*>(bytes)) {  // already contiguous: copy to change it
         PyObject* copied = PyArray_NewCopy(bytes, NPY_CORDER);
         if (copied == nullptr) throw_numpy_failure("low-bit values");
         values = object::steal(copied);
@@ -44,25 +41,24 @@ inline object low_bits_as_bytes(PyArrayObject* bytes, unsigned bits, bool is_sig
     return object::steal(typed);
 }
 
-/// One byte per element, valid for the packed dtype, C order (new reference
-/// or the array itself). Integers of any width are checked against the
-/// dtype's valid set so that nothing wraps into a valid code.
+/// One byte per element, valid for the packed dtype, C order (new reference or the array); integers of any width are
+/// checked so nothing wraps into a code.
 inline object lowbit_values(PyArrayObject* array, const dtype& target, const tensor_layout& layout) {
     const dtype_info& type = target.info();
     const int byte_type = type.is_signed ? NPY_INT8 : NPY_UINT8;
     if (const std::optional<ml_dtypes_subbyte> kind = ml_dtypes_subbyte_kind(PyArray_DESCR(array))) {
-        // ml_dtypes' int1/2/4 and uint1/2/4: the low bits of each byte hold the value.
+        // ml_dtypes' sub-byte types: the value in each byte's low bits.
         object values = low_bits_as_bytes(array, kind->bits, kind->is_signed);
         return lowbit_values(reinterpret_cast<PyArrayObject*>(values.get()), target, layout);
     }
     if (user_dtype_lookup_hook != nullptr) {
         const std::optional<dtype_enum> user = user_dtype_lookup_hook(descr_type_num(PyArray_DESCR(array)));
-        if (user && info(*user).is_packed) {  // an intbN array holds its odd values as int8 bytes
+        if (user && info(*user).is_packed) {  // intbN holds odd values as int8
             return contiguous_copy(array, std::string(type.name));
         }
     }
     const char kind = descr_kind(PyArray_DESCR(array));
-    if (kind != 'i' && kind != 'u' && kind != 'b' && kind != 'f') {  // (floats: plan_fill lets whole ones in)
+    if (kind != 'i' && kind != 'u' && kind != 'b' && kind != 'f') {  // plan_fill lets whole floats in
         throw dtype_error(std::string(type.name) + " takes integer values, got numpy " +
                           descr_text(PyArray_DESCR(array)));
     }
@@ -70,15 +66,14 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
     if (PyArray_ITEMSIZE(array) == 1 && (kind == 'i') == type.is_signed && kind != 'b') {
         return contiguous_as(array, byte_type, NPY_SAFE_CASTING, std::string(type.name));
     }
-    // Only "a whole number that fits a byte" is checked here (integers of any width, uint64 too, so nothing
-    // wraps into a valid code); the packer's own codec judges the value set (and names the index) in pack_values.
+    // Only "whole and fits a byte" is checked here; pack_values' codec judges the value set and names the index.
     const value_bounds byte_bounds = *storage_bounds(type);
     if (const auto unfit = first_unfit_value(array, byte_bounds))
         throw_invalid_code(type, unfit->text, index_text(unfit->index, layout));
     return contiguous_as(array, byte_type, NPY_UNSAFE_CASTING, std::string(type.name));
 }
 
-/// Packs one-byte values into fresh storage; a bad value is named by its index in the array.
+/// Packs one-byte values into fresh storage, naming a bad value's index.
 inline void pack_values(PyArrayObject* values, const dtype& target, void* out, lowbit_layout packing,
                         const tensor_layout& layout) {
     const dtype_info& type = target.info();

@@ -1,5 +1,5 @@
-// npybridge/detail/messages.hpp — every copy reason and refusal of a conversion, rendered from the planner's codes
-// (core/detail/plan.hpp) in one place: the public function first, then the culprit, then the way out.
+// npybridge/detail/messages.hpp — every copy reason and refusal, rendered from the planner's codes: the function, the
+// culprit, the way out.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -45,7 +45,7 @@ inline std::string strides_text(PyArrayObject* array) {
     return tuple_text(PyArray_STRIDES(array), static_cast<std::size_t>(PyArray_NDIM(array)));
 }
 
-/// A Python error raised by numpy while converting, as a conversion_error that carries numpy's message.
+/// numpy's error while converting, as a conversion_error with numpy's message.
 [[noreturn]] inline void throw_numpy_failure(const std::string& what) {
     python_error cause;
     std::string message = cause.what();
@@ -54,20 +54,20 @@ inline std::string strides_text(PyArrayObject* array) {
     throw conversion_error(what + ": " + message);
 }
 
-/// A value that is not one of a packed or narrow-coded dtype's codes.
+/// A value that is not a code of a packed or narrow-coded dtype.
 [[noreturn]] inline void throw_invalid_code(const dtype_info& type, const std::string& value,
                                             const std::string& index) {
     throw value_range_error(std::string(type.name) + ": value " + value + " at index " + index + " is not valid (" +
                             std::string(type.name) + " holds " + valid_set_text(type) + ")");
 }
 
-/// The first value a check found, by its index in the array's coordinates and its text.
+/// The first unfit value: its index in the array's coordinates, and its text.
 struct unfit_value {
     std::size_t index = 0;
     std::string text;
 };
 
-/// The copy reason for `cause` (must_borrow's refusal says the same), naming what the array has.
+/// The copy reason for `cause` (must_borrow's refusal says the same).
 inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
                                     const std::optional<numpy_dtype_match>& source, const dtype& target,
                                     const tensor_layout& layout, const std::optional<unfit_value>& code = {}) {
@@ -109,13 +109,12 @@ inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
     return {};
 }
 
-/// must_borrow's error: the array, then why its memory cannot be shared.
+/// must_borrow's error: the array, then why.
 [[noreturn]] inline void throw_must_borrow(PyArrayObject* array, const std::string& reason) {
     throw conversion_error("must_borrow: cannot share the memory of the " + array_text(array) + ": " + reason);
 }
 
-/// The error of a checked value that the tensor's dtype does not hold: the array's dtype (the caller's, when
-/// it was read through a stand-in), the value and its index, then the way out.
+/// A checked value the dtype does not hold: the caller's array dtype, value, index, the way out.
 [[noreturn]] inline void throw_unfit_value(const std::string& array_dtype, const dtype& target, value_check check,
                                            const unfit_value& unfit, const tensor_layout& layout) {
     const std::string name(target.name());
@@ -130,7 +129,7 @@ inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
                             index_text(unfit.index, layout) + what + name + " (" + way_out + ")");
 }
 
-/// The error of a copy the planner refused.
+/// A copy the planner refused.
 [[noreturn]] inline void throw_refusal(refusal why, const std::string& array_dtype,
                                        const std::optional<numpy_dtype_match>& source, const dtype& target,
                                        narrowing mode) {

@@ -3,11 +3,8 @@
 
 #include <npybridge/core/config.hpp>
 
-// Included by npybridge/numpy.hpp after <numpy/arrayobject.h>. NumPy 2 moved
-// elsize, alignment and the legacy-only fields (metadata, names, subarray)
-// behind the PyDataType_* accessors of npy_2_compat.h; NumPy 1.x headers have
-// neither the accessors nor the move. Everything in npybridge reads a descr
-// through these functions only.
+// Included by numpy.hpp after <numpy/arrayobject.h>. NumPy 2 moved elsize, alignment and the legacy fields behind
+// npy_2_compat.h's PyDataType_* accessors, which NumPy 1.x lacks; npybridge reads a descr through these functions only.
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
@@ -28,14 +25,14 @@ inline bool descr_has_subarray(const PyArray_Descr* descr) noexcept { return des
 inline npy_uint64 descr_flags(const PyArray_Descr* descr) noexcept { return static_cast<unsigned char>(descr->flags); }
 #endif
 
-/// How many built-in (legacy) numpy type numbers there are.
+/// How many built-in numpy type numbers there are.
 #if NPY_ABI_VERSION >= 0x02000000
 inline constexpr int numpy_builtin_type_count = NPY_NTYPES_LEGACY;
 #else
 inline constexpr int numpy_builtin_type_count = NPY_NTYPES;
 #endif
 
-/// Type number, kind and byte order live in the stable head of the struct.
+/// Type number, kind and byte order: the struct's stable head.
 inline int descr_type_num(const PyArray_Descr* descr) noexcept { return descr->type_num; }
 inline char descr_kind(const PyArray_Descr* descr) noexcept { return descr->kind; }
 inline char descr_byteorder(const PyArray_Descr* descr) noexcept { return descr->byteorder; }

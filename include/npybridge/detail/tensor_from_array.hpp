@@ -1,5 +1,5 @@
-// npybridge/detail/tensor_from_array.hpp — the steps of to_tensor and copy_into: the borrow's fast case, fresh
-// tensors, the facts the planner asks of an array, and filling a tensor as the plan says.
+// npybridge/detail/tensor_from_array.hpp — to_tensor's and copy_into's steps: the fast borrow, fresh tensors, facts,
+// fills.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -29,12 +29,12 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Most dimensions a Tensor takes from an array: its adapter's limit, capped by tensor_layout's.
+/// Most dimensions a Tensor takes from an array.
 template <class Tensor>
 inline constexpr std::size_t ndim_limit =
     tensor_adapter<Tensor>::max_ndim < NPYBRIDGE_MAX_NDIM ? tensor_adapter<Tensor>::max_ndim : NPYBRIDGE_MAX_NDIM;
 
-/// layout_of_array for a Tensor, throwing when the array has more dimensions than it holds.
+/// layout_of_array for a Tensor; throws past its dimensions.
 template <class Tensor>
 bool checked_layout(PyArrayObject* array, tensor_layout& layout) {
     if (static_cast<std::size_t>(PyArray_NDIM(array)) > ndim_limit<Tensor>) {
@@ -44,9 +44,8 @@ bool checked_layout(PyArrayObject* array, tensor_layout& layout) {
     return layout_of_array(array, tensor_adapter<Tensor>::has_scalar, layout);
 }
 
-/// The planner's first case over an ndarray: its plain dtype (or MegEngine metadata parsed before), flags and
-/// layout gathered without a copy, and borrows_at_once asked. Fills `layout` and returns the dtype (it lives in
-/// a table or the dtype cache: copy it at once), or nullptr to let plan_borrow decide and give its reasons.
+/// The planner's first case over an ndarray: dtype, flags and layout gathered, borrows_at_once asked. Fills `layout`
+/// and returns the dtype (copy it at once), or nullptr for plan_borrow.
 template <class Tensor>
 [[gnu::always_inline]] inline const dtype* quick_borrow(PyArrayObject* array, const to_tensor_options& options,
                                                         tensor_layout& layout) {
@@ -71,9 +70,7 @@ template <class Tensor>
     return borrows_at_once(type, true, accepted, options) ? type : nullptr;
 }
 
-/// A fresh tensor from the adapter's make, checked to be dense (C-contiguous;
-/// packed: compact, or row-aligned at padded strides), since conversions fill
-/// it as one run of bytes. The packing the tensor reports is what counts.
+/// A fresh tensor from make(), checked dense (conversions fill it as one run); its reported packing counts.
 template <class Tensor>
 Tensor make_dense(const dtype& type, const tensor_layout& contiguous, lowbit_layout packing,
                   const placement_t<Tensor>& where) {
@@ -93,8 +90,7 @@ Tensor make_dense(const dtype& type, const tensor_layout& contiguous, lowbit_lay
     return made;
 }
 
-/// The array's dtype as npybridge reads it under the options' narrowing; nullopt when it has none and the
-/// options name the tensor's dtype (numpy may still cast to it: plan_fill decides).
+/// The array's dtype under the options' narrowing; nullopt when it has none and the options name the target.
 inline std::optional<numpy_dtype_match> match_of(PyArrayObject* array, const to_tensor_options& options) {
     try {
         return from_numpy_dtype(PyArray_DESCR(array), options.narrow);
@@ -121,7 +117,7 @@ memory_facts memory_facts_of(PyArrayObject* array, const std::optional<numpy_dty
     return facts;
 }
 
-/// A fresh tensor of `target` filled from the array as plan_fill says.
+/// A fresh tensor of `target` filled as plan_fill says.
 template <class Tensor>
 to_tensor_result<Tensor> copied(PyArrayObject* array, const std::optional<numpy_dtype_match>& source,
                                 const dtype& target, const tensor_layout& layout, const to_tensor_options& options,
@@ -139,8 +135,7 @@ to_tensor_result<Tensor> copied(PyArrayObject* array, const std::optional<numpy_
     return to_tensor_result<Tensor>(std::move(made), false, std::move(reason));
 }
 
-/// Everything but the common borrow: array-likes, dtype changes, copies with their reasons. Out of line, so the
-/// common borrow's frame stays small.
+/// Everything but the common borrow, out of line so its frame stays small.
 template <class Tensor>
 [[gnu::noinline]] to_tensor_result<Tensor> to_tensor_general(PyObject* obj, const to_tensor_options& options,
                                                              const placement_t<Tensor>& where) {
@@ -180,7 +175,7 @@ template <class Tensor>
     return copied<Tensor>(array, source, target, layout, options, where, std::move(reason));
 }
 
-/// copy_into: the array's values into an existing tensor, as to_tensor would convert them.
+/// copy_into: the array's values into an existing tensor, by to_tensor's rules.
 template <class Tensor>
 void copy_into_tensor(PyObject* obj, Tensor& destination, const to_tensor_options& options) {
     static_assert(check_adapter<Tensor>());

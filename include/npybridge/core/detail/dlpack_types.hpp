@@ -1,5 +1,4 @@
-// npybridge/core/detail/dlpack_types.hpp — DLPack's element type of each dtype (derived from its table row) and the
-// element strides it reads for packed tensors.
+// npybridge/core/detail/dlpack_types.hpp — each dtype's DLPack element type, and packed tensors' DLPack strides.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -16,10 +15,8 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// The DLPack type of a dtype's elements, derived from its table row: the C++
-/// element type for unpacked dtypes, the bit coding for packed ones. Quantized
-/// dtypes and the odd-valued IntB1/2/4 have no DLPack type of their own: with
-/// `codes` they export their stored codes (int8, uint4, ...), else nullopt.
+/// The DLPack type of a dtype's elements, from its row. Quantized dtypes and IntB1/2/4 have none: with `codes` they
+/// export their codes, else nullopt.
 constexpr std::optional<dlpack::DLDataType> dlpack_type_of(const dtype_info& entry, bool codes) noexcept {
     using namespace dlpack;
     const bool needs_codes = entry.is_quantized || entry.coding == lowbit_coding::odd;
@@ -41,7 +38,7 @@ constexpr std::optional<dlpack::DLDataType> dlpack_type_of(const dtype_info& ent
 
 namespace detail {
 
-/// dlpack_type_of for every row, without and with codes (computed once, at compile time).
+/// dlpack_type_of for every row, without and with codes.
 constexpr std::array<std::array<std::optional<dlpack::DLDataType>, dtype_count>, 2> make_dlpack_types() noexcept {
     std::array<std::array<std::optional<dlpack::DLDataType>, dtype_count>, 2> types{};
     for (std::size_t i = 0; i < dtype_count; ++i) {
@@ -52,9 +49,7 @@ constexpr std::array<std::array<std::optional<dlpack::DLDataType>, dtype_count>,
 }
 inline constexpr auto dlpack_types = make_dlpack_types();
 
-/// Element strides of a packed tensor as DLPack reads them: compact is C
-/// order; MegBrain's row-aligned layout starts each row at a byte, i.e. pads
-/// the innermost dimension to whole bytes, which element strides describe.
+/// A packed tensor's element strides as DLPack reads them (row-aligned pads the innermost dimension to whole bytes).
 inline void packed_strides(const tensor_layout& layout, unsigned bits, lowbit_layout packing, std::int64_t* strides) {
     const tensor_layout packed = packing == lowbit_layout::row_aligned
                                      ? tensor_layout::row_aligned(bits, layout.shape.data(), layout.ndim)

@@ -1,5 +1,5 @@
-// npybridge/core/detail/element_facts.hpp — what each kind of C++ element is (scalar_kind) and what it is called in C++,
-// NumPy and PEP 3118 buffers: the per-kind facts the dtype table (dtype.hpp) derives its rows' names from.
+// npybridge/core/detail/element_facts.hpp — each kind of C++ element (scalar_kind) and its names in C++, NumPy and PEP
+// 3118.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -16,8 +16,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Fixed-capacity string for names computed at compile time (the lowercase
-/// numpy name of a user dtype lives inside the table, so views stay valid).
+/// Fixed-capacity string for names computed at compile time, stored in the table.
 struct short_name {
     std::array<char, 16> chars{};
     std::size_t size = 0;
@@ -32,8 +31,7 @@ constexpr short_name make_short_name(std::string_view text, bool lowercase = fal
     return out;
 }
 
-/// What kind of number a C++ element type is; everything about numpy names,
-/// signedness and C++ type matching derives from this plus sizeof.
+/// What kind of number a C++ element type is; with sizeof, everything else derives from it.
 enum class scalar_kind : std::uint8_t {
     none,
     boolean,
@@ -70,16 +68,14 @@ constexpr scalar_kind scalar_kind_of() noexcept {
     }
 }
 
-/// What one kind of element is called in C++, in NumPy and in PEP 3118 buffers: one row per (kind, size),
-/// the one place every per-kind fact lives (the table's storage names, NumPy names and kinds, numpy.hpp's
-/// type numbers, buffer.hpp's formats).
+/// A (kind, size)'s names in C++, NumPy and PEP 3118: the one place every per-kind fact lives.
 struct element_facts {
     scalar_kind kind;
     std::size_t size;
-    std::string_view cpp_name;    ///< the table's `storage`: "int8", "float", "complex<float>"
-    std::string_view numpy_name;  ///< NumPy's built-in dtype; empty where NumPy has none
-    char numpy_kind;              ///< NumPy's kind character; 0 where NumPy has no built-in
-    const char* buffer_format;    ///< struct-module format; nullptr where a buffer reader would misread it
+    std::string_view cpp_name;    ///< the table's `storage`
+    std::string_view numpy_name;  ///< empty: NumPy has none
+    char numpy_kind;              ///< 0: no built-in
+    const char* buffer_format;    ///< nullptr where a reader would misread it
 };
 
 inline constexpr element_facts element_table[] = {
@@ -97,11 +93,11 @@ inline constexpr element_facts element_table[] = {
     {scalar_kind::floating, 8, "double", "float64", 'f', "d"},
     {scalar_kind::complex, 8, "complex<float>", "complex64", 'c', "Zf"},
     {scalar_kind::complex, 16, "complex<double>", "complex128", 'c', "Zd"},
-    {scalar_kind::bfloat16, 2, "bfloat16", "", 0, nullptr},  // PEP 3118 has no code for it
+    {scalar_kind::bfloat16, 2, "bfloat16", "", 0, nullptr},  // PEP 3118 has no code
     {scalar_kind::byte, 1, "byte", "", 0, "B"},
 };
 
-/// The facts of C++ element type Element (a compile error for a type with none).
+/// The facts of Element (a compile error when none).
 template <class Element>
 constexpr const element_facts& facts_of() noexcept {
     constexpr scalar_kind kind = scalar_kind_of<Element>();
@@ -116,7 +112,7 @@ constexpr const element_facts& facts_of() noexcept {
     return element_table[row];
 }
 
-/// The facts of the element type the table calls `cpp_name` (a dtype_info's `storage`), or nullptr.
+/// The facts of the element the table calls `cpp_name`, or nullptr.
 constexpr const element_facts* facts_named(std::string_view cpp_name) noexcept {
     for (const element_facts& facts : element_table) {
         if (facts.cpp_name == cpp_name) return &facts;

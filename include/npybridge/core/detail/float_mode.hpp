@@ -1,5 +1,5 @@
-// npybridge/core/detail/float_mode.hpp — IEEE 754 arithmetic for npybridge's own conversions, whatever mode the
-// calling thread's floating-point unit is in. Python-free.
+// npybridge/core/detail/float_mode.hpp — IEEE 754 arithmetic for npybridge's conversions, whatever the thread's FPU
+// mode.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -9,9 +9,8 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// While it lives, the calling thread computes subnormals as IEEE 754 says: flush-to-zero and
-/// denormals-are-zero (which `import megengine` turns on) are cleared, and restored at the end, so conversions
-/// give the same bits in every process. Per thread; one register read when neither bit is set.
+/// While it lives, the thread computes subnormals as IEEE 754 says: FTZ and DAZ (`import megengine` sets them) are
+/// cleared, then restored. One register read when neither is set.
 class ieee_float_mode {
 public:
     ieee_float_mode() noexcept : saved_(read()) {
@@ -39,7 +38,7 @@ private:
     }
     static void write(word mode) noexcept { __asm__ __volatile__("msr fpcr, %0" : : "r"(mode)); }
 #else
-    using word = unsigned;  // no flush modes known here: nothing to clear
+    using word = unsigned;  // no flush modes known here
     static constexpr word flush_bits = 0;
     static word read() noexcept { return 0; }
     static void write(word) noexcept {}

@@ -1,4 +1,4 @@
-// npybridge/core/detail/lowbit_kernels.hpp — the pack / unpack loops for 1, 2 and 4-bit dtypes: portable and SSSE3.
+// npybridge/core/detail/lowbit_kernels.hpp — pack / unpack loops for 1-, 2- and 4-bit dtypes: portable and SSSE3.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -12,10 +12,8 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// How one byte-per-element value becomes a b-bit code, for every coding in
-/// one form (docs/lowbit.md): t = (uint8)(v + bias); the value is valid when
-/// (t & invalid) == 0; the code is ((t >> shift) ^ flip) & code_mask. Decoding
-/// is the table `decode[code]`.
+/// One form for every coding (docs/lowbit.md): t = (uint8)(v + bias) is valid when (t & invalid) == 0, its code ((t >>
+/// shift) ^ flip) & code_mask; decode[code] decodes.
 struct lowbit_codec {
     unsigned bits;  ///< 1, 2 or 4
     std::uint8_t bias;
@@ -23,12 +21,11 @@ struct lowbit_codec {
     std::uint8_t shift;
     std::uint8_t flip;
     std::uint8_t code_mask;
-    std::array<std::int8_t, 16> decode;  ///< value of each code (as the byte numpy holds)
+    std::array<std::int8_t, 16> decode;  ///< each code's value
 };
 
-/// Packs `count` elements as one bit stream starting at bit 0 of dst; the last
-/// byte's unused bits are 0. Returns false when some value is invalid (dst is
-/// then partly written). Never reads or writes past count / packed bytes.
+/// Packs `count` elements as one stream from bit 0 of dst (unused last bits 0); false on an invalid value (dst partly
+/// written). No access past the ends.
 using pack_fn = bool (*)(const lowbit_codec&, const std::uint8_t* src, std::size_t count, std::uint8_t* dst);
 using unpack_fn = void (*)(const lowbit_codec&, const std::uint8_t* src, std::size_t count, std::uint8_t* dst);
 
@@ -38,8 +35,7 @@ inline std::uint8_t encode(const lowbit_codec& c, std::uint8_t value, std::uint8
     return static_cast<std::uint8_t>(((t >> c.shift) ^ c.flip) & c.code_mask);
 }
 
-/// Scalar packing of a stream that starts at element `first` of a byte-aligned
-/// run (first % per_byte == 0).
+/// Scalar packing from element `first` of a byte-aligned run.
 inline bool pack_scalar(const lowbit_codec& c, const std::uint8_t* src, std::size_t count, std::uint8_t* dst) {
     const unsigned per_byte = 8 / c.bits;
     std::uint8_t bad = 0;
@@ -77,9 +73,8 @@ inline void unpack_scalar(const lowbit_codec& c, const std::uint8_t* src, std::s
 
 #if defined(NPYBRIDGE_X86)
 
-// SSSE3: 16 bytes per register. Packing is a tree of pmaddubsw + packuswb,
-// each level joining neighbours into fields twice as wide; unpacking splits
-// fields in halves and interleaves, then maps codes to values with pshufb.
+// SSSE3: packing is a tree of pmaddubsw + packuswb doubling field width per level; unpacking halves and interleaves,
+// then pshufb maps codes.
 
 struct ssse3_codec {
     __m128i bias, invalid, flip, code_mask, decode;
@@ -97,7 +92,7 @@ __attribute__((target("ssse3"))) inline ssse3_codec make_ssse3_codec(const lowbi
     return v;
 }
 
-/// 16 << Level source bytes -> 16 bytes whose fields are bits << Level wide.
+/// 16 << Level source bytes -> 16 bytes of bits << Level wide fields.
 template <unsigned Bits, unsigned Level>
 __attribute__((target("ssse3"), always_inline)) inline __m128i pack_tree(const ssse3_codec& v, const std::uint8_t* src,
                                                                          __m128i& bad) {
@@ -107,7 +102,7 @@ __attribute__((target("ssse3"), always_inline)) inline __m128i pack_tree(const s
         return _mm_and_si128(_mm_xor_si128(_mm_srl_epi16(t, v.shift), v.flip), v.code_mask);
     } else {
         constexpr unsigned half = 16u << (Level - 1);
-        constexpr int weight = 1 << (Bits << (Level - 1));  // place the odd neighbour above the even one
+        constexpr int weight = 1 << (Bits << (Level - 1));  // odd neighbour above the even
         const __m128i weights = _mm_set1_epi16(static_cast<short>(0x0001 | (weight << 8)));
         const __m128i lo = _mm_maddubs_epi16(pack_tree<Bits, Level - 1>(v, src, bad), weights);
         const __m128i hi = _mm_maddubs_epi16(pack_tree<Bits, Level - 1>(v, src + half, bad), weights);
@@ -115,8 +110,7 @@ __attribute__((target("ssse3"), always_inline)) inline __m128i pack_tree(const s
     }
 }
 
-/// Stores 16 bytes; large outputs bypass the cache (no read-for-ownership of
-/// lines the loop overwrites whole), as memcpy does for large copies.
+/// Stores 16 bytes, streaming for large outputs.
 template <bool Stream>
 __attribute__((target("ssse3"), always_inline)) inline void store16(std::uint8_t* dst, __m128i value) {
     if constexpr (Stream) {
@@ -150,7 +144,7 @@ bool pack_ssse3(const lowbit_codec& c, const std::uint8_t* src, std::size_t coun
                                                        : pack_ssse3_loop<Bits, false>(c, src, count, dst);
 }
 
-/// 16 bytes whose fields are bits << Level wide -> 16 << Level decoded bytes.
+/// 16 bytes of bits << Level wide fields -> 16 << Level decoded bytes.
 template <unsigned Bits, unsigned Level, bool Stream>
 __attribute__((target("ssse3"), always_inline)) inline void unpack_tree(const ssse3_codec& v, __m128i x,
                                                                         std::uint8_t* dst) {
@@ -191,9 +185,9 @@ void unpack_ssse3(const lowbit_codec& c, const std::uint8_t* src, std::size_t co
 
 #endif  // NPYBRIDGE_X86
 
-/// The kernels this machine runs, chosen once at first use.
+/// The kernels this machine runs, chosen at first use.
 struct lowbit_kernels {
-    pack_fn pack[3];  ///< by bits: [0] 1-bit, [1] 2-bit, [2] 4-bit
+    pack_fn pack[3];  ///< by bits: 1, 2, 4
     unpack_fn unpack[3];
     const char* name;
 

@@ -1,6 +1,5 @@
-// npybridge/core/detail/packing.hpp — what lowbit.hpp's functions are made of: codecs from the dtype table, the
-// packing scratch buffer, checks that name the first invalid value, and the walk over a strided packed layout.
-// Included by core/lowbit.hpp after its declarations (it uses lowbit_layout and lowbit_extent).
+// npybridge/core/detail/packing.hpp — lowbit.hpp's parts: codecs from the table, the scratch buffer, error checks,
+// strided walks. Included after lowbit.hpp's declarations.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -51,8 +50,7 @@ constexpr lowbit_codec make_codec(const dtype_info& type) noexcept {
     return c;
 }
 
-/// "IntB1, IntB2, ...": the names of the dtypes `keep` selects, in table order (for messages that list
-/// them: derived, so a new row shows up without editing a message).
+/// "IntB1, IntB2, ...": the names of the dtypes `keep` selects, derived for messages.
 template <class Keep>
 std::string dtype_names(Keep keep) {
     std::string names;
@@ -82,8 +80,7 @@ inline std::string valid_set_text(const dtype_info& type) {
 
 inline std::string flat_index_text(std::size_t i) { return std::to_string(i); }
 
-/// The first invalid element (error path only: one more scan, then throw), its
-/// index written by index_text (flat here; an array's coordinates in detail/messages.hpp).
+/// The first invalid element (error path: one more scan, then throw), indexed by index_text.
 template <class IndexText = std::string (*)(std::size_t)>
 [[noreturn]] void throw_first_invalid(const dtype_info& type, const lowbit_codec& codec, const std::uint8_t* src,
                                       std::size_t count, IndexText index_text = flat_index_text) {
@@ -105,7 +102,7 @@ inline bool pack_rows(const lowbit_kernels& kernels, const lowbit_codec& codec, 
                       std::size_t count, std::size_t row_length, lowbit_layout layout, std::uint8_t* dst) {
     const pack_fn pack = kernels.pack[lowbit_kernels::slot(codec.bits)];
     if (layout == lowbit_layout::compact || row_length == 0 || (row_length * codec.bits) % 8 == 0) {
-        return pack(codec, src, count, dst);  // rows already end on byte boundaries
+        return pack(codec, src, count, dst);  // rows end on bytes already
     }
     const std::size_t pitch = row_pitch(id, row_length);
     bool ok = true;
@@ -115,9 +112,8 @@ inline bool pack_rows(const lowbit_kernels& kernels, const lowbit_codec& codec, 
     return ok;
 }
 
-/// pack()'s temporary. Each thread keeps one buffer of up to
-/// NPYBRIDGE_PACK_SCRATCH_KEEP_BYTES between calls, because fresh pages cost
-/// more than the packing itself; larger requests are freed after use.
+/// pack()'s temporary: each thread keeps one of up to NPYBRIDGE_PACK_SCRATCH_KEEP_BYTES (fresh pages cost more than
+/// packing).
 class scratch_buffer {
 public:
     explicit scratch_buffer(std::size_t bytes) {
@@ -158,8 +154,8 @@ inline void check_extent(const dtype_info& type, lowbit_extent extent, lowbit_la
     }
 }
 
-/// Calls visit(flat index, bit position from bit 0 of the first element's byte) for each element of a
-/// packed layout in C order; strides count elements and may be padded, strided or negative.
+/// Calls visit(flat index, bit position) for each element of a packed layout in C order (strides in elements, any
+/// sign).
 template <class Visit>
 void for_each_packed_bit(unsigned bits, const std::size_t* shape, const std::ptrdiff_t* strides, std::size_t ndim,
                          Visit visit) {
@@ -185,7 +181,7 @@ void for_each_packed_bit(unsigned bits, const std::size_t* shape, const std::ptr
     }
 }
 
-/// The byte holding bit `bit` (counted from bit 0 of `base`, possibly negative) and the bit's place in it.
+/// The byte holding bit `bit` of `base` (may be negative) and the bit's place.
 template <class Byte>
 Byte* byte_of_bit(Byte* base, std::ptrdiff_t bit, unsigned& shift) noexcept {
     const std::ptrdiff_t byte = bit >= 0 ? bit / 8 : -((-bit + 7) / 8);

@@ -14,22 +14,23 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Why the array's memory does not back the tensor; the first that applies, in this order, is the copy reason.
+/// Why the array's memory does not back the tensor: the first that applies, in this order, is the copy reason;
+/// borrow_causes below says when each applies.
 enum class copy_cause : std::uint8_t {
-    none,                ///< borrowed
-    copy_requested,      ///< borrow_policy::copy
-    packed_target,       ///< a packed dtype (numpy: a byte per element)
-    foreign_dtype,       ///< the array's dtype has no MegBrain dtype
-    narrowing,           ///< int64 / float64 narrowed to Int32 / Float32
-    other_dtype,         ///< another dtype
-    byte_order,          ///< non-native byte order
-    partial_strides,     ///< a stride is not whole elements
-    misaligned,          ///< data not aligned for the element type
-    refused_strides,     ///< the tensor type cannot describe the strides
-    invalid_codes,       ///< wrap, and values that are not codes (QuantizedS1)
-    read_only_writable,  ///< read-only memory, a writable tensor asked
-    read_only_unmarked,  ///< read-only, unmarkable, no reading_only()
-    read_only_scoped,    ///< the same, scoped(): no owner keeps the flag
+    none,  ///< borrowed
+    copy_requested,
+    packed_target,
+    foreign_dtype,
+    narrowing,
+    other_dtype,
+    byte_order,
+    partial_strides,
+    misaligned,
+    refused_strides,
+    invalid_codes,
+    read_only_writable,
+    read_only_unmarked,
+    read_only_scoped,
 };
 
 /// A row of docs/policies.md's decision table.

@@ -1,5 +1,5 @@
-// npybridge/core/detail/quantize_kernels.hpp — whole arrays quantized and dequantized with MegDNN's arithmetic,
-// bit for bit the scalar quantize / dequantize. Python-free.
+// npybridge/core/detail/quantize_kernels.hpp — whole arrays quantized and dequantized, bit for bit the scalar
+// functions.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -14,8 +14,8 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// MegDNN's quantization of one dtype: q = clamp(round_half_away(x / scale) + zero_point, lo, hi), NaN -> lo,
-/// all in float (QuantizedS32's hi is 2147483520, the largest float below 2^31).
+/// MegDNN's quantization: q = clamp(round_half_away(x / scale) + zero_point, lo, hi), NaN -> lo, in float
+/// (QuantizedS32's hi: 2147483520).
 struct quantize_rule {
     float scale;
     float zero_point;
@@ -31,10 +31,8 @@ struct quantize_rule {
 };
 
 #if defined(NPYBRIDGE_SSE2)
-/// Four values at once, the same operations as quantize_rule: x / scale, rounded half away from zero
-/// (truncated, then one step away when the rest is at least 0.5), + zero_point, clamped, NaN -> lo. The
-/// quotient is clamped to [-2^31, 2147483520] first so that truncation fits an int32; rounding is monotonic,
-/// so the clamp after it gives what it gives for the unclamped quotient.
+/// Four values as quantize_rule does them (round half away: truncate, then step away at a rest >= 0.5). The quotient is
+/// clamped to [-2^31, 2147483520] first so truncation fits int32; rounding is monotonic, so the result is the same.
 inline __m128i quantize_four(__m128 x, const quantize_rule& rule) noexcept {
     const __m128 sign = _mm_set1_ps(-0.0f);
     __m128 v = _mm_div_ps(x, _mm_set1_ps(rule.scale));
@@ -49,7 +47,7 @@ inline __m128i quantize_four(__m128 x, const quantize_rule& rule) noexcept {
     return _mm_cvttps_epi32(q);
 }
 
-/// Sixteen codes in four int32 vectors stored as Code (values already in Code's range: saturation changes none).
+/// Sixteen codes from four int32 vectors, stored as Code (already in range).
 template <class Code>
 __attribute__((always_inline)) inline void store_codes(const __m128i (&q)[4], Code* out) noexcept {
     auto* to = reinterpret_cast<__m128i*>(out);
@@ -65,7 +63,7 @@ __attribute__((always_inline)) inline void store_codes(const __m128i (&q)[4], Co
     }
 }
 
-/// Sixteen codes from sixteen floats, stored as Code.
+/// Sixteen codes from sixteen floats.
 template <class Code>
 void store_sixteen(const float* in, const quantize_rule& rule, Code* out) noexcept {
     const __m128i q[4] = {quantize_four(_mm_loadu_ps(in), rule), quantize_four(_mm_loadu_ps(in + 4), rule),
@@ -78,19 +76,19 @@ void store_sixteen(const float* in, const quantize_rule& rule, Code* out) noexce
 typedef float npybridge_v8f __attribute__((vector_size(32)));
 typedef std::int32_t npybridge_v8i __attribute__((vector_size(32)));
 
-/// `yes` where `mask` is set, else `no` (bitwise, so NaN lanes move as they are).
+/// `yes` where `mask` is set, else `no`, bitwise (NaN lanes move as they are).
 __attribute__((target("avx2"), always_inline)) inline npybridge_v8f select_lanes(npybridge_v8i mask, npybridge_v8f yes,
                                                                                  npybridge_v8f no) noexcept {
     return reinterpret_cast<npybridge_v8f>((mask & reinterpret_cast<npybridge_v8i>(yes)) |
                                            (~mask & reinterpret_cast<npybridge_v8i>(no)));
 }
 
-/// A quantize_rule in eight lanes, made once per array.
+/// A quantize_rule in eight lanes.
 struct quantize_lanes {
     npybridge_v8f scale, zero_point, lo, hi;
 };
 
-/// quantize_four on eight lanes (vector extensions, compiled for AVX2).
+/// quantize_four on eight lanes (AVX2).
 __attribute__((target("avx2"), always_inline)) inline npybridge_v8i quantize_eight(
     npybridge_v8f x, const quantize_lanes& rule) noexcept {
     const npybridge_v8f zero{}, lowest = zero - 2147483648.0f, highest = zero + 2147483520.0f;
@@ -110,7 +108,7 @@ __attribute__((target("avx2"), always_inline)) inline npybridge_v8i quantize_eig
     return __builtin_convertvector(select_lanes(nan, rule.lo, q), npybridge_v8i);
 }
 
-/// quantize_floats compiled for AVX2.
+/// quantize_floats for AVX2.
 template <class Code>
 __attribute__((target("avx2"))) void quantize_floats_avx2(const float* in, std::size_t n, const quantize_rule& rule,
                                                           Code* out) noexcept {
@@ -118,7 +116,7 @@ __attribute__((target("avx2"))) void quantize_floats_avx2(const float* in, std::
     const quantize_lanes lanes{zero + rule.scale, zero + rule.zero_point, zero + rule.lo, zero + rule.hi};
     std::size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        npybridge_v8f low, high;  // a 32-byte copy each: one load
+        npybridge_v8f low, high;  // one load each
         std::memcpy(&low, in + i, sizeof low);
         std::memcpy(&high, in + i + 8, sizeof high);
         const npybridge_v8i codes[2] = {quantize_eight(low, lanes), quantize_eight(high, lanes)};
@@ -130,7 +128,7 @@ __attribute__((target("avx2"))) void quantize_floats_avx2(const float* in, std::
 }
 #endif
 
-/// quantize_floats' SSE2 level.
+/// quantize_floats for SSE2.
 template <class Code>
 void quantize_floats_sse2(const float* in, std::size_t n, const quantize_rule& rule, Code* out) noexcept {
     std::size_t i = 0;
@@ -140,7 +138,7 @@ void quantize_floats_sse2(const float* in, std::size_t n, const quantize_rule& r
     for (; i < n; ++i) out[i] = static_cast<Code>(rule(in[i]));
 }
 
-/// n floats quantized into codes of type Code, as `rule` does one (AVX2 where the CPU has it).
+/// n floats into codes as `rule` makes one (AVX2 when present).
 template <class Code>
 void quantize_floats(const float* in, std::size_t n, const quantize_rule& rule, Code* out) noexcept {
 #if defined(NPYBRIDGE_X86)
@@ -149,7 +147,7 @@ void quantize_floats(const float* in, std::size_t n, const quantize_rule& rule, 
     quantize_floats_sse2(in, n, rule, out);
 }
 
-/// (code - zero_point) * scale in float, MegDNN's dequantization, for n codes.
+/// (code - zero_point) * scale in float, for n codes.
 template <class Code>
 void dequantize_codes(const Code* in, std::size_t n, std::int32_t zero_point, float scale, float* out) noexcept {
     std::size_t i = 0;

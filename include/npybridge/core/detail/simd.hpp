@@ -1,18 +1,15 @@
-// npybridge/core/detail/simd.hpp — the one place that says which SIMD instructions npybridge's kernels may use.
-// Python-free. Every kernel header includes this and tests these macros only.
+// npybridge/core/detail/simd.hpp — which SIMD instructions npybridge's kernels may use; kernels test these macros only.
 #pragma once
 
 #include <npybridge/core/config.hpp>
 
-// x86 with GCC or Clang: the SSSE3 low-bit kernels, compiled with a target attribute and chosen at run time
-// (__builtin_cpu_supports), so a binary built for plain x86 still runs everywhere.
+// x86 with GCC or Clang: SSSE3 kernels by target attribute, chosen at run time, so plain x86 builds run anywhere.
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define NPYBRIDGE_X86 1
-#include <tmmintrin.h>  // SSSE3 and below: all the kernels use (<immintrin.h> would cost a user ~0.45 s of parse)
+#include <tmmintrin.h>  // not <immintrin.h>, which costs parse time
 #endif
 
-// x86-64: SSE2 is part of the architecture, so the narrowing checks and the tile transposes use it
-// unconditionally.
+// x86-64: SSE2 is in the architecture, used unconditionally.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define NPYBRIDGE_SSE2 1
 #include <emmintrin.h>
@@ -22,8 +19,8 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Whether this CPU runs AVX2: the kernels' widest level (each has a portable or SSE2 level with the same bits,
-/// and the tests call every level this CPU runs directly). Asked once.
+/// Whether this CPU runs AVX2, the widest level (each kernel has a portable or SSE2 level with the same bits). Asked
+/// once.
 inline bool cpu_has_avx2() noexcept {
 #if defined(NPYBRIDGE_X86)
     static const bool avx2 = [] {

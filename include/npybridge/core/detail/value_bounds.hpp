@@ -1,5 +1,5 @@
-// npybridge/core/detail/value_bounds.hpp — what a value must satisfy to go into a dtype unchanged: the bounds the
-// checks of narrowing='checked' test against, and the exact float an integer would become (for messages).
+// npybridge/core/detail/value_bounds.hpp — what a value must satisfy to go into a dtype unchanged, and the float an
+// integer becomes.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -17,17 +17,17 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Integer (and bool) targets hold [lo, hi]; float targets keep every finite value below `overflow` in
-/// magnitude (above it, it would become infinite) and hold integers of up to `digits` significant bits.
+/// Integer targets hold [lo, hi]; float targets keep finite values below `overflow` and integers of up to `digits`
+/// bits.
 struct value_bounds {
     bool floating = false;
     std::int64_t lo = 0, hi = 0;
     double overflow = 0;
-    unsigned digits = 0;  ///< the significand's bits: float32 24, float16 11, bfloat16 8
+    unsigned digits = 0;  ///< float32 24, float16 11, bfloat16 8
 };
 
-/// The bounds of a dtype's storage: its codes for quantized dtypes (QuantizedS1: 0 and 1), [0, 1] for Bool,
-/// a byte for packed dtypes (their valid sets are the packers' to judge); none for Byte and 64-bit storage.
+/// A dtype's storage bounds: quantized codes, [0, 1] for Bool, a byte for packed dtypes; none for Byte and 64-bit
+/// storage.
 inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
     if (type.category == dtype_category::floating || type.category == dtype_category::complex) {
         const unsigned digits = type.storage == "bfloat16" ? 8 : type.storage == "half" ? 11 : 24;
@@ -47,8 +47,7 @@ inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
     return bounds;
 }
 
-/// Whether a dtype's valid codes are fewer than its storage holds (QuantizedS1): values that keep their
-/// storage (a borrow, a straight copy) must then be checked too.
+/// Whether a dtype has fewer codes than its storage holds (QuantizedS1), so kept storage needs a check.
 constexpr bool codes_narrower_than_storage(const dtype_info& type) noexcept {
     if (type.is_packed || (type.category != dtype_category::integer && type.category != dtype_category::quantized) ||
         type.element_size >= 8) {
@@ -61,16 +60,14 @@ constexpr bool codes_narrower_than_storage(const dtype_info& type) noexcept {
     return static_cast<double>(type.range.lo) > lo || static_cast<double>(type.range.hi) < hi;
 }
 
-/// codes_narrower_than_storage per row of dtype_table, at compile time: the borrow of a quantized array asks it
-/// per call.
+/// codes_narrower_than_storage per row, for the borrow's per-call question.
 inline constexpr std::array<bool, dtype_count> codes_narrower_by_row = [] {
     std::array<bool, dtype_count> rows{};
     for (std::size_t i = 0; i < dtype_count; ++i) rows[i] = codes_narrower_than_storage(dtype_table[i]);
     return rows;
 }();
 
-/// "16777217 (not held exactly: it would become 16777216)": an integer a float dtype does not hold, with the
-/// float the conversion stores (rounded once, from the integer itself).
+/// "16777217 (not held exactly: it would become 16777216)", with the float the conversion stores.
 template <class Integer>
 std::string inexact_text(Integer value, const value_bounds& bounds) {
     const bool negative = value < 0;
