@@ -96,8 +96,7 @@ def table(status="removed"):
 
 def stub(entry):
     """The whole text of the header left at a removed path."""
-    path = entry.old.strip("<>")
-    return (f"// {path}: removed in {entry.release} (docs/upgrading.md); written by tools/upgrading.py.\n"
+    return ("// Written by tools/upgrading.py (docs/upgrading.md).\n"
             f"#error \"{entry.message()}\"\n")
 
 

@@ -382,8 +382,8 @@ Arg to_arg(PyObject* obj) {
     return made;
 }
 
-/// A binding's first overload pass for Arg: an ndarray the tensor uses as it is (no copy or cast), made in `out`; else
-/// false, `out` empty, no Python error pending. Overloads differing in dtype each get the arrays they borrow.
+/// A binding's first overload pass for Arg: an ndarray borrowed as it is, made in `out`; else false, no Python error
+/// pending.
 template <class Arg>
 bool borrow_as_is(PyObject* obj, std::optional<Arg>& out) noexcept {
     static_assert(is_arg<Arg>::value, "npybridge: borrow_as_is<A> needs an npybridge::arg<Tensor, ...>");
@@ -404,9 +404,8 @@ bool borrow_as_is(PyObject* obj, std::optional<Arg>& out) noexcept {
     }
 }
 
-/// A binding's npybridge::dtype argument from obj: first pass numpy.dtype objects only; second, anything numpy.dtype()
-/// takes or a name without params ("IntB4"). nullopt when obj is not for it (no error pending); npybridge's error for a
-/// numpy.dtype it refuses (int64).
+/// A binding's npybridge::dtype argument from obj (first pass: numpy.dtype objects; second: anything numpy.dtype()
+/// takes, or a name such as "IntB4"); nullopt when not for it, npybridge's error for a refused numpy.dtype.
 inline std::optional<dtype> dtype_argument(PyObject* obj, bool convert) {
     if (obj == nullptr) return std::nullopt;
     const bool is_descr = PyArray_DescrCheck(obj);

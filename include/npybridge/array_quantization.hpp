@@ -5,16 +5,15 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// Quantizes real values (an array or array-like of bools, integers, floats) into a new tensor of a quantized dtype:
-/// each made float32, then MegDNN's clamp(round_half_away(x / scale) + zero_point), NaN -> the lowest code, as the
-/// scalar quantize(). Packed dtypes go straight into packed storage. No GIL from 1 MiB; IEEE mode whatever the
-/// thread's. dtype_error names a dtype that is not quantized or values that are not real.
+/// Quantizes real values (an array-like of bools, integers, floats) into a new tensor: each made float32, then MegDNN's
+/// clamp(round_half_away(x / scale) + zero_point), NaN -> the lowest code, as the scalar quantize(); packed dtypes
+/// straight into packed storage. No GIL from 1 MiB. dtype_error names a dtype that is not quantized or values that are
+/// not real.
 template <class Tensor = tensor>
 Tensor quantize(PyObject* values, const dtype& type, const placement_t<Tensor>& where = default_placement<Tensor>());
 
-/// The real values of a quantized tensor as a new float32 array: (code - zero_point) * scale, as the scalar
-/// dequantize(). Any layout and packing. dtype_error for a tensor that is not quantized; value_range_error names a byte
-/// that is not a code, and its index.
+/// A quantized tensor's real values as a new float32 array, (code - zero_point) * scale, any layout. dtype_error when
+/// not quantized; value_range_error names a byte that is no code, and its index.
 template <class Tensor>
 object dequantize(const Tensor& source);
 

@@ -20,22 +20,19 @@ struct dlpack_options {
     /// an error, not a silent loss of params.
     bool codes = false;
 
-    /// The options from __dlpack__'s arguments (nullptr or None: not given): `stream` None, `max_version` and
-    /// `dl_device` pairs of non-negative ints, `copy` and `codes` truth values. A bad one is a conversion_error naming
-    /// it.
+    /// The options from __dlpack__'s arguments (nullptr or None: not given); a bad one is a conversion_error naming it.
     static dlpack_options from_python(PyObject* stream, PyObject* max_version, PyObject* dl_device, PyObject* copy,
                                       PyObject* codes = nullptr);
 };
 
-/// Tensor → DLPack capsule (new reference), as __dlpack__ makes it: versioned (1.1, READ_ONLY, IS_COPIED) when
-/// max_version allows, else legacy, which refuses a read-only tensor unless copy=true. The capsule keeps the memory
-/// alive until the deleter runs; packed dtypes export their bits. GIL required; throws dlpack_error.
+/// Tensor → DLPack capsule (new reference), as __dlpack__ makes it: versioned (1.1) when max_version allows, else
+/// legacy (read-only only with copy=true). The capsule keeps the memory alive until its deleter runs. GIL required;
+/// throws dlpack_error.
 template <class Tensor>
 object to_dlpack(const Tensor& source, const dlpack_options& options = {});
 
-/// Any DLPack producer (a __dlpack__ object or capsule) → Tensor, with to_tensor's options and copy reasons. A borrow
-/// calls the deleter once, on the thread that lets go last; READ_ONLY gives a read-only tensor; only CPU memory (else
-/// dlpack_error). GIL required.
+/// Any DLPack producer → Tensor, with to_tensor's options and copy reasons; a borrow calls the deleter once, READ_ONLY
+/// gives a read-only tensor, only CPU memory is read. GIL required.
 template <class Tensor = tensor>
 to_tensor_result<Tensor> from_dlpack(PyObject* obj, const to_tensor_options& options = {},
                                      const placement_t<Tensor>& where = default_placement<Tensor>());

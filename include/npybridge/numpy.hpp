@@ -101,8 +101,8 @@ inline constexpr std::array<int, dtype_count> numpy_type_nums =
 
 }  // namespace detail
 
-/// Makes NumPy's C API usable in this binary: call with the GIL, e.g. in your module's init (again is cheap). False
-/// with a Python error when NumPy is missing or older than the headers.
+/// Makes NumPy's C API usable in this binary (GIL held; again is cheap); false with a Python error when NumPy is
+/// missing or too old.
 inline bool import_numpy() noexcept {
     if (PyArray_API != nullptr) return true;
     void** table = detail::numpy_api_table("_ARRAY_API");

@@ -69,8 +69,8 @@ private:
     PyGILState_STATE m_state;
 };
 
-/// Gives up the GIL for a scope. Taking it back during finalization ends a daemon thread by a forced unwind, so the
-/// destructor is noexcept(false): a plain local, never inside std::optional. without_gil() is the conditional form.
+/// Gives up the GIL for a scope. Its destructor is noexcept(false) (a daemon thread ends by forced unwind during
+/// finalization): a plain local, never in std::optional. without_gil() is the conditional form.
 class gil_release {
 public:
     gil_release() noexcept : m_state(PyEval_SaveThread()) {}

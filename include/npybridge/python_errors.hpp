@@ -52,9 +52,8 @@ inline bool python_alive() noexcept {
 #endif
 }
 
-/// Runs f() with the GIL held, from any thread. Returns false without running f once the interpreter is finalizing or
-/// gone (taking the GIL would hang or end the thread); Py_IsInitialized() comes first because PyGILState_Check()
-/// answers 1 after.
+/// Runs f() with the GIL from any thread; false without running it once the interpreter finalizes (Py_IsInitialized()
+/// first: PyGILState_Check() answers 1 then).
 template <class F>
 bool under_gil(F&& f) noexcept {
     if (Py_IsInitialized() && PyGILState_Check()) {  // the common case
@@ -67,8 +66,8 @@ bool under_gil(F&& f) noexcept {
     return true;
 }
 
-/// The pending Python error (type, value, traceback) as a C++ exception; copies share it. what() formats the traceback
-/// on first use only (re-raised through C++, it grows each pass); restore() hands the same exception object back.
+/// The pending Python error as a C++ exception (copies share it); what() formats the traceback once, restore() hands
+/// the exception back.
 class python_error : public error {
 public:
     /// Captures and clears the pending error (GIL required); with none pending, a SystemError saying so.

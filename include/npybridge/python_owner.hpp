@@ -143,8 +143,8 @@ private:
     }
 };
 
-/// The base object of an array sharing `owner`'s memory: the Python object itself when the tensor borrowed from Python
-/// (numpy then sees a shared base), else an owner_object; none for an empty (scoped) owner.
+/// The base of an array sharing `owner`'s memory: the Python object the tensor borrowed from, else an owner_object;
+/// none for a scoped owner.
 inline object base_object_for(owner_handle owner) {
     if (!owner) return {};
     if (owner.get()->release == &python_owner_block::release_block) {
@@ -161,8 +161,8 @@ inline PyObject* python_object_of(const owner_handle& owner) noexcept {
     return static_cast<const detail::python_owner_block*>(owner.get())->object;
 }
 
-/// For tp_traverse of a Python object holding a tensor (so `a.t = Tensor(a)` cycles are collected): visits the object
-/// the owner keeps alive when this handle is its only one.
+/// For the tp_traverse of an object holding a tensor: visits the object the owner keeps alive when this handle is its
+/// only one.
 inline int traverse_owner(const owner_handle& owner, visitproc visit, void* arg) {
     PyObject* held = owner.use_count() == 1 ? python_object_of(owner) : nullptr;
     Py_VISIT(held);

@@ -23,8 +23,7 @@ inline object current_python_stack() {
 }
 
 /// MegEngine's OprPyTracker, generalized: while a scope is active, each key reported by on_create() is tagged with the
-/// scope's object (e.g. the creating stack); blame() names it in an error. Tags are released when keys are forgotten,
-/// the scope ends or the tracker dies. Every member needs the GIL, which makes sharing between threads safe.
+/// scope's object; blame() names it in an error. Every member needs the GIL, which makes sharing safe.
 template <class Key, class Hash = std::hash<Key>>
 class origin_tracker {
 public:

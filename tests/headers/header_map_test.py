@@ -33,8 +33,11 @@ def named(name, text):
     return re.search(r"(?<![\w/])" + re.escape(name) + r"(?!\w)", text) is not None
 
 
-SYNOPSIS = ["array_quantization.hpp", "buffer.hpp", "convert.hpp", "core/lowbit.hpp", "dlpack.hpp"]
-MANY_DETAIL_BLOCKS = {"core/dtype.hpp", "numpy_dtype.hpp", "core/adapter.hpp"}
+SYNOPSIS = [
+    "array_quantization.hpp", "buffer.hpp", "convert.hpp", "core/adapter.hpp", "core/lowbit.hpp", "dlpack.hpp",
+    "numpy_dtype.hpp",
+]
+MANY_DETAIL_BLOCKS = set()
 COMMENT_WORDS_PER_1000_LINES = 1100
 COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
 MEASUREMENT = re.compile(r"\d(\.\d+)? ?(GB/s|MB/s|ms|ns|µs|MB|%)(?!\w)|\d ?s of parse")

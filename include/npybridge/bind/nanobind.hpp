@@ -3,8 +3,8 @@
 //   NPYBRIDGE_NANOBIND_TENSOR_CASTER(my::Tensor)   // once per adapted tensor type, at global scope
 //   NB_MODULE(m, m) { npybridge::nanobind_support::init(m); m.def("run", [](my::Tensor t) { ... }); }
 // npybridge::tensor and every npybridge::arg<Tensor, ...> of a type with a caster need no macro.
-// nanobind casters must not throw: what can never become the argument is declined for another overload; an array that
-// fails to convert is taken with npybridge's error kept, thrown when nanobind asks for the value.
+// nanobind casters must not throw: an array that fails to convert is taken with npybridge's error, thrown when nanobind
+// asks for the value.
 #pragma once
 
 #include <npybridge/arg.hpp>

@@ -54,9 +54,8 @@ constexpr auto signature_text(std::index_sequence<I...>) {
     return pybind11::detail::descr<sizeof...(I)>(Text.chars[I]...);
 }
 
-/// The conversion both casters make. What cannot become the argument (Arg::may_convert) is a silent `false` on every
-/// pass, so another overload gets its turn. The first pass (`convert` false) takes only what borrows as it is; on the
-/// second, an ndarray that fails to convert raises npybridge's error.
+/// The conversion both casters make: what cannot become the argument is a silent `false` on every pass (another
+/// overload's turn); the first pass takes only borrows; on the second, a failing ndarray raises npybridge's error.
 template <class Arg>
 bool load_arg(pybind11::handle src, bool convert, std::optional<Arg>& out) {
     if (!src) return false;

@@ -34,8 +34,8 @@
 #define NPYBRIDGE_HUGE_PAGE_BYTES (std::size_t{4} << 20)
 #endif
 
-/// Attributes of every `namespace npybridge`: hidden by default, as in pybind11 and nanobind, so each module keeps its
-/// own state and modules of different npybridge versions cannot mix it. Build extensions with -fvisibility=hidden too.
+/// Attributes of every `namespace npybridge`: hidden, as in pybind11 and nanobind, so each module keeps its own state.
+/// Build extensions with -fvisibility=hidden too.
 #ifndef NPYBRIDGE_NAMESPACE_ATTRIBUTES
 #if defined(__GNUC__) || defined(__clang__)
 #define NPYBRIDGE_NAMESPACE_ATTRIBUTES __attribute__((visibility("hidden")))

@@ -97,144 +97,6 @@ struct asymm_param {
     static constexpr std::array<std::string_view, 2> field_names{"scale", "zero_point"};
 };
 
-namespace detail {
-
-template <class Element>
-constexpr value_range natural_range() noexcept {
-    constexpr scalar_kind kind = scalar_kind_of<Element>();
-    if constexpr (kind == scalar_kind::boolean) {
-        return {0, 1};
-    } else if constexpr (kind == scalar_kind::byte) {
-        return {0, 255};
-    } else if constexpr (kind == scalar_kind::half) {
-        return {-65504.0, 65504.0};
-    } else if constexpr (kind == scalar_kind::bfloat16) {
-        return {-3.38953138925153547590470800371487866880e+38, 3.38953138925153547590470800371487866880e+38};
-    } else if constexpr (kind == scalar_kind::complex) {
-        using real = typename Element::value_type;
-        return {-static_cast<double>(std::numeric_limits<real>::max()),
-                static_cast<double>(std::numeric_limits<real>::max())};
-    } else if constexpr (kind == scalar_kind::floating) {
-        return {-static_cast<double>(std::numeric_limits<Element>::max()),
-                static_cast<double>(std::numeric_limits<Element>::max())};
-    } else {
-        return {static_cast<double>(std::numeric_limits<Element>::min()),
-                static_cast<double>(std::numeric_limits<Element>::max())};
-    }
-}
-
-constexpr value_range lowbit_range(lowbit_coding coding, unsigned bits) noexcept {
-    const double top = static_cast<double>((1u << bits) - 1u);
-    switch (coding) {
-        case lowbit_coding::odd: return {-top, top};
-        case lowbit_coding::twos_complement:
-            return {-static_cast<double>(1u << (bits - 1)), static_cast<double>((1u << (bits - 1)) - 1u)};
-        case lowbit_coding::unsigned_value: return {0, top};
-        case lowbit_coding::none: break;
-    }
-    return {0, 0};
-}
-
-/// One row of the table: Element is one unpacked element's C++ type, Param the param struct; the rest derives from
-/// them.
-template <class Element, class Param>
-struct dtype_row {
-    using element_type = Element;
-    using param_type = Param;
-
-    dtype_enum id;
-    std::string_view name;
-    dtype_category category;
-    numpy_form form;
-    lowbit_coding coding;  ///< none unless packed
-    unsigned packed_bits;  ///< 0 unless packed
-    value_range range;
-};
-
-template <class Element, class Param = no_param>
-constexpr dtype_row<Element, Param> plain_row(dtype_enum id, std::string_view name, dtype_category category,
-                                              numpy_form form = numpy_form::builtin) {
-    return {id, name, category, form, lowbit_coding::none, 0, natural_range<Element>()};
-}
-
-template <class Element, class Param = no_param>
-constexpr dtype_row<Element, Param> packed_row(dtype_enum id, std::string_view name, dtype_category category,
-                                               numpy_form form, lowbit_coding coding, unsigned bits) {
-    return {id, name, category, form, coding, bits, lowbit_range(coding, bits)};
-}
-
-template <class Element, class Param>
-constexpr dtype_row<Element, Param> with_range(dtype_row<Element, Param> row, value_range range) {
-    row.range = range;
-    return row;
-}
-
-/// The rows, each of its own type, in a tuple lighter to parse than std::tuple (rows are only read by index).
-template <std::size_t I, class Row>
-struct row_leaf {
-    Row row;
-};
-
-template <class Indices, class... Rows>
-struct row_list_base;
-template <std::size_t... I, class... Rows>
-struct row_list_base<std::index_sequence<I...>, Rows...> : row_leaf<I, Rows>... {
-    constexpr explicit row_list_base(Rows... rows) : row_leaf<I, Rows>{rows}... {}
-};
-
-template <class... Rows>
-struct row_list : row_list_base<std::index_sequence_for<Rows...>, Rows...> {
-    using row_list_base<std::index_sequence_for<Rows...>, Rows...>::row_list_base;
-    static constexpr std::size_t size = sizeof...(Rows);
-};
-
-template <class... Rows>
-constexpr row_list<Rows...> make_row_list(Rows... rows) {
-    return row_list<Rows...>(rows...);
-}
-
-template <std::size_t I, class Row>
-constexpr const Row& row_at(const row_leaf<I, Row>& leaf) noexcept {
-    return leaf.row;
-}
-
-// One row per dtype (docs/dtypes.md); the macro writes the enum value and the name from one token.
-#define NPYBRIDGE_DTYPE(name) dtype_enum::name, #name
-inline constexpr auto dtype_rows = make_row_list(
-    plain_row<float>(NPYBRIDGE_DTYPE(Float32), dtype_category::floating),
-    plain_row<std::uint8_t>(NPYBRIDGE_DTYPE(Uint8), dtype_category::integer),
-    plain_row<std::int8_t>(NPYBRIDGE_DTYPE(Int8), dtype_category::integer),
-    plain_row<std::int16_t>(NPYBRIDGE_DTYPE(Int16), dtype_category::integer),
-    plain_row<std::int32_t>(NPYBRIDGE_DTYPE(Int32), dtype_category::integer),
-    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB1), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd,
-                            1),
-    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB2), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd,
-                            2),
-    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(IntB4), dtype_category::lowbit, numpy_form::user_dtype, lowbit_coding::odd,
-                            4),
-    plain_row<std::byte>(NPYBRIDGE_DTYPE(Byte), dtype_category::other, numpy_form::none),
-    plain_row<half>(NPYBRIDGE_DTYPE(Float16), dtype_category::floating),
-    packed_row<std::int8_t>(NPYBRIDGE_DTYPE(UintB4), dtype_category::lowbit, numpy_form::none, lowbit_coding::odd, 4),
-    plain_row<bfloat16>(NPYBRIDGE_DTYPE(BFloat16), dtype_category::floating, numpy_form::user_dtype),
-    plain_row<bool>(NPYBRIDGE_DTYPE(Bool), dtype_category::boolean),
-    plain_row<std::uint16_t>(NPYBRIDGE_DTYPE(Uint16), dtype_category::integer),
-    plain_row<std::complex<float>>(NPYBRIDGE_DTYPE(Complex64), dtype_category::complex),
-    plain_row<std::uint8_t, asymm_param>(NPYBRIDGE_DTYPE(Quantized8Asymm), dtype_category::quantized),
-    plain_row<std::int32_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS32), dtype_category::quantized),
-    plain_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS8), dtype_category::quantized),
-    packed_row<std::uint8_t, asymm_param>(NPYBRIDGE_DTYPE(Quantized4Asymm), dtype_category::quantized,
-                                          numpy_form::builtin, lowbit_coding::unsigned_value, 4),
-    packed_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS4), dtype_category::quantized, numpy_form::builtin,
-                                         lowbit_coding::twos_complement, 4),
-    plain_row<std::int16_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS16), dtype_category::quantized),
-    with_range(plain_row<std::int8_t, scale_param>(NPYBRIDGE_DTYPE(QuantizedS1), dtype_category::quantized), {0, 1}));
-#undef NPYBRIDGE_DTYPE
-
-template <std::size_t I>
-using row_t = std::remove_const_t<std::remove_reference_t<decltype(row_at<I>(dtype_rows))>>;
-
-}  // namespace detail
-
 /// What npybridge knows of one dtype, as plain data.
 struct dtype_info {
     dtype_enum id;
@@ -257,44 +119,11 @@ struct dtype_info {
     constexpr std::uint32_t value() const noexcept { return static_cast<std::uint32_t>(id); }
 };
 
-namespace detail {
+}  // namespace npybridge
 
-template <std::size_t I>
-constexpr dtype_info make_info() {
-    using row = row_t<I>;
-    using element = typename row::element_type;
-    constexpr row r = row_at<I>(dtype_rows);
-    constexpr scalar_kind kind = scalar_kind_of<element>();
-    constexpr bool is_packed = r.packed_bits != 0;
-    constexpr bool is_signed = kind == scalar_kind::signed_int || kind == scalar_kind::floating ||
-                               kind == scalar_kind::half || kind == scalar_kind::bfloat16 ||
-                               kind == scalar_kind::complex;
-    constexpr short_name numpy = r.form == numpy_form::builtin      ? make_short_name(facts_of<element>().numpy_name)
-                                 : r.form == numpy_form::user_dtype ? make_short_name(r.name, true)
-                                                                    : short_name{};
-    return dtype_info{r.id,
-                      r.name,
-                      r.category,
-                      r.form,
-                      r.coding,
-                      is_signed,
-                      is_packed,
-                      r.category == dtype_category::quantized,
-                      is_packed ? r.packed_bits : static_cast<unsigned>(sizeof(element) * 8),
-                      is_packed ? 0 : sizeof(element),
-                      r.range,
-                      facts_of<element>().cpp_name,
-                      std::tuple_size_v<decltype(row::param_type::field_names)>,
-                      row::param_type::field_names.data(),
-                      numpy};
-}
+#include <npybridge/core/detail/dtype_rows.hpp>
 
-template <std::size_t... I>
-constexpr std::array<dtype_info, sizeof...(I)> make_table(std::index_sequence<I...>) {
-    return {make_info<I>()...};
-}
-
-}  // namespace detail
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// How many dtypes npybridge has.
 inline constexpr std::size_t dtype_count = decltype(detail::dtype_rows)::size;
@@ -303,46 +132,14 @@ inline constexpr std::size_t dtype_count = decltype(detail::dtype_rows)::size;
 inline constexpr std::array<dtype_info, dtype_count> dtype_table =
     detail::make_table(std::make_index_sequence<dtype_count>{});
 
-namespace detail {
+}  // namespace npybridge
 
-/// MegDNN's enum has two dense blocks (0.. and 100000..): a slot per value makes enum -> row one read.
-inline constexpr std::uint32_t quantized_base = 100000;
-inline constexpr std::size_t block_size = 16;
-inline constexpr std::size_t no_slot = 2 * block_size;
+#include <npybridge/core/detail/dtype_index.hpp>
 
-constexpr std::size_t enum_slot(std::uint32_t value) noexcept {
-    if (value < block_size) return value;
-    if (value >= quantized_base && value - quantized_base < block_size) return block_size + (value - quantized_base);
-    return no_slot;
-}
-
-constexpr std::array<std::uint8_t, no_slot + 1> make_enum_slots() {
-    std::array<std::uint8_t, no_slot + 1> slots{};
-    for (auto& slot : slots) slot = static_cast<std::uint8_t>(dtype_count);
-    for (std::size_t i = 0; i < dtype_count; ++i)
-        slots[enum_slot(dtype_table[i].value())] = static_cast<std::uint8_t>(i);
-    slots[no_slot] = static_cast<std::uint8_t>(dtype_count);
-    return slots;
-}
-
-inline constexpr std::array<std::uint8_t, no_slot + 1> enum_slots = make_enum_slots();
-
-constexpr bool every_row_has_a_slot() noexcept {
-    for (std::size_t i = 0; i < dtype_count; ++i) {
-        if (enum_slot(dtype_table[i].value()) == no_slot || enum_slots[enum_slot(dtype_table[i].value())] != i)
-            return false;
-    }
-    return true;
-}
-static_assert(every_row_has_a_slot(),
-              "npybridge: a dtype's enum value falls outside MegDNN's two enum blocks; widen enum_slot()");
-
-}  // namespace detail
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// A dtype's row in dtype_table; dtype_count when `id` is not a dtype.
-constexpr std::size_t table_index(dtype_enum id) noexcept {
-    return detail::enum_slots[detail::enum_slot(static_cast<std::uint32_t>(id))];
-}
+constexpr std::size_t table_index(dtype_enum id) noexcept { return detail::row_of(id); }
 
 /// Whether `id` is one of MegDNN's dtypes.
 constexpr bool is_valid(dtype_enum id) noexcept { return table_index(id) != dtype_count; }
@@ -390,74 +187,8 @@ using element_t = typename detail::row_t<table_index_v<Id>>::element_type;
 template <dtype_enum Id>
 using param_t = typename detail::row_t<table_index_v<Id>>::param_type;
 
-namespace detail {
-
-template <class Variant, class T>
-struct with_alternative;
-template <class... Ts, class T>
-struct with_alternative<std::variant<Ts...>, T> {
-    using type = std::conditional_t<(std::is_same_v<T, Ts> || ...), std::variant<Ts...>, std::variant<Ts..., T>>;
-};
-
-template <class Variant, std::size_t I, std::size_t N>
-struct row_params {
-    using type =
-        typename row_params<typename with_alternative<Variant, typename row_t<I>::param_type>::type, I + 1, N>::type;
-};
-template <class Variant, std::size_t N>
-struct row_params<Variant, N, N> {
-    using type = Variant;
-};
-
-}  // namespace detail
-
 /// Every param struct the rows use, once each, no_param first: what a dtype can carry.
-using params_variant = typename detail::row_params<std::variant<no_param>, 0, dtype_count>::type;
-
-namespace detail {
-
-template <class T, class... Ts>
-constexpr std::size_t alternative_index(std::variant<Ts...>*) noexcept {
-    constexpr bool same[] = {std::is_same_v<T, Ts>...};
-    for (std::size_t i = 0; i < sizeof...(Ts); ++i) {
-        if (same[i]) return i;
-    }
-    return sizeof...(Ts);
-}
-
-template <std::size_t... I>
-constexpr std::array<std::uint8_t, sizeof...(I)> make_param_slots(std::index_sequence<I...>) noexcept {
-    return {static_cast<std::uint8_t>(
-        alternative_index<typename row_t<I>::param_type>(static_cast<params_variant*>(nullptr)))...};
-}
-
-/// Each row's param struct as its index in params_variant, so with_params dispatches over a few structs, not every row.
-inline constexpr std::array<std::uint8_t, dtype_count> param_slots =
-    make_param_slots(std::make_index_sequence<dtype_count>{});
-
-template <class F, class... Ts>
-void call_with_alternative(std::size_t slot, F& f, std::variant<Ts...>*) {
-    std::size_t i = 0;
-    static_cast<void>(((i++ == slot ? (f(Ts{}), true) : false) || ...));
-}
-
-/// The defaults of params_variant's struct at `slot`, as numbers.
-inline param_values default_values(std::size_t slot) noexcept {
-    param_values values;
-    auto read = [&](auto param) { values = values_of(param); };
-    call_with_alternative(slot, read, static_cast<params_variant*>(nullptr));
-    return values;
-}
-
-/// The params a dtype holds, as numbers.
-inline param_values variant_values(const params_variant& params) noexcept {
-    param_values values;
-    auto read = [&](auto param) { values = values_of(*std::get_if<decltype(param)>(&params)); };
-    call_with_alternative(params.index(), read, static_cast<params_variant*>(nullptr));
-    return values;
-}
-
-}  // namespace detail
+using params_variant = detail::params_variant_t;
 
 /// Bytes of one element; a compile error for packed dtypes.
 template <dtype_enum Id>
@@ -469,44 +200,6 @@ constexpr std::size_t element_size() noexcept {
 }
 
 // ---- C++ type -> dtype.
-
-namespace detail {
-
-template <class T, std::size_t I>
-constexpr bool row_holds_plain() noexcept {
-    using element = typename row_t<I>::element_type;
-    constexpr dtype_category category = dtype_table[I].category;
-    return scalar_kind_of<element>() == scalar_kind_of<T>() && sizeof(element) == sizeof(T) &&
-           (category == dtype_category::floating || category == dtype_category::integer ||
-            category == dtype_category::boolean || category == dtype_category::complex);
-}
-
-template <class T, std::size_t... I>
-constexpr std::size_t find_row_for_type(std::index_sequence<I...>) noexcept {
-    constexpr std::array<bool, sizeof...(I)> matches{row_holds_plain<T, I>()...};
-    for (std::size_t i = 0; i < matches.size(); ++i) {
-        if (matches[i]) return i;
-    }
-    return dtype_count;
-}
-
-/// C++ type -> row, by scalar_kind and sizeof. MegBrain has no 64-bit dtypes: int64 narrows to Int32, double to
-/// Float32; unsigned 32/64-bit types have none.
-template <class T>
-struct type_mapping {
-    static constexpr std::size_t exact =
-        scalar_kind_of<T>() == scalar_kind::none || scalar_kind_of<T>() == scalar_kind::byte
-            ? dtype_count
-            : find_row_for_type<T>(std::make_index_sequence<dtype_count>{});
-    static constexpr bool narrows =
-        exact == dtype_count && sizeof(T) == 8 &&
-        (scalar_kind_of<T>() == scalar_kind::signed_int || scalar_kind_of<T>() == scalar_kind::floating);
-    static constexpr std::size_t index =
-        !narrows ? exact
-                 : table_index(scalar_kind_of<T>() == scalar_kind::floating ? dtype_enum::Float32 : dtype_enum::Int32);
-};
-
-}  // namespace detail
 
 /// True when T has a dtype (possibly by narrowing).
 template <class T>
@@ -533,13 +226,6 @@ template <class T>
 inline constexpr bool is_narrowing_v = dtype_of<T>::narrowing;
 
 // ---- The dtype object.
-
-class dtype;
-
-namespace detail {
-/// The dtype `id` with params made from `values`, validated.
-dtype dtype_from_values(dtype_enum id, const param_values& values);
-}  // namespace detail
 
 /// A dtype with its params (scale, and zero_point for the Asymm dtypes), always validated.
 class dtype {

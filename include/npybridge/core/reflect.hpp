@@ -29,8 +29,8 @@ constexpr bool keys_match_fields() noexcept {
     return true;
 }
 
-/// The walk over a param struct's fields: each read into `values` as a double, or set from them with `write`, in order.
-/// Returns the floating-point fields as bits. Fields are floats or integers of at most 32 bits.
+/// A param struct's fields read into `values` as doubles, or set from them with `write`; returns the floating-point
+/// fields as bits.
 template <class Param>
 unsigned exchange_fields(Param& param, double* values, bool write) noexcept {
     unsigned real_mask = 0;

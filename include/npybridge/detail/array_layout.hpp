@@ -173,8 +173,8 @@ inline bool element_strides(const npy_intp* dims, const npy_intp* byte_strides, 
 
 }  // namespace layout_detail
 
-/// Fills `layout` with the array's shape and element strides (size-1 dimensions: the contiguous stride; 0-d: shape (1,)
-/// for types without 0-d). False when a stride that matters is not whole elements.
+/// The array's shape and element strides into `layout` (0-d: shape (1,) for types without 0-d); false when a stride
+/// that matters is not whole elements.
 inline bool layout_of_array(PyArrayObject* array, bool has_scalar, tensor_layout& layout) noexcept {
     const int ndim = PyArray_NDIM(array);
     if (ndim == 0 && !has_scalar) {

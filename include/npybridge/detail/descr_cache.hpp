@@ -37,8 +37,8 @@ inline PyObject* key_object(std::string_view key) {
 
 inline void ensure_cleanup_registered();
 
-/// What a cached descr's meaning rests on: its metadata['mgb_dtype'] dict, which numpy does not copy, so it may change.
-/// The stamp sees a change by the dict's version tag (before 3.12), else by its values' identities.
+/// A cached descr rests on its metadata['mgb_dtype'] dict, which numpy does not copy; the stamp sees a change by the
+/// dict's version tag (before 3.12) or its values' identities.
 class metadata_stamp {
 public:
     metadata_stamp() noexcept = default;

@@ -31,8 +31,8 @@ struct quantize_rule {
 };
 
 #if defined(NPYBRIDGE_SSE2)
-/// Four values as quantize_rule does them (round half away: truncate, then step away at a rest >= 0.5). The quotient is
-/// clamped to [-2^31, 2147483520] first so truncation fits int32; rounding is monotonic, so the result is the same.
+/// Four values as quantize_rule does them; the quotient is clamped to [-2^31, 2147483520] first so truncation fits
+/// int32 (rounding is monotonic).
 inline __m128i quantize_four(__m128 x, const quantize_rule& rule) noexcept {
     const __m128 sign = _mm_set1_ps(-0.0f);
     __m128 v = _mm_div_ps(x, _mm_set1_ps(rule.scale));
