@@ -24,7 +24,7 @@ struct owner_block {
 class owner_handle {
 public:
     owner_handle() noexcept = default;
-    owner_handle(std::nullptr_t) noexcept {}  // implicit, like shared_ptr's
+    owner_handle(std::nullptr_t) noexcept {}  // NOLINT: implicit, like shared_ptr's
 
     /// Takes over a block already counting this reference.
     static owner_handle adopt(owner_block* block) noexcept {
@@ -35,7 +35,7 @@ public:
 
     /// Keeps `kept` alive (a shared() pointer gives back its owner).
     template <class T>
-    owner_handle(std::shared_ptr<T> kept);  // implicit on purpose
+    owner_handle(std::shared_ptr<T> kept);  // NOLINT: implicit on purpose
 
     owner_handle(const owner_handle& other) noexcept : m_block(other.m_block) {
         if (m_block) m_block->references.fetch_add(1, std::memory_order_relaxed);
