@@ -29,6 +29,8 @@ def header_examples():
     """The ```cpp blocks of the public headers' /// comments."""
     include = ROOT / "include" / "npybridge"
     for header in sorted([*include.glob("*.hpp"), *(include / "core").glob("*.hpp")]):
+        if header.name.startswith("megbrain"):
+            continue  # MegEngine's headers needed: //tests:megbrain_header_examples.so compiles these
         text = header.read_text()
         for match in re.finditer(r"^/// ```cpp\n(.*?)^/// ```$", text, re.S | re.M):
             code = "\n".join(line[4:] if line.startswith("/// ") else line[3:] for line in match.group(1).splitlines())

@@ -53,6 +53,16 @@ class GeneratedTablesTest(unittest.TestCase):
             self.assertIn(f"**`{name}`**", api)
         self.assertNotIn("**`detail", api)
 
+    def test_a_definition_below_the_banner_is_not_listed_again(self):
+        # The example's `///` above `// ---- Definitions` documents nothing below it; else a definition whose
+        # template head differs from its declaration's (no default arguments) is listed as a second signature.
+        sys.path.insert(0, str(pathlib.Path(os.environ["TEST_SRCDIR"]) / "npybridge" / "tools"))
+        import api_list
+        text = ("namespace npybridge {\n/// Does it.\ntemplate <class = void>\nbool f(int x);\n/// Example:\n"
+                "/// ```cpp\n/// ```\n\n// ---- Definitions\n\ntemplate <class>\nbool f(int x) {\n    return x;\n}\n}\n")
+        docs = [doc for doc, _, _ in api_list.scan(text)]
+        self.assertEqual(docs, [[" Does it."], []])
+
 
 if __name__ == "__main__":
     sys.exit(unittest.main())

@@ -138,6 +138,8 @@ def scan(text):
             i = end
             continue
         if text.startswith("//", i):
+            if text.startswith("// ----", i):
+                pending = []  # a section banner: the comment above it is not the next declaration's
             end = text.find("\n", i)
             i = n if end == -1 else end
             continue

@@ -1,4 +1,5 @@
-"""Writes every ```cpp block of the given Markdown files into one C++ file, so the build proves they compile.
+"""Writes every ```cpp block of the given Markdown files (or headers' `///` comments) into one C++ file, so the
+build proves they compile.
 
 #include lines are gathered at the top; each block becomes its own namespace.
 Usage: readme_snippets.py --out OUT.cpp FILE.md...
@@ -11,8 +12,16 @@ import re
 import sys
 
 
+def blocks_of(path):
+    text = open(path).read()
+    if not path.endswith(".hpp"):
+        return re.findall(r"```cpp\n(.*?)```", text, re.S)
+    return ["\n".join(line[4:] if line.startswith("/// ") else line[3:] for line in block.splitlines()) + "\n"
+            for block in re.findall(r"^/// ```cpp\n(.*?)^/// ```$", text, re.S | re.M)]
+
+
 def all_blocks(files, out):
-    blocks = [b for f in files for b in re.findall(r"```cpp\n(.*?)```", open(f).read(), re.S)]
+    blocks = [b for f in files for b in blocks_of(f)]
     includes, bodies = [], []
     for number, block in enumerate(blocks):
         lines = []

@@ -88,129 +88,11 @@ struct layout_is {
     }
 };
 
-namespace detail {
+}  // namespace npybridge
 
-template <class... Use>
-struct borrow_only_removed {
-    static_assert(always_false<Use...>,
-                  "npybridge: borrow_only was removed in 0.6.0: write policy_is<borrow_policy::must_borrow>");
-};
-template <class... Use>
-struct copy_always_removed {
-    static_assert(always_false<Use...>,
-                  "npybridge: copy_always was removed in 0.6.0: write policy_is<borrow_policy::copy>");
-};
-template <class... Use>
-struct writable_only_removed {
-    static_assert(always_false<Use...>, "npybridge: writable_only was removed in 0.6.0: write writable_is<true>");
-};
-template <class... Use>
-struct python_name_removed {
-    static_assert(
-        always_false<Use...>,
-        "npybridge: arg::python_name was removed in 0.6.0: write arg::pybind11_typing or arg::nanobind_typing");
-};
+#include <npybridge/detail/arg_typing.hpp>
 
-template <class... Constraints>
-constexpr arg_spec make_arg_spec() noexcept {
-    arg_spec s;
-    (Constraints::apply(s), ...);
-    return s;
-}
-
-template <class C, class = void>
-struct is_constraint : std::false_type {};
-template <class C>
-struct is_constraint<C, std::void_t<decltype(C::apply(std::declval<arg_spec&>()))>> : std::true_type {};
-
-/// A signature text as a constant character array.
-struct arg_text {
-    std::array<char, 160> chars{};
-    std::size_t size = 0;
-    constexpr void add(std::string_view text) noexcept {
-        for (char c : text) chars[size++] = c;
-    }
-    constexpr void add_number(std::size_t n) noexcept {
-        char digits[20] = {};
-        std::size_t count = 0;
-        do {
-            digits[count++] = static_cast<char>('0' + n % 10);
-            n /= 10;
-        } while (n != 0);
-        while (count > 0) chars[size++] = digits[--count];
-    }
-};
-
-/// The NumPy scalar type of a dtype's arrays in typing's spelling (quantized: the storage's); `numpy.generic` for user
-/// dtypes and dtypes without a NumPy form.
-constexpr void add_scalar_type(arg_text& t, dtype_enum id) noexcept {
-    const dtype_info& entry = info(id);
-    if (entry.form != numpy_form::builtin || entry.numpy_name().empty()) {
-        t.add("numpy.generic");
-        return;
-    }
-    t.add("numpy.");
-    t.add(entry.numpy_name());
-    if (entry.numpy_name() == "bool") t.add("_");
-}
-
-/// How each binding's stub generator reads an argument: pybind11 `typing.Annotated[numpy.typing.NDArray[numpy.int8],
-/// "QuantizedS8", "ndim=2"]`, nanobind the same with `dict(dtype='QuantizedS8', ndim=2)`.
-enum class typing_style { pybind11, nanobind };
-
-constexpr arg_text render_typed_name(const arg_spec& s, typing_style style) noexcept {
-    arg_text t;
-    const bool any = s.has_dtype || s.has_ndim || s.writable;
-    if (any) t.add("typing.Annotated[");
-    t.add("numpy.typing.NDArray[");
-    if (s.has_dtype) {
-        add_scalar_type(t, s.id);
-    } else {
-        t.add("typing.Any");
-    }
-    t.add("]");
-    if (!any) return t;
-    if (style == typing_style::pybind11) {
-        if (s.has_dtype) {
-            t.add(", \"");
-            t.add(info(s.id).name);
-            t.add("\"");
-        }
-        if (s.has_ndim) {
-            t.add(", \"ndim=");
-            t.add_number(s.ndim);
-            t.add("\"");
-        }
-        if (s.writable) t.add(", \"flags.writeable\"");
-    } else {
-        t.add(", dict(");
-        bool first = true;
-        auto separator = [&] {
-            if (!first) t.add(", ");
-            first = false;
-        };
-        if (s.has_dtype) {
-            separator();
-            t.add("dtype='");
-            t.add(info(s.id).name);
-            t.add("'");
-        }
-        if (s.has_ndim) {
-            separator();
-            t.add("ndim=");
-            t.add_number(s.ndim);
-        }
-        if (s.writable) {
-            separator();
-            t.add("writable=True");
-        }
-        t.add(")");
-    }
-    t.add("]");
-    return t;
-}
-
-}  // namespace detail
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 /// Removed: naming it is a compile error naming policy_is<borrow_policy::must_borrow>.
 using borrow_only = detail::borrow_only_removed<>;
@@ -262,81 +144,20 @@ public:
     static const detail::python_name_removed<Tensor>& python_name;
 
     /// The options to_tensor runs with (a quantized dtype_is<> is checked afterwards).
-    static to_tensor_options options() {
-        to_tensor_options o;
-        o.policy = spec.policy;
-        o.narrow = spec.narrow;
-        if (spec.has_layout) o.layout = spec.layout;
-        if (spec.writable) o.require_writable = true;
-        if (spec.has_dtype && !info(spec.id).is_quantized) o.type = dtype(spec.id);
-        return o;
-    }
-
+    static to_tensor_options options();
     /// Throws the conversion_error for a wrong ndim (the array's `ndim`).
-    static void check_ndim(std::size_t ndim) {
-        if (spec.has_ndim && ndim != spec.ndim) {
-            throw conversion_error("expected an array with ndim=" + std::to_string(spec.ndim) +
-                                   ", got ndim=" + std::to_string(ndim));
-        }
-    }
-    static void check_dtype(const dtype& got) {
-        if (spec.has_dtype && got.id() != spec.id) {
-            throw dtype_error("expected a " + std::string(info(spec.id).name) + " array, got " + got.to_string());
-        }
-    }
-
+    static void check_ndim(std::size_t ndim);
+    /// Throws the dtype_error for another dtype than dtype_is<> asks for.
+    static void check_dtype(const dtype& got);
     /// A quantized dtype_is<> takes only arrays of that dtype; anything else is refused naming the caller's input.
-    static void check_source(PyObject* obj) {
-        if (!spec.has_dtype || !info(spec.id).is_quantized) return;
-        const auto* descr = PyArray_Check(obj) ? PyArray_DESCR(reinterpret_cast<PyArrayObject*>(obj)) : nullptr;
-        if (descr != nullptr && source_is_quantized_as_wanted(const_cast<PyArray_Descr*>(descr))) return;
-        std::string got = descr != nullptr ? detail::descr_text(const_cast<PyArray_Descr*>(descr))
-                                           : std::string(Py_TYPE(obj)->tp_name);
-        if (descr != nullptr && detail::descr_metadata(const_cast<PyArray_Descr*>(descr)) != nullptr) {
-            try {  // another quantized dtype: name it with its params
-                got = from_numpy_dtype(const_cast<PyArray_Descr*>(descr), narrowing::reject).type.to_string();
-            } catch (const error&) {
-                if (PyErr_Occurred()) PyErr_Clear();
-            }
-        }
-        throw dtype_error("expected a " + std::string(info(spec.id).name) + " array (" +
-                          std::string(info(spec.id).numpy_name()) + " with mgb_dtype metadata), got " + got);
-    }
-
+    static void check_source(PyObject* obj);
     /// Whether obj could become this argument at all. Casters decline what cannot, so another overload gets its turn;
     /// what could but fails is npybridge's error.
-    static bool may_convert(PyObject* obj) noexcept {
-        if (!PyArray_Check(obj)) return !(spec.has_dtype && info(spec.id).is_quantized);  // lists carry no params
-        auto* array = reinterpret_cast<PyArrayObject*>(obj);
-        if (spec.has_ndim && static_cast<std::size_t>(PyArray_NDIM(array)) != spec.ndim) return false;
-        if (!spec.has_dtype) return true;
-        if (info(spec.id).is_quantized) return source_is_quantized_as_wanted(PyArray_DESCR(array));
-        // Quantized codes never become another dtype: declined, so an overload of their dtype gets its turn.
-        if (detail::descr_metadata(PyArray_DESCR(array)) != nullptr && source_is_quantized(PyArray_DESCR(array))) {
-            return false;
-        }
-        const char kind = detail::descr_kind(PyArray_DESCR(array));
-        return kind == 'b' || kind == 'i' || kind == 'u' || kind == 'f' || kind == 'c' || kind == 'V';
-    }
+    static bool may_convert(PyObject* obj) noexcept;
 
 private:
-    static bool source_is_quantized(PyArray_Descr* descr) noexcept {
-        try {
-            return from_numpy_dtype(descr, narrowing::reject).type.is_quantized();
-        } catch (...) {
-            if (PyErr_Occurred()) PyErr_Clear();
-            return false;
-        }
-    }
-
-    static bool source_is_quantized_as_wanted(PyArray_Descr* descr) noexcept {
-        try {
-            return from_numpy_dtype(descr, narrowing::reject).type.id() == spec.id;
-        } catch (...) {
-            if (PyErr_Occurred()) PyErr_Clear();
-            return false;
-        }
-    }
+    static bool source_is_quantized(PyArray_Descr* descr) noexcept;
+    static bool source_is_quantized_as_wanted(PyArray_Descr* descr) noexcept;
 
 public:
     arg() = default;
@@ -368,6 +189,111 @@ struct is_arg<arg<Tensor, Constraints...>> : std::true_type {};
 
 /// Converts obj for Arg: to_tensor with its options, then its checks.
 template <class Arg>
+Arg to_arg(PyObject* obj);
+
+/// A binding's first overload pass for Arg: an ndarray borrowed as it is, made in `out`; else false, no Python error
+/// pending.
+template <class Arg>
+bool borrow_as_is(PyObject* obj, std::optional<Arg>& out) noexcept;
+
+/// A binding's npybridge::dtype argument from obj (first pass: numpy.dtype objects; second: anything numpy.dtype()
+/// takes, or a name such as "IntB4"); nullopt when not for it, npybridge's error for a refused numpy.dtype.
+inline std::optional<dtype> dtype_argument(PyObject* obj, bool convert);
+
+/// Example: a 2-D float32 argument, converted as a binding's caster converts it.
+/// ```cpp
+/// #include <npybridge/arg.hpp>
+///
+/// using matrix = npybridge::arg<npybridge::tensor, npybridge::dtype_is<npybridge::dtype_enum::Float32>,
+///                               npybridge::ndim_is<2>>;
+///
+/// std::size_t rows_of(PyObject* array) {
+///     matrix m = npybridge::to_arg<matrix>(array);  // errors name the array's dtype or ndim
+///     return m->layout().shape[0];
+/// }
+/// ```
+// ---- Definitions
+
+template <class Tensor, class... Constraints>
+to_tensor_options arg<Tensor, Constraints...>::options() {
+    to_tensor_options o;
+    o.policy = spec.policy;
+    o.narrow = spec.narrow;
+    if (spec.has_layout) o.layout = spec.layout;
+    if (spec.writable) o.require_writable = true;
+    if (spec.has_dtype && !info(spec.id).is_quantized) o.type = dtype(spec.id);
+    return o;
+}
+
+template <class Tensor, class... Constraints>
+void arg<Tensor, Constraints...>::check_ndim(std::size_t ndim) {
+    if (spec.has_ndim && ndim != spec.ndim) {
+        throw conversion_error("expected an array with ndim=" + std::to_string(spec.ndim) +
+                               ", got ndim=" + std::to_string(ndim));
+    }
+}
+
+template <class Tensor, class... Constraints>
+void arg<Tensor, Constraints...>::check_dtype(const dtype& got) {
+    if (spec.has_dtype && got.id() != spec.id) {
+        throw dtype_error("expected a " + std::string(info(spec.id).name) + " array, got " + got.to_string());
+    }
+}
+
+template <class Tensor, class... Constraints>
+void arg<Tensor, Constraints...>::check_source(PyObject* obj) {
+    if (!spec.has_dtype || !info(spec.id).is_quantized) return;
+    const auto* descr = PyArray_Check(obj) ? PyArray_DESCR(reinterpret_cast<PyArrayObject*>(obj)) : nullptr;
+    if (descr != nullptr && source_is_quantized_as_wanted(const_cast<PyArray_Descr*>(descr))) return;
+    std::string got =
+        descr != nullptr ? detail::descr_text(const_cast<PyArray_Descr*>(descr)) : std::string(Py_TYPE(obj)->tp_name);
+    if (descr != nullptr && detail::descr_metadata(const_cast<PyArray_Descr*>(descr)) != nullptr) {
+        try {  // another quantized dtype: name it with its params
+            got = from_numpy_dtype(const_cast<PyArray_Descr*>(descr), narrowing::reject).type.to_string();
+        } catch (const error&) {
+            if (PyErr_Occurred()) PyErr_Clear();
+        }
+    }
+    throw dtype_error("expected a " + std::string(info(spec.id).name) + " array (" +
+                      std::string(info(spec.id).numpy_name()) + " with mgb_dtype metadata), got " + got);
+}
+
+template <class Tensor, class... Constraints>
+bool arg<Tensor, Constraints...>::may_convert(PyObject* obj) noexcept {
+    if (!PyArray_Check(obj)) return !(spec.has_dtype && info(spec.id).is_quantized);  // lists carry no params
+    auto* array = reinterpret_cast<PyArrayObject*>(obj);
+    if (spec.has_ndim && static_cast<std::size_t>(PyArray_NDIM(array)) != spec.ndim) return false;
+    if (!spec.has_dtype) return true;
+    if (info(spec.id).is_quantized) return source_is_quantized_as_wanted(PyArray_DESCR(array));
+    // Quantized codes never become another dtype: declined, so an overload of their dtype gets its turn.
+    if (detail::descr_metadata(PyArray_DESCR(array)) != nullptr && source_is_quantized(PyArray_DESCR(array))) {
+        return false;
+    }
+    const char kind = detail::descr_kind(PyArray_DESCR(array));
+    return kind == 'b' || kind == 'i' || kind == 'u' || kind == 'f' || kind == 'c' || kind == 'V';
+}
+
+template <class Tensor, class... Constraints>
+bool arg<Tensor, Constraints...>::source_is_quantized(PyArray_Descr* descr) noexcept {
+    try {
+        return from_numpy_dtype(descr, narrowing::reject).type.is_quantized();
+    } catch (...) {
+        if (PyErr_Occurred()) PyErr_Clear();
+        return false;
+    }
+}
+
+template <class Tensor, class... Constraints>
+bool arg<Tensor, Constraints...>::source_is_quantized_as_wanted(PyArray_Descr* descr) noexcept {
+    try {
+        return from_numpy_dtype(descr, narrowing::reject).type.id() == spec.id;
+    } catch (...) {
+        if (PyErr_Occurred()) PyErr_Clear();
+        return false;
+    }
+}
+
+template <class Arg>
 Arg to_arg(PyObject* obj) {
     static_assert(is_arg<Arg>::value, "npybridge: to_arg<A> needs an npybridge::arg<Tensor, ...>");
     if (Arg::spec.has_ndim && PyArray_Check(obj)) {
@@ -382,8 +308,6 @@ Arg to_arg(PyObject* obj) {
     return made;
 }
 
-/// A binding's first overload pass for Arg: an ndarray borrowed as it is, made in `out`; else false, no Python error
-/// pending.
 template <class Arg>
 bool borrow_as_is(PyObject* obj, std::optional<Arg>& out) noexcept {
     static_assert(is_arg<Arg>::value, "npybridge: borrow_as_is<A> needs an npybridge::arg<Tensor, ...>");
@@ -404,8 +328,6 @@ bool borrow_as_is(PyObject* obj, std::optional<Arg>& out) noexcept {
     }
 }
 
-/// A binding's npybridge::dtype argument from obj (first pass: numpy.dtype objects; second: anything numpy.dtype()
-/// takes, or a name such as "IntB4"); nullopt when not for it, npybridge's error for a refused numpy.dtype.
 inline std::optional<dtype> dtype_argument(PyObject* obj, bool convert) {
     if (obj == nullptr) return std::nullopt;
     const bool is_descr = PyArray_DescrCheck(obj);

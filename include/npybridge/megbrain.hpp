@@ -1,6 +1,4 @@
-// npybridge/megbrain.hpp — npybridge over MegBrain's tensors: mgb::HostTensorND's adapter and megdnn::DType <-> dtype
-// (docs/megbrain.md). Included by MegBrain-based code, never by the umbrella; Python-free. Code linking the wheel's
-// libmegengine_shared.so compiles with -D_GLIBCXX_USE_CXX11_ABI=0.
+// npybridge/megbrain.hpp — mgb::HostTensorND's adapter and megdnn::DType <-> dtype, Python-free (docs/megbrain.md).
 #pragma once
 
 #include <npybridge/core/dtype.hpp>
@@ -17,6 +15,68 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace megbrain {
+
+/// npybridge's dtype of a MegDNN DType, params included; dtype_error for one it has no row for.
+inline dtype from_megdnn(megdnn::DType type);
+
+/// MegDNN's DType for an npybridge dtype (DType::from_enum refuses parameterized ones).
+inline megdnn::DType to_megdnn(const dtype& type);
+
+}  // namespace megbrain
+
+/// MegBrain's host tensor on a comp node (default: the default CPU), borrowing at any strides. Without a read-only
+/// flag, its owner remembers a read-only borrow. Packed dtypes: row-aligned as LOWBITS (QuantizedS4 / Quantized4Asymm),
+/// compact otherwise.
+template <>
+struct tensor_adapter<mgb::HostTensorND> {
+    using T = mgb::HostTensorND;
+    using placement = mgb::CompNode;
+
+    static constexpr std::size_t max_ndim = megdnn::TensorShape::MAX_NDIM;
+    static constexpr bool has_scalar = false;  // ndim 0 is MegBrain's "no shape yet"
+    static bool accepts_strides(const tensor_layout&) noexcept { return true; }
+
+    static placement default_placement() { return mgb::CompNode::default_cpu(); }
+    static placement placement_of(const T& t) { return t.comp_node(); }
+
+    static dtype dtype_of(const T& t) { return megbrain::from_megdnn(t.dtype()); }
+    static tensor_layout layout_of(const T& t);
+    static void* data(const T& t) { return t.raw_ptr(); }
+    static bool writable(const T&) noexcept { return true; }
+    static lowbit_layout packed_layout(const T& t) {
+        return t.layout().format.is_lowbit_aligned() ? lowbit_layout::row_aligned : lowbit_layout::compact;
+    }
+    static owner_handle owner(const T& t) { return t.storage().raw_storage(); }
+
+    static T borrow(const dtype& type, void* data, const tensor_layout& layout, bool /*writable: the owner keeps it*/,
+                    owner_handle owner, const placement& where);
+    static T make(const dtype& type, const tensor_layout& layout, lowbit_layout packing, const placement& where);
+
+private:
+    /// A MegBrain layout with npybridge's shape and element strides.
+    static megdnn::TensorLayout megbrain_layout(const dtype& type, const tensor_layout& layout);
+};
+
+/// Example: a HostTensorND over an array's memory, and MegDNN's QuantizedS8 with its scale.
+/// ```cpp
+/// #include <npybridge/convert.hpp>
+/// #include <npybridge/megbrain.hpp>
+///
+/// mgb::HostTensorND host_tensor_of(PyObject* array) {  // borrows when it can, else copies
+///     return npybridge::to_tensor<mgb::HostTensorND>(array).tensor;
+/// }
+///
+/// megdnn::DType int8_codes(float scale) {
+///     return npybridge::megbrain::to_megdnn(npybridge::dtype::quantized(npybridge::dtype_enum::QuantizedS8, scale));
+/// }
+/// ```
+
+// ---- Definitions
+
+}  // namespace npybridge
 
 // dtype_enum is MegDNN's DTypeEnum, value for value.
 #define NPYBRIDGE_SAME_AS_MEGDNN(name)                                                      \
@@ -53,7 +113,6 @@ NPYBRIDGE_SAME_AS_MEGDNN(QuantizedS1)
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace megbrain {
 
-/// npybridge's dtype of a MegDNN DType, params included; dtype_error for one it has no row for.
 inline dtype from_megdnn(megdnn::DType type) {
     if (!type.valid())
         throw dtype_error("megdnn::DType: an invalid (default-constructed) DType has no npybridge dtype");
@@ -80,7 +139,6 @@ inline dtype from_megdnn(megdnn::DType type) {
     }
 }
 
-/// MegDNN's DType for an npybridge dtype (DType::from_enum refuses parameterized ones).
 inline megdnn::DType to_megdnn(const dtype& type) {
     const dtype_enum id = type.id();
     if (!type.is_quantized()) {
@@ -109,11 +167,55 @@ inline megdnn::DType to_megdnn(const dtype& type) {
     }
 }
 
-namespace detail {
+}  // namespace megbrain
 
-/// A MegBrain layout with npybridge's shape and element strides.
-inline megdnn::TensorLayout layout_of(const dtype& type, const tensor_layout& layout) {
-    megdnn::TensorLayout result(to_megdnn(type));
+inline tensor_layout tensor_adapter<mgb::HostTensorND>::layout_of(const T& t) {
+    const megdnn::TensorLayout& from = t.layout();
+    tensor_layout layout;
+    layout.ndim = from.ndim;
+    for (std::size_t i = 0; i < from.ndim; ++i) {
+        layout.shape[i] = from.shape[i];
+        layout.strides[i] = from.stride[i];
+    }
+    return layout;
+}
+
+inline mgb::HostTensorND tensor_adapter<mgb::HostTensorND>::borrow(const dtype& type, void* data,
+                                                                   const tensor_layout& layout,
+                                                                   bool /*writable: the owner keeps it*/,
+                                                                   owner_handle owner, const placement& where) {
+    const auto itemsize = static_cast<std::ptrdiff_t>(type.info().element_size);
+    const tensor_layout::element_span span = layout.span();
+    auto* lowest = static_cast<megdnn::dt_byte*>(data) + span.low * itemsize;
+    mgb::HostTensorStorage storage;
+    storage.reset(where, static_cast<std::size_t>((span.high - span.low) * itemsize), std::move(owner).shared(lowest));
+    if (span.low != 0) storage = storage.sub(-span.low * itemsize);  // element 0 sits above the lowest
+    T result;
+    result.reset(storage, megbrain_layout(type, layout));
+    return result;
+}
+
+inline mgb::HostTensorND tensor_adapter<mgb::HostTensorND>::make(const dtype& type, const tensor_layout& layout,
+                                                                 lowbit_layout packing, const placement& where) {
+    megdnn::TensorShape shape;
+    shape.ndim = layout.ndim;
+    for (std::size_t i = 0; i < layout.ndim; ++i) shape.shape[i] = layout.shape[i];
+    const dtype_info& entry = type.info();
+    if (!entry.is_packed) return T(where, megdnn::TensorLayout(shape, megbrain::to_megdnn(type)));
+    if (packing == lowbit_layout::row_aligned) {
+        return T(where, megdnn::TensorLayout(shape, megbrain::to_megdnn(type),
+                                             megdnn::LowbitsAlignedToBytesTensorFormat::make(entry.bits)));
+    }
+    if (entry.is_quantized) {
+        throw conversion_error("MegBrain lays " + std::string(entry.name) +
+                               " out row-aligned only (LOWBITS format); lowbit_layout::compact cannot be made");
+    }
+    return T(where, megdnn::TensorLayout(shape, megbrain::to_megdnn(type), megdnn::DefaultTensorFormat::make()));
+}
+
+inline megdnn::TensorLayout tensor_adapter<mgb::HostTensorND>::megbrain_layout(const dtype& type,
+                                                                               const tensor_layout& layout) {
+    megdnn::TensorLayout result(megbrain::to_megdnn(type));
     result.ndim = layout.ndim;
     for (std::size_t i = 0; i < layout.ndim; ++i) {
         result.shape[i] = layout.shape[i];
@@ -121,73 +223,5 @@ inline megdnn::TensorLayout layout_of(const dtype& type, const tensor_layout& la
     }
     return result;
 }
-
-}  // namespace detail
-}  // namespace megbrain
-
-/// MegBrain's host tensor on a comp node (default: the default CPU), borrowing at any strides. Without a read-only
-/// flag, its owner remembers a read-only borrow. Packed dtypes: row-aligned as LOWBITS (QuantizedS4 / Quantized4Asymm),
-/// compact otherwise.
-template <>
-struct tensor_adapter<mgb::HostTensorND> {
-    using T = mgb::HostTensorND;
-    using placement = mgb::CompNode;
-
-    static constexpr std::size_t max_ndim = megdnn::TensorShape::MAX_NDIM;
-    static constexpr bool has_scalar = false;  // ndim 0 is MegBrain's "no shape yet"
-    static bool accepts_strides(const tensor_layout&) noexcept { return true; }
-
-    static placement default_placement() { return mgb::CompNode::default_cpu(); }
-    static placement placement_of(const T& t) { return t.comp_node(); }
-
-    static dtype dtype_of(const T& t) { return megbrain::from_megdnn(t.dtype()); }
-    static tensor_layout layout_of(const T& t) {
-        const megdnn::TensorLayout& from = t.layout();
-        tensor_layout layout;
-        layout.ndim = from.ndim;
-        for (std::size_t i = 0; i < from.ndim; ++i) {
-            layout.shape[i] = from.shape[i];
-            layout.strides[i] = from.stride[i];
-        }
-        return layout;
-    }
-    static void* data(const T& t) { return t.raw_ptr(); }
-    static bool writable(const T&) noexcept { return true; }
-    static lowbit_layout packed_layout(const T& t) {
-        return t.layout().format.is_lowbit_aligned() ? lowbit_layout::row_aligned : lowbit_layout::compact;
-    }
-    static owner_handle owner(const T& t) { return t.storage().raw_storage(); }
-
-    static T borrow(const dtype& type, void* data, const tensor_layout& layout, bool /*writable: the owner keeps it*/,
-                    owner_handle owner, const placement& where) {
-        const auto itemsize = static_cast<std::ptrdiff_t>(type.info().element_size);
-        const tensor_layout::element_span span = layout.span();
-        auto* lowest = static_cast<megdnn::dt_byte*>(data) + span.low * itemsize;
-        mgb::HostTensorStorage storage;
-        storage.reset(where, static_cast<std::size_t>((span.high - span.low) * itemsize),
-                      std::move(owner).shared(lowest));
-        if (span.low != 0) storage = storage.sub(-span.low * itemsize);  // element 0 sits above the lowest
-        T result;
-        result.reset(storage, megbrain::detail::layout_of(type, layout));
-        return result;
-    }
-
-    static T make(const dtype& type, const tensor_layout& layout, lowbit_layout packing, const placement& where) {
-        megdnn::TensorShape shape;
-        shape.ndim = layout.ndim;
-        for (std::size_t i = 0; i < layout.ndim; ++i) shape.shape[i] = layout.shape[i];
-        const dtype_info& entry = type.info();
-        if (!entry.is_packed) return T(where, megdnn::TensorLayout(shape, megbrain::to_megdnn(type)));
-        if (packing == lowbit_layout::row_aligned) {
-            return T(where, megdnn::TensorLayout(shape, megbrain::to_megdnn(type),
-                                                 megdnn::LowbitsAlignedToBytesTensorFormat::make(entry.bits)));
-        }
-        if (entry.is_quantized) {
-            throw conversion_error("MegBrain lays " + std::string(entry.name) +
-                                   " out row-aligned only (LOWBITS format); lowbit_layout::compact cannot be made");
-        }
-        return T(where, megdnn::TensorLayout(shape, megbrain::to_megdnn(type), megdnn::DefaultTensorFormat::make()));
-    }
-};
 
 }  // namespace npybridge

@@ -1,6 +1,5 @@
-// npybridge/megbrain_compat.hpp — MegEngine 1.13 helper.h's names (npy::np2tensor, ...) with MegBrain's types over
-// npybridge: include it and write `namespace npy = npybridge::megbrain::npy;` (docs/megbrain.md says where npybridge
-// differs).
+// npybridge/megbrain_compat.hpp — MegEngine 1.13 helper.h's names with MegBrain's types (docs/megbrain.md: where they
+// differ).
 #pragma once
 
 #include <npybridge/megbrain.hpp>
@@ -26,18 +25,41 @@ using OprPyTracker = ::npybridge::npy::OprPyTracker<Key>;
 using ::npybridge::npy::to_mgb_supported_dtype;
 
 /// numpy (or an array-like) -> HostTensorND; an invalid `dtype` keeps the array's.
+inline mgb::HostTensorND np2tensor(PyObject* obj, const Meth& meth, mgb::DType dtype);
+
+/// HostTensorND -> numpy; a new reference.
+inline PyObject* ndarray_from_tensor(const mgb::HostTensorND& value, ShareType share);
+
+/// mgb::DType -> numpy.dtype (None for an invalid DType); a new reference.
+inline PyObject* dtype_mgb2np(mgb::DType dtype);
+
+/// Anything numpy.dtype() accepts -> mgb::DType.
+inline mgb::DType dtype_np2mgb(PyObject* obj);
+
+/// Example: MegEngine's helper calls, unchanged but for the namespace alias.
+/// ```cpp
+/// #include <npybridge/megbrain_compat.hpp>
+///
+/// namespace npy = npybridge::megbrain::npy;
+///
+/// PyObject* round_trip(PyObject* array) {  // numpy -> HostTensorND (borrowed when it can) -> numpy
+///     mgb::HostTensorND t = npy::np2tensor(array, npy::Meth::borrow(), mgb::DType());
+///     return npy::ndarray_from_tensor(t, npy::ShareType::TRY_SHARE);
+/// }
+/// ```
+
+// ---- Definitions
+
 inline mgb::HostTensorND np2tensor(PyObject* obj, const Meth& meth, mgb::DType dtype) {
     const std::optional<npybridge::dtype> wanted =
         dtype.valid() ? std::optional<npybridge::dtype>(from_megdnn(dtype)) : std::nullopt;
     return ::npybridge::npy::np2tensor(obj, meth, wanted);
 }
 
-/// HostTensorND -> numpy; a new reference.
 inline PyObject* ndarray_from_tensor(const mgb::HostTensorND& value, ShareType share) {
     return ::npybridge::npy::ndarray_from_tensor(value, share);
 }
 
-/// mgb::DType -> numpy.dtype (None for an invalid DType); a new reference.
 inline PyObject* dtype_mgb2np(mgb::DType dtype) {
     if (!dtype.valid()) {
         Py_INCREF(Py_None);
@@ -46,7 +68,6 @@ inline PyObject* dtype_mgb2np(mgb::DType dtype) {
     return ::npybridge::npy::dtype_mgb2np(from_megdnn(dtype));
 }
 
-/// Anything numpy.dtype() accepts -> mgb::DType.
 inline mgb::DType dtype_np2mgb(PyObject* obj) { return to_megdnn(::npybridge::npy::dtype_np2mgb(obj)); }
 
 }  // namespace npy

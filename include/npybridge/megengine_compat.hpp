@@ -1,6 +1,5 @@
-// npybridge/megengine_compat.hpp — MegEngine's python_helper names (namespace npy) over npybridge, for any adapted
-// tensor type: write `namespace npy = npybridge::npy;` (MegBrain's own types: megbrain_compat.hpp). docs/guide.md maps
-// each old name; new code calls npybridge directly.
+// npybridge/megengine_compat.hpp — MegEngine's python_helper names (namespace npy) for any adapted tensor type;
+// docs/guide.md maps each to npybridge's.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -56,7 +55,54 @@ private:
 /// a check, where MegEngine wraps). copy_into gives the destination the array's shape, dtype and values, or leaves it
 /// as it was on error.
 template <class Tensor>
-Tensor np2tensor(PyObject* obj, const Meth<Tensor>& meth, const std::optional<dtype>& type = std::nullopt) {
+Tensor np2tensor(PyObject* obj, const Meth<Tensor>& meth, const std::optional<dtype>& type = std::nullopt);
+
+/// MegEngine's npy::ShareType.
+enum class ShareType { MUST_SHARE, MUST_UNSHARE, TRY_SHARE };
+
+/// tensor -> numpy, as MegEngine's npy::ndarray_from_tensor (new reference): a shared array is read-only, as
+/// MegEngine's; a copy is writable unless the tensor's memory is read-only.
+template <class Tensor>
+PyObject* ndarray_from_tensor(const Tensor& value, ShareType share);
+
+/// dtype -> numpy, as npy::dtype_mgb2np (new reference; MegEngine's user dtypes while it is imported).
+inline PyObject* dtype_mgb2np(const dtype& type);
+
+/// numpy -> dtype, as npy::dtype_np2mgb; dtype_error for dtypes MegBrain lacks (int64, float64).
+inline dtype dtype_np2mgb(PyObject* obj);
+
+/// As npy::to_mgb_supported_dtype: the scalar type a dtype becomes in MegBrain (int64 -> int32, float64 -> float32);
+/// metadata refused. New reference.
+inline PyObject* to_mgb_supported_dtype(PyObject* dtype_like);
+
+/// MegEngine's PyExceptionForward: python_error with throw_(), which throws the pending error.
+class PyExceptionForward : public python_error {
+public:
+    using python_error::python_error;
+    [[noreturn]] static void throw_() { throw PyExceptionForward(); }
+};
+
+/// MegEngine's OprPyTracker for any key: `enter(tag)` (a scope) replaces begin/end_set_tracker, `on_create(key)` tags,
+/// `blame(key, message)` adds "created at".
+template <class Key>
+using OprPyTracker = origin_tracker<Key>;
+
+/// Example: MegEngine's python_helper calls over npybridge's own tensor.
+/// ```cpp
+/// #include <npybridge/megengine_compat.hpp>
+///
+/// namespace npy = npybridge::npy;
+///
+/// PyObject* round_trip(PyObject* array) {  // numpy -> tensor (borrowed when it can) -> numpy
+///     npybridge::tensor t = npy::np2tensor(array, npy::Meth<>::borrow());
+///     return npy::ndarray_from_tensor(t, npy::ShareType::TRY_SHARE);
+/// }
+/// ```
+
+// ---- Definitions
+
+template <class Tensor>
+Tensor np2tensor(PyObject* obj, const Meth<Tensor>& meth, const std::optional<dtype>& type) {
     to_tensor_options options;
     options.type = type;
     options.policy = meth.policy();
@@ -69,11 +115,6 @@ Tensor np2tensor(PyObject* obj, const Meth<Tensor>& meth, const std::optional<dt
     return made;
 }
 
-/// MegEngine's npy::ShareType.
-enum class ShareType { MUST_SHARE, MUST_UNSHARE, TRY_SHARE };
-
-/// tensor -> numpy, as MegEngine's npy::ndarray_from_tensor (new reference): a shared array is read-only, as
-/// MegEngine's; a copy is writable unless the tensor's memory is read-only.
 template <class Tensor>
 PyObject* ndarray_from_tensor(const Tensor& value, ShareType share) {
     const share_policy policy = share == ShareType::MUST_SHARE     ? share_policy::must_share
@@ -88,17 +129,13 @@ PyObject* ndarray_from_tensor(const Tensor& value, ShareType share) {
     return array.release();
 }
 
-/// dtype -> numpy, as npy::dtype_mgb2np (new reference; MegEngine's user dtypes while it is imported).
 inline PyObject* dtype_mgb2np(const dtype& type) { return to_numpy_dtype(type).release(); }
 
-/// numpy -> dtype, as npy::dtype_np2mgb; dtype_error for dtypes MegBrain lacks (int64, float64).
 inline dtype dtype_np2mgb(PyObject* obj) {
     if (obj == nullptr || obj == Py_None) throw dtype_error("cannot convert None to a numpy dtype");
     return from_numpy_dtype(obj, narrowing::reject).type;
 }
 
-/// As npy::to_mgb_supported_dtype: the scalar type a dtype becomes in MegBrain (int64 -> int32, float64 -> float32);
-/// metadata refused. New reference.
 inline PyObject* to_mgb_supported_dtype(PyObject* dtype_like) {
     PyArray_Descr* raw = nullptr;
     if (!PyArray_DescrConverter(dtype_like, &raw)) throw python_error();
@@ -113,18 +150,6 @@ inline PyObject* to_mgb_supported_dtype(PyObject* dtype_like) {
     Py_INCREF(scalar_type);
     return scalar_type;
 }
-
-/// MegEngine's PyExceptionForward: python_error with throw_(), which throws the pending error.
-class PyExceptionForward : public python_error {
-public:
-    using python_error::python_error;
-    [[noreturn]] static void throw_() { throw PyExceptionForward(); }
-};
-
-/// MegEngine's OprPyTracker for any key: `enter(tag)` (a scope) replaces begin/end_set_tracker, `on_create(key)` tags,
-/// `blame(key, message)` adds "created at".
-template <class Key>
-using OprPyTracker = origin_tracker<Key>;
 
 }  // namespace npy
 

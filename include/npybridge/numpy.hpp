@@ -29,6 +29,7 @@ table of this binary (PY_ARRAY_UNIQUE_SYMBOL); after including npybridge, NumPy'
 #include <numpy/arrayobject.h>
 #include <numpy/ufuncobject.h>
 
+#include <npybridge/detail/numpy_api.hpp>
 #include <npybridge/detail/numpy_compat.hpp>
 
 #include <complex>
@@ -47,62 +48,47 @@ NPYBRIDGE_NAMESPACE_ATTRIBUTES inline int PyArray_RUNTIME_VERSION = 0;
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-namespace detail {
-
-/// NumPy's C-API table `capsule_name` of _multiarray_umath; nullptr with a Python error when unavailable.
-inline void** numpy_api_table(const char* capsule_name) noexcept {
-    PyObject* module = PyImport_ImportModule("numpy._core._multiarray_umath");
-    if (module == nullptr && PyErr_ExceptionMatches(PyExc_ModuleNotFoundError)) {
-        PyErr_Clear();
-        module = PyImport_ImportModule("numpy.core._multiarray_umath");  // NumPy 1.x
-    }
-    if (module == nullptr) return nullptr;
-    PyObject* capsule = PyObject_GetAttrString(module, capsule_name);
-    Py_DECREF(module);
-    if (capsule == nullptr) return nullptr;
-    void** table =
-        PyCapsule_CheckExact(capsule) ? static_cast<void**>(PyCapsule_GetPointer(capsule, nullptr)) : nullptr;
-    Py_DECREF(capsule);
-    if (table == nullptr && !PyErr_Occurred()) {
-        PyErr_Format(PyExc_ImportError, "npybridge: numpy's %s is not a capsule", capsule_name);
-    }
-    return table;
-}
-
-/// NumPy's type number of each built-in dtype name.
-inline constexpr std::pair<std::string_view, int> numpy_type_numbers[] = {
-    {"bool", NPY_BOOL},           {"int8", NPY_INT8},
-    {"int16", NPY_INT16},         {"int32", NPY_INT32},
-    {"int64", NPY_INT64},         {"uint8", NPY_UINT8},
-    {"uint16", NPY_UINT16},       {"uint32", NPY_UINT32},
-    {"uint64", NPY_UINT64},       {"float16", NPY_HALF},
-    {"float32", NPY_FLOAT32},     {"float64", NPY_FLOAT64},
-    {"complex64", NPY_COMPLEX64}, {"complex128", NPY_COMPLEX128},
-};
-
-/// NumPy type number of a C++ element type, or -1.
-template <class Element>
-constexpr int numpy_type_num_of() noexcept {
-    for (const auto& [name, number] : numpy_type_numbers) {
-        if (name == facts_of<Element>().numpy_name) return number;
-    }
-    return -1;
-}
-
-template <std::size_t... I>
-constexpr std::array<int, sizeof...(I)> make_numpy_type_nums(std::index_sequence<I...>) {
-    return {
-        (dtype_table[I].form == numpy_form::builtin ? numpy_type_num_of<typename row_t<I>::element_type>() : -1)...};
-}
-
-/// Built-in NumPy type number per row; -1 without a built-in form.
-inline constexpr std::array<int, dtype_count> numpy_type_nums =
-    make_numpy_type_nums(std::make_index_sequence<dtype_count>{});
-
-}  // namespace detail
-
 /// Makes NumPy's C API usable in this binary (GIL held; again is cheap); false with a Python error when NumPy is
 /// missing or too old.
+inline bool import_numpy() noexcept;
+
+/// Makes NumPy's ufunc C API usable (for user dtypes' loops); as import_numpy().
+inline bool import_numpy_ufuncs() noexcept;
+
+/// True once import_numpy() succeeded.
+inline bool numpy_ready() noexcept { return PyArray_API != nullptr; }
+
+/// Built-in NumPy type number of a dtype (quantized: its storage's); -1 without one.
+constexpr int numpy_type_num(dtype_enum id) noexcept { return detail::numpy_type_nums[table_index(id)]; }
+
+template <dtype_enum Id>
+struct numpy_type_num_of {
+    static_assert(info(Id).form == numpy_form::builtin,
+                  "npybridge: this dtype has no built-in numpy type (Byte and UintB4 have no numpy form; "
+                  "BFloat16 and IntB1/2/4 are numpy user dtypes registered at run time)");
+    static constexpr int value = numpy_type_num(Id);
+};
+
+template <dtype_enum Id>
+inline constexpr int numpy_type_num_v = numpy_type_num_of<Id>::value;
+
+/// NumPy type number of a C++ type (int64 -> NPY_INT32).
+template <class T>
+inline constexpr int numpy_type_num_for_v = numpy_type_num_v<dtype_of_v<T>>;
+
+/// Example: NumPy's C API made usable, then an int32 array.
+/// ```cpp
+/// #include <npybridge/numpy.hpp>
+///
+/// PyObject* four_zeros() {
+///     if (!npybridge::import_numpy()) return nullptr;  // ImportError set
+///     npy_intp n = 4;
+///     return PyArray_Zeros(1, &n, PyArray_DescrFromType(npybridge::numpy_type_num_for_v<std::int32_t>), 0);
+/// }
+/// ```
+
+// ---- Definitions
+
 inline bool import_numpy() noexcept {
     if (PyArray_API != nullptr) return true;
     void** table = detail::numpy_api_table("_ARRAY_API");
@@ -137,33 +123,11 @@ inline bool import_numpy() noexcept {
     return true;
 }
 
-/// Makes NumPy's ufunc C API usable (for user dtypes' loops); as import_numpy().
 inline bool import_numpy_ufuncs() noexcept {
     if (PyUFunc_API != nullptr) return true;
     if (!import_numpy()) return false;
     PyUFunc_API = detail::numpy_api_table("_UFUNC_API");
     return PyUFunc_API != nullptr;
 }
-
-/// True once import_numpy() succeeded.
-inline bool numpy_ready() noexcept { return PyArray_API != nullptr; }
-
-/// Built-in NumPy type number of a dtype (quantized: its storage's); -1 without one.
-constexpr int numpy_type_num(dtype_enum id) noexcept { return detail::numpy_type_nums[table_index(id)]; }
-
-template <dtype_enum Id>
-struct numpy_type_num_of {
-    static_assert(info(Id).form == numpy_form::builtin,
-                  "npybridge: this dtype has no built-in numpy type (Byte and UintB4 have no numpy form; "
-                  "BFloat16 and IntB1/2/4 are numpy user dtypes registered at run time)");
-    static constexpr int value = numpy_type_num(Id);
-};
-
-template <dtype_enum Id>
-inline constexpr int numpy_type_num_v = numpy_type_num_of<Id>::value;
-
-/// NumPy type number of a C++ type (int64 -> NPY_INT32).
-template <class T>
-inline constexpr int numpy_type_num_for_v = numpy_type_num_v<dtype_of_v<T>>;
 
 }  // namespace npybridge

@@ -6,19 +6,13 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <atomic>
+#include <npybridge/detail/thread_end.hpp>
+
 #include <cstdio>
 #include <string>
 #include <utility>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
-namespace detail {
-
-/// Set once Python ended a thread inside npybridge (gil_release during finalization); references are then dropped
-/// without a decref, as the process is exiting.
-inline std::atomic<bool> python_ended_a_thread{false};
-
-}  // namespace detail
 
 /// An owning, move-only reference; destroy it with the GIL held (or release() first).
 class object {
@@ -33,13 +27,7 @@ public:
     }
 
     object(object&& other) noexcept : m_ptr(std::exchange(other.m_ptr, nullptr)) {}
-    object& operator=(object&& other) noexcept {
-        if (this != &other) {
-            drop();
-            m_ptr = std::exchange(other.m_ptr, nullptr);
-        }
-        return *this;
-    }
+    object& operator=(object&& other) noexcept;
     object(const object&) = delete;
     object& operator=(const object&) = delete;
     ~object() { drop(); }
@@ -51,9 +39,7 @@ public:
 
 private:
     explicit object(PyObject* ptr) noexcept : m_ptr(ptr) {}
-    void drop() noexcept {
-        if (m_ptr != nullptr && !detail::python_ended_a_thread.load(std::memory_order_relaxed)) Py_DECREF(m_ptr);
-    }
+    void drop() noexcept;
     PyObject* m_ptr = nullptr;
 };
 
@@ -74,14 +60,7 @@ private:
 class gil_release {
 public:
     gil_release() noexcept : m_state(PyEval_SaveThread()) {}
-    ~gil_release() noexcept(false) {
-        try {
-            PyEval_RestoreThread(m_state);
-        } catch (...) {  // forced unwind: Python ends this thread
-            detail::python_ended_a_thread.store(true, std::memory_order_relaxed);
-            throw;
-        }
-    }
+    ~gil_release() noexcept(false);
     gil_release(const gil_release&) = delete;
     gil_release& operator=(const gil_release&) = delete;
 
@@ -91,11 +70,7 @@ private:
 
 /// f() without the GIL when `release`, else with it; f must not touch Python.
 template <class F>
-decltype(auto) without_gil(bool release, F&& f) {
-    if (!release) return std::forward<F>(f)();
-    gil_release unlocked;
-    return std::forward<F>(f)();
-}
+decltype(auto) without_gil(bool release, F&& f);
 
 /// Sets the pending Python error aside for a scope.
 class pending_error_kept {
@@ -112,6 +87,52 @@ private:
 };
 
 /// repr(obj) that never fails (nullptr, a raising __repr__); keeps a pending error. GIL required.
+inline std::string safe_repr(PyObject* obj);
+
+/// Example: an owned reference, and a loop that lets other threads run Python.
+/// ```cpp
+/// #include <npybridge/python.hpp>
+///
+/// double total(PyObject* floats_list, const double* values, Py_ssize_t n) {
+///     npybridge::object first = npybridge::object::borrow(PyList_GetItem(floats_list, 0));  // decref'd at scope end
+///     return npybridge::without_gil(n >= 4096, [&] {
+///         double sum = 0;
+///         for (Py_ssize_t i = 0; i < n; ++i) sum += values[i];
+///         return sum;
+///     });
+/// }
+/// ```
+
+// ---- Definitions
+
+inline object& object::operator=(object&& other) noexcept {
+    if (this != &other) {
+        drop();
+        m_ptr = std::exchange(other.m_ptr, nullptr);
+    }
+    return *this;
+}
+
+inline void object::drop() noexcept {
+    if (m_ptr != nullptr && !detail::python_ended_a_thread.load(std::memory_order_relaxed)) Py_DECREF(m_ptr);
+}
+
+inline gil_release::~gil_release() noexcept(false) {
+    try {
+        PyEval_RestoreThread(m_state);
+    } catch (...) {  // forced unwind: Python ends this thread
+        detail::python_ended_a_thread.store(true, std::memory_order_relaxed);
+        throw;
+    }
+}
+
+template <class F>
+decltype(auto) without_gil(bool release, F&& f) {
+    if (!release) return std::forward<F>(f)();
+    gil_release unlocked;
+    return std::forward<F>(f)();
+}
+
 inline std::string safe_repr(PyObject* obj) {
     if (obj == nullptr) return "<NULL>";
     const pending_error_kept kept;

@@ -13,6 +13,93 @@
 #include <typeinfo>
 #include <utility>
 
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+
+/// Readable C++ type name (demangled where the ABI allows).
+inline std::string demangle(const char* name);
+
+/// True while Python can run code; owners released later leak their reference.
+inline bool python_alive() noexcept;
+
+/// Runs f() with the GIL from any thread; false without running it once the interpreter finalizes (Py_IsInitialized()
+/// first: PyGILState_Check() answers 1 then).
+template <class F>
+bool under_gil(F&& f) noexcept;
+
+/// The pending Python error as a C++ exception (copies share it); what() formats the traceback once, restore() hands
+/// the exception back.
+class python_error : public error {
+public:
+    /// Captures and clears the pending error (GIL required); with none pending, a SystemError saying so.
+    python_error() : error("npybridge: Python error"), m_state(fetch()) {}
+
+    /// The formatted traceback, taking the GIL if needed; after restore(), the text formatted before or the type's
+    /// name.
+    const char* what() const noexcept override;
+
+    /// Makes the exception Python's pending error again (GIL required); a second restore raises RuntimeError.
+    void restore() const;
+
+    /// The type (borrowed; nullptr once restored).
+    PyObject* type() const noexcept;
+    /// The instance (borrowed; nullptr once restored).
+    PyObject* value() const noexcept;
+
+    /// True when the exception is an `exception_class`.
+    bool matches(PyObject* exception_class) const;
+
+private:
+    struct state;
+    static std::shared_ptr<state> fetch();
+    /// The traceback via the traceback module, else "TypeName: message"; leaves no Python error.
+    static std::string format(PyObject* type, PyObject* value, PyObject* traceback);
+
+    std::shared_ptr<state> m_state;
+};
+
+/// Python classes for npybridge's errors, made once in your module by make_exception_classes().
+struct exception_classes {
+    PyObject* error = nullptr;              ///< npybridge::error: <Module>.Error(RuntimeError)
+    PyObject* conversion_error = nullptr;   ///< ConversionError(TypeError, ValueError)
+    PyObject* dtype_error = nullptr;        ///< DTypeError(ConversionError)
+    PyObject* metadata_error = nullptr;     ///< MetadataError(DTypeError)
+    PyObject* value_range_error = nullptr;  ///< ValueRangeError(ConversionError)
+    PyObject* dlpack_error = nullptr;       ///< DLPackError(ConversionError, BufferError)
+};
+
+/// The classes translate_exception() raises (process-wide, read under the GIL).
+inline exception_classes& registered_exception_classes() noexcept;
+
+/// Makes the exception classes in `module`; false with a Python error set on failure. GIL required.
+inline bool make_exception_classes(PyObject* module);
+
+/// Call in `catch (...)` at the C++ → Python boundary, GIL held: raises the original Python error for a python_error,
+/// npybridge's classes for its errors, MemoryError for std::bad_alloc, else a RuntimeError naming the type. If that
+/// fails, a RuntimeError with the original message.
+inline void translate_exception() noexcept;
+
+/// Runs f() at the C++ → Python boundary: its result, or nullptr with translate_exception()'s error: `return
+/// npybridge::guarded([&] { ... });`. A thread's forced unwind passes through.
+template <class F>
+PyObject* guarded(F&& f);
+
+/// Example: a module function whose C++ and Python errors reach its caller as Python exceptions.
+/// ```cpp
+/// #include <npybridge/python_errors.hpp>
+///
+/// PyObject* length_of(PyObject*, PyObject* arg) {
+///     return npybridge::guarded([&] {
+///         const Py_ssize_t n = PyObject_Length(arg);
+///         if (n < 0) throw npybridge::python_error();  // carries the pending TypeError through C++
+///         return PyLong_FromSsize_t(n);
+///     });
+/// }
+/// ```
+
+// ---- Definitions
+
+}  // namespace npybridge
+
 #if defined(__GNUG__) || defined(__clang__)
 #include <cxxabi.h>
 
@@ -33,7 +120,6 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// Readable C++ type name (demangled where the ABI allows).
 inline std::string demangle(const char* name) {
 #if NPYBRIDGE_HAS_CXXABI
     int status = 0;
@@ -43,7 +129,6 @@ inline std::string demangle(const char* name) {
     return name ? name : "<unknown type>";
 }
 
-/// True while Python can run code; owners released later leak their reference.
 inline bool python_alive() noexcept {
 #if PY_VERSION_HEX >= 0x030D0000
     return Py_IsInitialized() && !Py_IsFinalizing();
@@ -52,8 +137,6 @@ inline bool python_alive() noexcept {
 #endif
 }
 
-/// Runs f() with the GIL from any thread; false without running it once the interpreter finalizes (Py_IsInitialized()
-/// first: PyGILState_Check() answers 1 then).
 template <class F>
 bool under_gil(F&& f) noexcept {
     if (Py_IsInitialized() && PyGILState_Check()) {  // the common case
@@ -66,144 +149,114 @@ bool under_gil(F&& f) noexcept {
     return true;
 }
 
-/// The pending Python error as a C++ exception (copies share it); what() formats the traceback once, restore() hands
-/// the exception back.
-class python_error : public error {
-public:
-    /// Captures and clears the pending error (GIL required); with none pending, a SystemError saying so.
-    python_error() : error("npybridge: Python error"), m_state(fetch()) {}
+struct python_error::state {
+    PyObject* type = nullptr;
+    PyObject* value = nullptr;
+    PyObject* traceback = nullptr;
+    std::string type_name;  ///< for what() after restore
+    std::string text;       ///< the traceback, once asked
+    bool formatted = false;
 
-    /// The formatted traceback, taking the GIL if needed; after restore(), the text formatted before or the type's
-    /// name.
-    const char* what() const noexcept override {
-        if (!m_state) return error::what();
-        state& s = *m_state;
-        const char* text = s.type_name.c_str();
-        under_gil([&]() noexcept {  // the GIL orders threads asking at once
-            if (!s.formatted && s.type != nullptr) {
-                try {
-                    s.text = format(s.type, s.value, s.traceback);
-                    s.formatted = true;
-                } catch (...) {  // out of memory: the type name
-                }
-            }
-            if (s.formatted) text = s.text.c_str();
+    void take(PyObject*& t, PyObject*& v, PyObject*& tb) noexcept {
+        t = type;
+        v = value;
+        tb = traceback;
+        type = value = traceback = nullptr;
+    }
+    ~state() {
+        // Released on the thread that drops the last copy.
+        if (type == nullptr && value == nullptr && traceback == nullptr) return;
+        under_gil([&]() noexcept {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(traceback);
         });
-        return text;
     }
+};
 
-    /// Makes the exception Python's pending error again (GIL required); a second restore raises RuntimeError.
-    void restore() const {
-        PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
-        if (m_state) m_state->take(type, value, traceback);
-        if (type == nullptr) {
-            PyErr_SetString(PyExc_RuntimeError,
-                            ("npybridge: Python error already restored: " + std::string(what())).c_str());
-            return;
-        }
-        PyErr_Restore(type, value, traceback);
-    }
-
-    /// The type (borrowed; nullptr once restored).
-    PyObject* type() const noexcept { return m_state ? m_state->type : nullptr; }
-    /// The instance (borrowed; nullptr once restored).
-    PyObject* value() const noexcept { return m_state ? m_state->value : nullptr; }
-
-    /// True when the exception is an `exception_class`.
-    bool matches(PyObject* exception_class) const {
-        return m_state && m_state->type && PyErr_GivenExceptionMatches(m_state->type, exception_class);
-    }
-
-private:
-    struct state {
-        PyObject* type = nullptr;
-        PyObject* value = nullptr;
-        PyObject* traceback = nullptr;
-        std::string type_name;  ///< for what() after restore
-        std::string text;       ///< the traceback, once asked
-        bool formatted = false;
-
-        void take(PyObject*& t, PyObject*& v, PyObject*& tb) noexcept {
-            t = type;
-            v = value;
-            tb = traceback;
-            type = value = traceback = nullptr;
-        }
-        ~state() {
-            // Released on the thread that drops the last copy.
-            if (type == nullptr && value == nullptr && traceback == nullptr) return;
-            under_gil([&]() noexcept {
-                Py_XDECREF(type);
-                Py_XDECREF(value);
-                Py_XDECREF(traceback);
-            });
-        }
-    };
-
-    static std::shared_ptr<state> fetch() {
-        auto captured = std::make_shared<state>();
+inline std::shared_ptr<python_error::state> python_error::fetch() {
+    auto captured = std::make_shared<state>();
+    PyErr_Fetch(&captured->type, &captured->value, &captured->traceback);
+    if (captured->type == nullptr) {
+        PyErr_SetString(PyExc_SystemError, "npybridge: python_error made with no Python error pending");
         PyErr_Fetch(&captured->type, &captured->value, &captured->traceback);
-        if (captured->type == nullptr) {
-            PyErr_SetString(PyExc_SystemError, "npybridge: python_error made with no Python error pending");
-            PyErr_Fetch(&captured->type, &captured->value, &captured->traceback);
-        }
-        PyErr_NormalizeException(&captured->type, &captured->value, &captured->traceback);
-        if (captured->traceback != nullptr && captured->value != nullptr) {
-            PyException_SetTraceback(captured->value, captured->traceback);
-        }
-        captured->type_name = captured->type && PyType_Check(captured->type)
-                                  ? reinterpret_cast<PyTypeObject*>(captured->type)->tp_name
-                                  : "<unknown Python error>";
-        return captured;
     }
-
-    /// The traceback via the traceback module, else "TypeName: message"; leaves no Python error.
-    static std::string format(PyObject* type, PyObject* value, PyObject* traceback) {
-        const pending_error_kept kept;  // what() may be asked while another error is pending
-        std::string text;
-        object module = object::steal(PyImport_ImportModule("traceback"));
-        object lines =
-            module ? object::steal(PyObject_CallMethod(module.get(), "format_exception", "OOO", type,
-                                                       value ? value : Py_None, traceback ? traceback : Py_None))
-                   : object{};
-        object empty = object::steal(PyUnicode_FromString(""));
-        object joined = (lines && empty) ? object::steal(PyUnicode_Join(empty.get(), lines.get())) : object{};
-        const char* utf8 = joined ? PyUnicode_AsUTF8(joined.get()) : nullptr;
-        if (utf8 != nullptr) {
-            text = utf8;
-            while (!text.empty() && text.back() == '\n') text.pop_back();
-        } else {
-            PyErr_Clear();
-            const char* name = type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "<unknown>";
-            object message = value ? object::steal(PyObject_Str(value)) : object{};
-            const char* message_utf8 = message ? PyUnicode_AsUTF8(message.get()) : nullptr;
-            if (message_utf8 == nullptr) PyErr_Clear();
-            text = std::string(name) + ": " + (message_utf8 ? message_utf8 : "<message could not be formatted>") +
-                   " (traceback could not be formatted)";
-        }
-        return text;
+    PyErr_NormalizeException(&captured->type, &captured->value, &captured->traceback);
+    if (captured->traceback != nullptr && captured->value != nullptr) {
+        PyException_SetTraceback(captured->value, captured->traceback);
     }
+    captured->type_name = captured->type && PyType_Check(captured->type)
+                              ? reinterpret_cast<PyTypeObject*>(captured->type)->tp_name
+                              : "<unknown Python error>";
+    return captured;
+}
 
-    std::shared_ptr<state> m_state;
-};
+inline std::string python_error::format(PyObject* type, PyObject* value, PyObject* traceback) {
+    const pending_error_kept kept;  // what() may be asked while another error is pending
+    std::string text;
+    object module = object::steal(PyImport_ImportModule("traceback"));
+    object lines = module ? object::steal(PyObject_CallMethod(module.get(), "format_exception", "OOO", type,
+                                                              value ? value : Py_None, traceback ? traceback : Py_None))
+                          : object{};
+    object empty = object::steal(PyUnicode_FromString(""));
+    object joined = (lines && empty) ? object::steal(PyUnicode_Join(empty.get(), lines.get())) : object{};
+    const char* utf8 = joined ? PyUnicode_AsUTF8(joined.get()) : nullptr;
+    if (utf8 != nullptr) {
+        text = utf8;
+        while (!text.empty() && text.back() == '\n') text.pop_back();
+    } else {
+        PyErr_Clear();
+        const char* name = type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "<unknown>";
+        object message = value ? object::steal(PyObject_Str(value)) : object{};
+        const char* message_utf8 = message ? PyUnicode_AsUTF8(message.get()) : nullptr;
+        if (message_utf8 == nullptr) PyErr_Clear();
+        text = std::string(name) + ": " + (message_utf8 ? message_utf8 : "<message could not be formatted>") +
+               " (traceback could not be formatted)";
+    }
+    return text;
+}
 
-/// Python classes for npybridge's errors, made once in your module by make_exception_classes().
-struct exception_classes {
-    PyObject* error = nullptr;              ///< npybridge::error: <Module>.Error(RuntimeError)
-    PyObject* conversion_error = nullptr;   ///< ConversionError(TypeError, ValueError)
-    PyObject* dtype_error = nullptr;        ///< DTypeError(ConversionError)
-    PyObject* metadata_error = nullptr;     ///< MetadataError(DTypeError)
-    PyObject* value_range_error = nullptr;  ///< ValueRangeError(ConversionError)
-    PyObject* dlpack_error = nullptr;       ///< DLPackError(ConversionError, BufferError)
-};
+inline PyObject* python_error::type() const noexcept { return m_state ? m_state->type : nullptr; }
 
-/// The classes translate_exception() raises (process-wide, read under the GIL).
+inline PyObject* python_error::value() const noexcept { return m_state ? m_state->value : nullptr; }
+
+inline bool python_error::matches(PyObject* exception_class) const {
+    return m_state && m_state->type && PyErr_GivenExceptionMatches(m_state->type, exception_class);
+}
+
+inline const char* python_error::what() const noexcept {
+    if (!m_state) return error::what();
+    state& s = *m_state;
+    const char* text = s.type_name.c_str();
+    under_gil([&]() noexcept {  // the GIL orders threads asking at once
+        if (!s.formatted && s.type != nullptr) {
+            try {
+                s.text = format(s.type, s.value, s.traceback);
+                s.formatted = true;
+            } catch (...) {  // out of memory: the type name
+            }
+        }
+        if (s.formatted) text = s.text.c_str();
+    });
+    return text;
+}
+
+inline void python_error::restore() const {
+    PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+    if (m_state) m_state->take(type, value, traceback);
+    if (type == nullptr) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        ("npybridge: Python error already restored: " + std::string(what())).c_str());
+        return;
+    }
+    PyErr_Restore(type, value, traceback);
+}
+
 inline exception_classes& registered_exception_classes() noexcept {
     static exception_classes classes;
     return classes;
 }
 
-/// Makes the exception classes in `module`; false with a Python error set on failure. GIL required.
 inline bool make_exception_classes(PyObject* module) {
     PyObject* module_name = PyModule_GetNameObject(module);
     if (module_name == nullptr) return false;
@@ -241,21 +294,11 @@ inline bool make_exception_classes(PyObject* module) {
     return true;
 }
 
-namespace detail {
-
-template <class Exception>
-void raise_with_type_name(PyObject* python_class, const Exception& e) {
-    const std::string message = demangle(typeid(e).name()) + ": " + e.what();
-    PyErr_SetString(python_class, message.c_str());
-}
-
-}  // namespace detail
-
-/// Call in `catch (...)` at the C++ → Python boundary, GIL held: raises the original Python error for a python_error,
-/// npybridge's classes for its errors, MemoryError for std::bad_alloc, else a RuntimeError naming the type. If that
-/// fails, a RuntimeError with the original message.
 inline void translate_exception() noexcept {
     std::string original;
+    const auto raise_with_type_name = [](PyObject* python_class, const std::exception& e) {
+        PyErr_SetString(python_class, (demangle(typeid(e).name()) + ": " + e.what()).c_str());
+    };
     try {
         try {
             throw;
@@ -280,13 +323,13 @@ inline void translate_exception() noexcept {
             } else {
                 python_class = classes.error ? classes.error : PyExc_RuntimeError;
             }
-            detail::raise_with_type_name(python_class, e);
+            raise_with_type_name(python_class, e);
         } catch (const std::bad_alloc& e) {
             original = e.what();
             PyErr_NoMemory();
         } catch (const std::exception& e) {
             original = e.what();
-            detail::raise_with_type_name(PyExc_RuntimeError, e);
+            raise_with_type_name(PyExc_RuntimeError, e);
         } catch (...) {
             original = "unknown C++ exception";
 #if NPYBRIDGE_HAS_CXXABI
@@ -304,8 +347,6 @@ inline void translate_exception() noexcept {
     }
 }
 
-/// Runs f() at the C++ → Python boundary: its result, or nullptr with translate_exception()'s error: `return
-/// npybridge::guarded([&] { ... });`. A thread's forced unwind passes through.
 template <class F>
 PyObject* guarded(F&& f) {
     try {

@@ -34,8 +34,9 @@ def named(name, text):
 
 
 SYNOPSIS = [
-    "array_quantization.hpp", "buffer.hpp", "convert.hpp", "core/adapter.hpp", "core/lowbit.hpp", "dlpack.hpp",
-    "numpy_dtype.hpp",
+    "arg.hpp", "array_quantization.hpp", "buffer.hpp", "convert.hpp", "core/adapter.hpp", "core/lowbit.hpp",
+    "dlpack.hpp", "megbrain.hpp", "megbrain_compat.hpp", "megengine_compat.hpp", "numpy.hpp", "numpy_dtype.hpp",
+    "python.hpp", "python_errors.hpp", "python_owner.hpp", "tracker.hpp", "user_dtypes.hpp",
 ]
 MANY_DETAIL_BLOCKS = set()
 COMMENT_WORDS_PER_1000_LINES = 1100
