@@ -62,6 +62,9 @@ class GeneratedTablesTest(unittest.TestCase):
                 "/// ```cpp\n/// ```\n\n// ---- Definitions\n\ntemplate <class>\nbool f(int x) {\n    return x;\n}\n}\n")
         docs = [doc for doc, _, _ in api_list.scan(text)]
         self.assertEqual(docs, [[" Does it."], []])
+        # Nor does an example with no banner below it (a header of declarations only).
+        text = "/// Example:\n/// ```cpp\n/// ```\n\nnamespace npybridge {\nint g();\n}\n"
+        self.assertEqual([doc for doc, _, _ in api_list.scan(text)], [[]])
 
 
 if __name__ == "__main__":

@@ -110,8 +110,11 @@ def scan(text):
     def public_scope():  # "inner": braces inside a declaration's parentheses (a default argument's {})
         return all(s in ("ns", "inner") for s in scopes)
 
+    in_example = False  # a synopsis's `/// Example:` block documents the header, not the declaration below it
     while i < n:
         c = text[i]
+        if c not in " \t\n" and not text.startswith("///", i):
+            in_example = False
         if at_line_start and c == "#":  # a preprocessor line (with its continuations)
             end = i
             while True:
@@ -133,6 +136,10 @@ def scan(text):
         if text.startswith("///", i):
             end = text.find("\n", i)
             end = n if end == -1 else end
+            in_example = in_example or (not pending and text[i + 3:end].strip().startswith("Example"))
+            if in_example:
+                i = end
+                continue
             if not text.startswith("///<", i) and not statement.strip() and public_scope():
                 pending.append(text[i + 3:end])
             i = end

@@ -1,5 +1,4 @@
-// npybridge/arg.hpp — tensor arguments with compile-time dtype, ndim, policies and layout, for binding casters and
-// hand-written functions.
+// npybridge/arg.hpp — tensor arguments with compile-time dtype, ndim, policies and layout.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -94,11 +93,11 @@ struct layout_is {
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// Removed: naming it is a compile error naming policy_is<borrow_policy::must_borrow>.
+/// Removed (a compile error): use policy_is<borrow_policy::must_borrow>.
 using borrow_only = detail::borrow_only_removed<>;
-/// Removed: naming it is a compile error naming policy_is<borrow_policy::copy>.
+/// Removed (a compile error): use policy_is<borrow_policy::copy>.
 using copy_always = detail::copy_always_removed<>;
-/// Removed: naming it is a compile error naming writable_is<true>.
+/// Removed (a compile error): use writable_is<true>.
 using writable_only = detail::writable_only_removed<>;
 
 /// A tensor argument with compile-time constraints: `arg<tensor, dtype_is<dtype_enum::QuantizedS8>, ndim_is<2>>`. An
@@ -140,7 +139,7 @@ public:
     /// The constraints as typing, in each binding library's idiom.
     static constexpr detail::arg_text pybind11_typing = detail::render_typed_name(spec, detail::typing_style::pybind11);
     static constexpr detail::arg_text nanobind_typing = detail::render_typed_name(spec, detail::typing_style::nanobind);
-    /// Removed: reading it is a compile error naming pybind11_typing and nanobind_typing.
+    /// Removed (a compile error): use pybind11_typing and nanobind_typing.
     static const detail::python_name_removed<Tensor>& python_name;
 
     /// The options to_tensor runs with (a quantized dtype_is<> is checked afterwards).

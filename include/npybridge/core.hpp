@@ -1,5 +1,4 @@
-// npybridge/core.hpp — the Python-free core in one include (dtypes, quantization, packing, layouts, owners, the adapter
-// contract, npybridge::tensor): C++17 and Boost.PFR, no CPython or NumPy.
+// npybridge/core.hpp — the Python-free core in one include: C++17 and Boost.PFR, no CPython or NumPy.
 #pragma once
 
 #include <npybridge/core/adapter.hpp>

@@ -60,17 +60,13 @@ private:
     static megdnn::TensorLayout megbrain_layout(const dtype& type, const tensor_layout& layout);
 };
 
-/// Example: a HostTensorND over an array's memory, and MegDNN's QuantizedS8 with its scale.
+/// Example: a HostTensorND over an array's memory when it can be, else a copy.
 /// ```cpp
 /// #include <npybridge/convert.hpp>
 /// #include <npybridge/megbrain.hpp>
 ///
-/// mgb::HostTensorND host_tensor_of(PyObject* array) {  // borrows when it can, else copies
+/// mgb::HostTensorND host_tensor_of(PyObject* array) {
 ///     return npybridge::to_tensor<mgb::HostTensorND>(array).tensor;
-/// }
-///
-/// megdnn::DType int8_codes(float scale) {
-///     return npybridge::megbrain::to_megdnn(npybridge::dtype::quantized(npybridge::dtype_enum::QuantizedS8, scale));
 /// }
 /// ```
 

@@ -1,5 +1,4 @@
-// npybridge/megbrain_compat.hpp — MegEngine 1.13 helper.h's names with MegBrain's types (docs/megbrain.md: where they
-// differ).
+// npybridge/megbrain_compat.hpp — MegEngine 1.13 helper.h's names with MegBrain's types (docs/megbrain.md).
 #pragma once
 
 #include <npybridge/megbrain.hpp>

@@ -1,5 +1,4 @@
-// npybridge/megengine_compat.hpp — MegEngine's python_helper names (namespace npy) for any adapted tensor type;
-// docs/guide.md maps each to npybridge's.
+// npybridge/megengine_compat.hpp — MegEngine's python_helper names (npy::) for any adapted tensor type (docs/guide.md).
 #pragma once
 
 #include <npybridge/core/config.hpp>

@@ -1,5 +1,4 @@
-// npybridge/npybridge.hpp — the umbrella: the core and the Python-facing headers. Not the casters of bind/ (they need
-// their library), megbrain*.hpp (MegBrain's headers) or megengine_compat.hpp.
+// npybridge/npybridge.hpp — the core and the Python-facing headers (not bind/, megbrain*, megengine_compat).
 #pragma once
 
 #include <npybridge/core.hpp>

@@ -152,10 +152,10 @@ inline object to_numpy_dtype(const dtype& type, user_dtype_choice choice) {
     return detail::to_numpy_dtype_slow(type, row, choice);
 }
 
-/// Removed: calling it is a compile error naming from_numpy_dtype.
+/// Removed (a compile error): use from_numpy_dtype.
 template <class... Args>
 detail::from_numpy_removed<Args...> from_numpy(Args&&...);
-/// Removed: calling it is a compile error naming to_numpy_dtype.
+/// Removed (a compile error): use to_numpy_dtype.
 template <class... Args>
 detail::to_numpy_removed<Args...> to_numpy(Args&&...);
 

@@ -89,12 +89,11 @@ private:
 /// repr(obj) that never fails (nullptr, a raising __repr__); keeps a pending error. GIL required.
 inline std::string safe_repr(PyObject* obj);
 
-/// Example: an owned reference, and a loop that lets other threads run Python.
+/// Example: a loop that lets other threads run Python.
 /// ```cpp
 /// #include <npybridge/python.hpp>
 ///
-/// double total(PyObject* floats_list, const double* values, Py_ssize_t n) {
-///     npybridge::object first = npybridge::object::borrow(PyList_GetItem(floats_list, 0));  // decref'd at scope end
+/// double total(const double* values, Py_ssize_t n) {
 ///     return npybridge::without_gil(n >= 4096, [&] {
 ///         double sum = 0;
 ///         for (Py_ssize_t i = 0; i < n; ++i) sum += values[i];

@@ -1,5 +1,4 @@
-// npybridge/python_owner.hpp — owners involving Python: a tensor holds its array through a python_owner_block, an array
-// holds a tensor's owner through npybridge.owner; free lists recycle both (docs/lifetimes.md).
+// npybridge/python_owner.hpp — owners that hold Python objects, and npybridge.owner (docs/lifetimes.md).
 #pragma once
 
 #include <npybridge/core/config.hpp>

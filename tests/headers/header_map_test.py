@@ -36,7 +36,8 @@ def named(name, text):
 SYNOPSIS = [
     "arg.hpp", "array_quantization.hpp", "buffer.hpp", "convert.hpp", "core/adapter.hpp", "core/lowbit.hpp",
     "dlpack.hpp", "megbrain.hpp", "megbrain_compat.hpp", "megengine_compat.hpp", "numpy.hpp", "numpy_dtype.hpp",
-    "python.hpp", "python_errors.hpp", "python_owner.hpp", "tracker.hpp", "user_dtypes.hpp",
+    "python.hpp", "python_errors.hpp", "python_owner.hpp", "tracker.hpp", "user_dtypes.hpp", "core/dtype.hpp",
+    "core/layout.hpp", "core/owner.hpp", "core/quantization.hpp", "core/scalar_types.hpp", "core/tensor.hpp",
 ]
 MANY_DETAIL_BLOCKS = set()
 COMMENT_WORDS_PER_1000_LINES = 1100
@@ -56,6 +57,17 @@ class HeaderMapTest(unittest.TestCase):
                 self.assertNotIn("namespace detail {", text)
                 self.assertIn("// ---- Definitions", text)
                 self.assertIn("/// ```cpp", text.split("// ---- Definitions")[0], "one compiled example")
+
+    def test_every_public_header_shows_one_compiled_example(self):
+        # Public: include/npybridge/*.hpp and core/*.hpp that declare something (umbrellas and the removed paths only
+        # include or stop the build). bind/ is shown by the README's modules; doc_blocks_alone_test compiles these.
+        root = include_root() / "npybridge"
+        public = sorted([*root.glob("*.hpp"), *(root / "core").glob("*.hpp")])
+        shown = [h for h in public if "namespace npybridge" in h.read_text() or "#define NPYBRIDGE" in h.read_text()]
+        self.assertGreaterEqual(len(shown), 25)
+        for header in shown:
+            with self.subTest(header=str(header.relative_to(root))):
+                self.assertEqual(header.read_text().count("/// ```cpp"), 1, "one example, in `/// ```cpp` lines")
 
     def test_the_vocabulary_header_brings_only_the_dtype(self):
         # core/options.hpp (the policies, narrowing, lowbit_layout, to_tensor_options) includes the standard

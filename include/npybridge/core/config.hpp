@@ -43,3 +43,11 @@
 #define NPYBRIDGE_NAMESPACE_ATTRIBUTES
 #endif
 #endif
+
+/// Example: a knob is set for the whole build, with -D on every compile line (or before each npybridge include).
+/// ```cpp
+/// #define NPYBRIDGE_MAX_NDIM 4
+/// #include <npybridge/core/config.hpp>
+///
+/// static_assert(NPYBRIDGE_MAX_NDIM == 4, "tensors of up to 4 dimensions");
+/// ```

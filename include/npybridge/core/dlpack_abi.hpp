@@ -112,6 +112,15 @@ inline std::string type_text(DLDataType type) {
     return text;
 }
 
+/// Example: a DLTensor's element type, read with the specification's names.
+/// ```cpp
+/// #include <npybridge/core/dlpack_abi.hpp>
+///
+/// bool holds_float32(const npybridge::dlpack::DLTensor& t) {
+///     return t.dtype == npybridge::dlpack::DLDataType{npybridge::dlpack::kDLFloat, 32, 1};
+/// }
+/// ```
+
 // The names before 0.6: a compile error naming dlpack.h's name.
 #define NPYBRIDGE_REMOVED_TYPE(old, now)                                                        \
     template <class... Use>                                                                     \

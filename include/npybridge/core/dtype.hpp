@@ -233,51 +233,18 @@ public:
     using params = params_variant;
 
     /// A dtype without params; dtype_error for a quantized dtype or an invalid enum value.
-    dtype(dtype_enum id) : m_id(id) {  // NOLINT: implicit on purpose, `dtype t = dtype_enum::Int8`
-        if (!is_valid(id))
-            throw dtype_error("npybridge: enum value " + std::to_string(static_cast<std::uint32_t>(id)) +
-                              " is not a MegDNN dtype");
-        if (npybridge::info(id).is_quantized) {
-            throw dtype_error(std::string(npybridge::info(id).name) + " needs params: use dtype::quantized(id, scale" +
-                              (npybridge::info(id).param_fields > 1 ? ", zero_point)" : ")"));
-        }
-    }
+    dtype(dtype_enum id);  // NOLINT: implicit on purpose, `dtype t = dtype_enum::Int8`
 
     /// The plain dtype of dtype_table[row]; dtype_error for a quantized row or one past the end.
-    static const dtype& of_row(std::size_t row) {
-        if (row >= dtype_count || dtype_table[row].is_quantized) {
-            throw dtype_error("npybridge: dtype table row " + std::to_string(row) + " is not a plain dtype");
-        }
-        return plain_rows[row];
-    }
+    static const dtype& of_row(std::size_t row);
 
     /// A quantized dtype from numbers (zero_point exactly for the Asymm dtypes); dtype_error / metadata_error name the
     /// culprit.
-    static dtype quantized(dtype_enum id, double scale, std::optional<long long> zero_point = std::nullopt) {
-        if (!is_valid(id) || !npybridge::info(id).is_quantized) {
-            throw dtype_error(std::string(is_valid(id) ? npybridge::info(id).name : "this enum value") +
-                              " is not a quantized dtype");
-        }
-        detail::param_values values = detail::default_values(detail::param_slots[table_index(id)]);
-        detail::fill_values(npybridge::info(id), values, scale, zero_point);
-        return detail::dtype_from_values(id, values);
-    }
+    static dtype quantized(dtype_enum id, double scale, std::optional<long long> zero_point = std::nullopt);
 
     /// A dtype from `id`'s param struct, validated.
     template <class Param>
-    static dtype with(dtype_enum id, const Param& param) {
-        if (!is_valid(id)) throw dtype_error("npybridge: not a MegDNN dtype");
-        constexpr std::size_t slot = detail::alternative_index<Param>(static_cast<params_variant*>(nullptr));
-        if constexpr (slot < std::variant_size_v<params_variant>) {
-            if (detail::param_slots[table_index(id)] == slot) {
-                detail::check_values(npybridge::info(id), detail::values_of(param));
-                dtype result(id, no_check{});
-                result.m_params = param;
-                return result;
-            }
-        }
-        throw dtype_error(std::string(npybridge::info(id).name) + ": wrong param struct for this dtype");
-    }
+    static dtype with(dtype_enum id, const Param& param);
 
     dtype_enum id() const noexcept { return m_id; }
     const dtype_info& info() const noexcept { return npybridge::info(m_id); }
@@ -297,10 +264,7 @@ public:
     std::optional<int> zero_point() const noexcept { return field<int>("zero_point"); }
 
     /// "Int8", "QuantizedS8(scale=0.5)", "Quantized8Asymm(scale=0.25, zero_point=128)".
-    std::string to_string() const {
-        const std::string fields = detail::params_text(detail::variant_values(m_params));
-        return std::string(name()) + (fields.empty() ? "" : "(" + fields + ")");
-    }
+    std::string to_string() const;
 
     /// Equal when the dtype and every param field are (floats exactly).
     friend bool operator==(const dtype& a, const dtype& b) noexcept {
@@ -309,30 +273,16 @@ public:
     }
     friend bool operator!=(const dtype& a, const dtype& b) noexcept { return !(a == b); }
 
-    std::size_t hash() const noexcept {
-        const std::size_t seed = static_cast<std::size_t>(m_id) * 0x9e3779b97f4a7c15ULL;
-        return detail::params_hash(seed, detail::variant_values(m_params));
-    }
+    /// Mixes the dtype and its params (std::hash<dtype> calls it).
+    std::size_t hash() const noexcept;
 
     /// Calls f(param_t<id>{}): runtime id to compile-time struct.
     template <class F>
-    static void with_params(dtype_enum id, F&& f) {
-        const std::size_t row = table_index(id);
-        if (row != dtype_count)
-            detail::call_with_alternative(detail::param_slots[row], f, static_cast<params_variant*>(nullptr));
-    }
+    static void with_params(dtype_enum id, F&& f);
 
 private:
     template <class T>
-    std::optional<T> field(std::string_view key) const noexcept {
-        const std::optional<double> value = detail::field_value(detail::variant_values(m_params), key);
-        if (!value) return std::nullopt;
-        if constexpr (std::is_same_v<T, float>) {
-            return narrow_to_float(*value);  // by bits: a subnormal scale survives flush-to-zero
-        } else {
-            return static_cast<T>(*value);
-        }
-    }
+    std::optional<T> field(std::string_view key) const noexcept;
 
     struct no_check {};
     constexpr dtype(dtype_enum id, no_check) noexcept : m_id(id) {}
@@ -347,6 +297,88 @@ private:
     dtype_enum m_id;
     params m_params{};
 };
+
+/// Example: a QuantizedS8 dtype with its scale.
+/// ```cpp
+/// #include <npybridge/core/dtype.hpp>
+///
+/// std::string int8_codes(float scale) {
+///     const npybridge::dtype q = npybridge::dtype::quantized(npybridge::dtype_enum::QuantizedS8, scale);
+///     return q.to_string();  // "QuantizedS8(scale=0.5)" for 0.5
+/// }
+/// ```
+
+// ---- Definitions
+
+inline dtype::dtype(dtype_enum id) : m_id(id) {
+    if (!is_valid(id))
+        throw dtype_error("npybridge: enum value " + std::to_string(static_cast<std::uint32_t>(id)) +
+                          " is not a MegDNN dtype");
+    if (npybridge::info(id).is_quantized) {
+        throw dtype_error(std::string(npybridge::info(id).name) + " needs params: use dtype::quantized(id, scale" +
+                          (npybridge::info(id).param_fields > 1 ? ", zero_point)" : ")"));
+    }
+}
+
+inline const dtype& dtype::of_row(std::size_t row) {
+    if (row >= dtype_count || dtype_table[row].is_quantized) {
+        throw dtype_error("npybridge: dtype table row " + std::to_string(row) + " is not a plain dtype");
+    }
+    return plain_rows[row];
+}
+
+inline dtype dtype::quantized(dtype_enum id, double scale, std::optional<long long> zero_point) {
+    if (!is_valid(id) || !npybridge::info(id).is_quantized) {
+        throw dtype_error(std::string(is_valid(id) ? npybridge::info(id).name : "this enum value") +
+                          " is not a quantized dtype");
+    }
+    detail::param_values values = detail::default_values(detail::param_slots[table_index(id)]);
+    detail::fill_values(npybridge::info(id), values, scale, zero_point);
+    return detail::dtype_from_values(id, values);
+}
+
+template <class Param>
+dtype dtype::with(dtype_enum id, const Param& param) {
+    if (!is_valid(id)) throw dtype_error("npybridge: not a MegDNN dtype");
+    constexpr std::size_t slot = detail::alternative_index<Param>(static_cast<params_variant*>(nullptr));
+    if constexpr (slot < std::variant_size_v<params_variant>) {
+        if (detail::param_slots[table_index(id)] == slot) {
+            detail::check_values(npybridge::info(id), detail::values_of(param));
+            dtype result(id, no_check{});
+            result.m_params = param;
+            return result;
+        }
+    }
+    throw dtype_error(std::string(npybridge::info(id).name) + ": wrong param struct for this dtype");
+}
+
+inline std::string dtype::to_string() const {
+    const std::string fields = detail::params_text(detail::variant_values(m_params));
+    return std::string(name()) + (fields.empty() ? "" : "(" + fields + ")");
+}
+
+inline std::size_t dtype::hash() const noexcept {
+    const std::size_t seed = static_cast<std::size_t>(m_id) * 0x9e3779b97f4a7c15ULL;
+    return detail::params_hash(seed, detail::variant_values(m_params));
+}
+
+template <class F>
+void dtype::with_params(dtype_enum id, F&& f) {
+    const std::size_t row = table_index(id);
+    if (row != dtype_count)
+        detail::call_with_alternative(detail::param_slots[row], f, static_cast<params_variant*>(nullptr));
+}
+
+template <class T>
+std::optional<T> dtype::field(std::string_view key) const noexcept {
+    const std::optional<double> value = detail::field_value(detail::variant_values(m_params), key);
+    if (!value) return std::nullopt;
+    if constexpr (std::is_same_v<T, float>) {
+        return narrow_to_float(*value);  // by bits: a subnormal scale survives flush-to-zero
+    } else {
+        return static_cast<T>(*value);
+    }
+}
 
 // Constant-initialized: no start-up code.
 inline const std::array<dtype, dtype_count> dtype::plain_rows =

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/always_false.hpp>
 
 #include <stdexcept>
 #include <string>
@@ -38,20 +39,7 @@ public:
     using conversion_error::conversion_error;
 };
 
-namespace detail {
-
-/// False for every type: fires only where its template is used.
-template <class...>
-inline constexpr bool always_false = false;
-
-template <class... Use>
-struct value_error_removed {
-    static_assert(always_false<Use...>, "npybridge: value_error was removed in 0.6.0: write value_range_error");
-};
-
-}  // namespace detail
-
-/// Removed: naming it is a compile error naming value_range_error.
+/// Removed (a compile error): use value_range_error.
 using value_error = detail::value_error_removed<>;
 
 /// Memory that cannot be exported or imported as asked (another device, copy=False needing a copy, a consumed or
@@ -60,5 +48,19 @@ class dlpack_error : public conversion_error {
 public:
     using conversion_error::conversion_error;
 };
+
+/// Example: a value out of range, told apart from other refusals.
+/// ```cpp
+/// #include <npybridge/core/errors.hpp>
+///
+/// bool out_of_range(void (*convert)()) {
+///     try {
+///         convert();
+///     } catch (const npybridge::value_range_error&) {
+///         return true;
+///     }
+///     return false;  // other npybridge::error subclasses propagate
+/// }
+/// ```
 
 }  // namespace npybridge

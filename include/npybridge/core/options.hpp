@@ -101,4 +101,13 @@ struct to_tensor_result {
 /// Copies from this many bytes release the GIL.
 inline constexpr std::size_t release_gil_bytes = std::size_t{1} << 20;
 
+/// Example: options for a copy into int8 that refuses unsafe casts.
+/// ```cpp
+/// #include <npybridge/core/options.hpp>
+///
+/// npybridge::to_tensor_options int8_copy() {
+///     return npybridge::to_tensor_options().as(npybridge::dtype_enum::Int8).with(npybridge::narrowing::reject);
+/// }
+/// ```
+
 }  // namespace npybridge

@@ -9,6 +9,7 @@
 #include <utility>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+
 /// What an owner handle points at: a count and the function freeing what the block keeps alive at zero. Derive for a
 /// new kind of owner.
 struct owner_block {
@@ -27,31 +28,19 @@ public:
     owner_handle(std::nullptr_t) noexcept {}  // NOLINT: implicit, like shared_ptr's
 
     /// Takes over a block already counting this reference.
-    static owner_handle adopt(owner_block* block) noexcept {
-        owner_handle handle;
-        handle.m_block = block;
-        return handle;
-    }
+    static owner_handle adopt(owner_block* block) noexcept;
 
     /// Keeps `kept` alive (a shared() pointer gives back its owner).
     template <class T>
     owner_handle(std::shared_ptr<T> kept);  // NOLINT: implicit on purpose
 
-    owner_handle(const owner_handle& other) noexcept : m_block(other.m_block) {
-        if (m_block) m_block->references.fetch_add(1, std::memory_order_relaxed);
-    }
+    owner_handle(const owner_handle& other) noexcept;
     owner_handle(owner_handle&& other) noexcept : m_block(std::exchange(other.m_block, nullptr)) {}
-    owner_handle& operator=(owner_handle other) noexcept {
-        std::swap(m_block, other.m_block);
-        return *this;
-    }
-    ~owner_handle() {
-        if (m_block != nullptr) drop(m_block);
-    }
+    owner_handle& operator=(owner_handle other) noexcept;
+    ~owner_handle();
 
-    void reset() noexcept {
-        if (m_block != nullptr) drop(std::exchange(m_block, nullptr));
-    }
+    /// Empties the handle, releasing its reference.
+    void reset() noexcept;
 
     explicit operator bool() const noexcept { return m_block != nullptr; }
     /// The block (nullptr when empty).
@@ -74,22 +63,62 @@ public:
 private:
     struct keeper;  // shared()'s deleter
 
-    static void drop(owner_block* block) noexcept {
-        // A count of one is this handle alone: no atomic read-modify-write needed.
-        if (block->references.load(std::memory_order_acquire) == 1 ||
-            block->references.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            block->release(block);
-        }
-    }
-
-    struct shared_block : owner_block {
-        explicit shared_block(std::shared_ptr<const void> held) noexcept
-            : owner_block([](owner_block* self) noexcept { delete static_cast<shared_block*>(self); }),
-              kept(std::move(held)) {}
-        std::shared_ptr<const void> kept;
-    };
+    static void drop(owner_block* block) noexcept;
+    struct shared_block;  // what a std::shared_ptr becomes
 
     owner_block* m_block = nullptr;
+};
+
+/// Example: memory kept alive by a std::shared_ptr, handed back out as one.
+/// ```cpp
+/// #include <npybridge/core/owner.hpp>
+///
+/// #include <vector>
+///
+/// std::shared_ptr<float> first_of(std::shared_ptr<std::vector<float>> values) {
+///     npybridge::owner_handle owner = values;  // keeps the vector alive, from any thread
+///     return std::move(owner).shared(values->data());
+/// }
+/// ```
+
+// ---- Definitions
+
+inline owner_handle owner_handle::adopt(owner_block* block) noexcept {
+    owner_handle handle;
+    handle.m_block = block;
+    return handle;
+}
+
+inline owner_handle::owner_handle(const owner_handle& other) noexcept : m_block(other.m_block) {
+    if (m_block) m_block->references.fetch_add(1, std::memory_order_relaxed);
+}
+
+inline owner_handle& owner_handle::operator=(owner_handle other) noexcept {
+    std::swap(m_block, other.m_block);
+    return *this;
+}
+
+inline owner_handle::~owner_handle() {
+    if (m_block != nullptr) drop(m_block);
+}
+
+inline void owner_handle::reset() noexcept {
+    if (m_block != nullptr) drop(std::exchange(m_block, nullptr));
+}
+
+inline void owner_handle::drop(owner_block* block) noexcept {
+    // A count of one is this handle alone: no atomic read-modify-write needed.
+    if (block->references.load(std::memory_order_acquire) == 1 ||
+        block->references.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        block->release(block);
+    }
+}
+
+struct owner_handle::shared_block : owner_block {
+    explicit shared_block(std::shared_ptr<const void> held) noexcept
+        : owner_block([](owner_block* self) noexcept { delete static_cast<shared_block*>(self); }),
+          kept(std::move(held)) {}
+    std::shared_ptr<const void> kept;
 };
 
 /// shared()'s deleter: holds the owner.

@@ -55,5 +55,17 @@ unsigned exchange_fields(Param& param, double* values, bool write) noexcept {
     return real_mask;
 }
 
+/// Example: a param struct's fields as doubles.
+/// ```cpp
+/// #include <npybridge/core/dtype.hpp>
+/// #include <npybridge/core/reflect.hpp>
+///
+/// double zero_point_of(npybridge::asymm_param param) {
+///     double values[npybridge::reflect::field_count<npybridge::asymm_param>];  // scale, zero_point
+///     npybridge::reflect::exchange_fields(param, values, false);
+///     return values[1];
+/// }
+/// ```
+
 }  // namespace reflect
 }  // namespace npybridge

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/float_bits.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -15,146 +16,14 @@ struct half {
     std::uint16_t bits = 0;
 
     /// Exact widening to float.
-    float to_float() const noexcept {
-        const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
-        std::uint32_t exponent = (bits >> 10) & 0x1Fu;
-        std::uint32_t mantissa = bits & 0x3FFu;
-        std::uint32_t u;
-        if (exponent == 0x1F) {
-            u = sign | 0x7F800000u | (mantissa << 13);
-        } else if (exponent != 0) {
-            u = sign | ((exponent + 112) << 23) | (mantissa << 13);
-        } else if (mantissa == 0) {
-            u = sign;
-        } else {  // subnormal
-            exponent = 113;
-            while ((mantissa & 0x400u) == 0) {
-                mantissa <<= 1;
-                --exponent;
-            }
-            u = sign | (exponent << 23) | ((mantissa & 0x3FFu) << 13);
-        }
-        float value;
-        std::memcpy(&value, &u, sizeof value);
-        return value;
-    }
+    float to_float() const noexcept;
 
     /// Rounds to nearest, ties to even; overflow gives infinity, NaN stays NaN.
-    static half from_float(float value) noexcept {
-        std::uint32_t u;
-        std::memcpy(&u, &value, sizeof u);
-        const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
-        const std::uint32_t magnitude = u & 0x7FFFFFFFu;
-        if (magnitude > 0x7F800000u) return half{static_cast<std::uint16_t>(sign | 0x7E00u)};
-        if (magnitude >= 0x477FF000u) return half{static_cast<std::uint16_t>(sign | 0x7C00u)};  // >= 65520: inf
-        if (magnitude < 0x38800000u) {                                                          // subnormal or zero
-            if (magnitude < 0x33000000u) return half{sign};                                     // rounds to zero
-            const std::uint32_t exponent = magnitude >> 23;
-            const std::uint32_t mantissa = (magnitude & 0x7FFFFFu) | 0x800000u;
-            const std::uint32_t shift = 126 - exponent;  // to a half subnormal
-            std::uint32_t result = mantissa >> shift;
-            const std::uint32_t rest = mantissa & ((1u << shift) - 1u);
-            const std::uint32_t halfway = 1u << (shift - 1);
-            if (rest > halfway || (rest == halfway && (result & 1u))) ++result;
-            return half{static_cast<std::uint16_t>(sign | result)};
-        }
-        std::uint32_t result = magnitude - 0x38000000u;  // rebias 127 -> 15
-        const std::uint32_t rest = result & 0x1FFFu;
-        result >>= 13;
-        if (rest > 0x1000u || (rest == 0x1000u && (result & 1u))) ++result;
-        return half{static_cast<std::uint16_t>(sign | result)};
-    }
+    static half from_float(float value) noexcept;
 
     friend constexpr bool operator==(half a, half b) noexcept { return a.bits == b.bits; }
     friend constexpr bool operator!=(half a, half b) noexcept { return a.bits != b.bits; }
 };
-
-namespace detail {
-
-/// Integer arithmetic on floats' bits, so no result depends on the FPU mode (`import megengine` turns on FTZ and DAZ
-/// for the process).
-
-inline std::uint32_t bits_of(float value) noexcept {
-    std::uint32_t u;
-    std::memcpy(&u, &value, sizeof u);
-    return u;
-}
-inline float float_of(std::uint32_t u) noexcept {
-    float value;
-    std::memcpy(&value, &u, sizeof value);
-    return value;
-}
-
-/// `m >> shift` rounded to nearest even (shift <= 0: exact).
-inline std::uint64_t shift_rounded(std::uint64_t m, int shift) noexcept {
-    if (shift <= 0) return m << -shift;
-    if (shift > 64) return 0;  // below a quarter of the last place
-    const std::uint64_t q = shift == 64 ? 0 : m >> shift;
-    const std::uint64_t rest = shift == 64 ? m : m & ((std::uint64_t{1} << shift) - 1);
-    const std::uint64_t half = std::uint64_t{1} << (shift - 1);
-    return q + (rest > half || (rest == half && (q & 1u)));
-}
-
-/// The binary32 bits of sign * m * 2^e (m > 0) rounded once to `digits` bits (24: float32, 8: bfloat16), subnormals
-/// kept, overflow to infinity.
-inline std::uint32_t round_to_binary32(bool negative, std::uint64_t m, int e, int digits) noexcept {
-    int top = 63;
-    while ((m >> top) == 0) --top;
-    const int exponent = top + e;  // of the leading bit
-    const int unused = 24 - digits;
-    const std::uint32_t sign = negative ? 0x80000000u : 0u;
-    if (exponent > 127) return sign | 0x7F800000u;
-    std::uint64_t bits;
-    if (exponent >= -126) {
-        const std::uint64_t q = shift_rounded(m, top - (digits - 1));  // digits bits, or 2^digits on a carry
-        bits =
-            (static_cast<std::uint64_t>(exponent + 127) << 23) + ((q - (std::uint64_t{1} << (digits - 1))) << unused);
-    } else {  // subnormal: in units of the smallest
-        bits = shift_rounded(m, -(e + 126 + digits - 1)) << unused;
-    }
-    if (bits >= 0x7F800000u) return sign | 0x7F800000u;
-    return sign | static_cast<std::uint32_t>(bits);
-}
-
-/// The float as a double, exactly, in every FPU mode.
-inline double widen_exactly(float value) noexcept {
-    const std::uint32_t u = bits_of(value);
-    const std::uint64_t sign = static_cast<std::uint64_t>(u >> 31) << 63;
-    const std::uint32_t exponent = (u >> 23) & 0xFFu;
-    std::uint64_t mantissa = u & 0x7FFFFFu;
-    std::uint64_t out;
-    if (exponent == 0xFF) {
-        out = sign | 0x7FF0000000000000u | (mantissa << 29);
-    } else if (exponent != 0) {
-        out = sign | (static_cast<std::uint64_t>(exponent + 896) << 52) | (mantissa << 29);
-    } else if (mantissa == 0) {
-        out = sign;
-    } else {  // subnormal: mantissa * 2^-149
-        int top = 22;
-        while ((mantissa >> top) == 0) --top;
-        out = sign | (static_cast<std::uint64_t>(874 + top) << 52) | ((mantissa << (52 - top)) & 0xFFFFFFFFFFFFFu);
-    }
-    double result;
-    std::memcpy(&result, &out, sizeof result);
-    return result;
-}
-
-/// A double's binary32 bits rounded once to `digits` bits (NaN: quieted, top payload kept).
-inline std::uint32_t narrow_to_binary32(double value, int digits) noexcept {
-    std::uint64_t u;
-    std::memcpy(&u, &value, sizeof u);
-    const bool negative = (u >> 63) != 0;
-    const std::uint32_t sign = negative ? 0x80000000u : 0u;
-    const auto exponent = static_cast<int>((u >> 52) & 0x7FFu);
-    const std::uint64_t mantissa = u & 0xFFFFFFFFFFFFFu;
-    if (exponent == 0x7FF) {
-        return sign | 0x7F800000u | (mantissa == 0 ? 0u : 0x400000u | static_cast<std::uint32_t>(mantissa >> 29));
-    }
-    if (exponent == 0) return mantissa == 0 ? sign : round_to_binary32(negative, mantissa, -1074, digits);
-    return round_to_binary32(negative, mantissa | (std::uint64_t{1} << 52), exponent - 1075, digits);
-}
-
-}  // namespace detail
 
 /// The float nearest a double (ties to even), on its bits: the same in every FPU mode.
 inline float narrow_to_float(double value) noexcept { return detail::float_of(detail::narrow_to_binary32(value, 24)); }
@@ -166,46 +35,17 @@ struct bfloat16 {
 
     /// Rounds to nearest even; a NaN keeps its top payload bits, setting the last when only lower ones were (MegDNN's
     /// float2bfloat16).
-    static bfloat16 from_float(float value) noexcept {
-        std::uint32_t u = detail::bits_of(value);
-        if ((u & 0x7f800000u) == 0x7f800000u) {  // inf or NaN: no rounding
-            if ((u & 0xffffu) != 0) u |= 0x10000u;
-            return bfloat16{static_cast<std::uint16_t>(u >> 16)};
-        }
-        const std::uint32_t lsb = (u >> 16) & 1u;
-        u += 0x7fffu + lsb;
-        return bfloat16{static_cast<std::uint16_t>(u >> 16)};
-    }
+    static bfloat16 from_float(float value) noexcept;
 
     /// Rounds a double once (not through float).
-    static bfloat16 from_double(double value) noexcept {
-        if (value != value) return from_float(float_nan(value));
-        return bfloat16{static_cast<std::uint16_t>(detail::narrow_to_binary32(value, 8) >> 16)};
-    }
+    static bfloat16 from_double(double value) noexcept;
 
     /// The same for a long double.
-    static bfloat16 from_long_double(long double value) noexcept {
-        if (value != value) return from_double(static_cast<double>(value));
-        const bool negative = std::signbit(value);
-        if (value == 0) return bfloat16{static_cast<std::uint16_t>(negative ? 0x8000u : 0u)};
-        if (std::isinf(value)) return bfloat16{static_cast<std::uint16_t>(negative ? 0xFF80u : 0x7F80u)};
-        int exponent = 0;
-        const long double fraction = std::frexp(std::fabs(value), &exponent);  // x87 / soft, no MXCSR
-        const long double scaled = std::ldexp(fraction, 62);
-        auto m = static_cast<std::uint64_t>(scaled);
-        if (static_cast<long double>(m) != scaled) m |= 1u;  // sticky bit
-        return bfloat16{static_cast<std::uint16_t>(detail::round_to_binary32(negative, m, exponent - 62, 8) >> 16)};
-    }
+    static bfloat16 from_long_double(long double value) noexcept;
 
     /// Rounds an integer once.
     template <class Integer>
-    static bfloat16 from_integer(Integer value) noexcept {
-        if (value == 0) return bfloat16{0};
-        const bool negative = value < 0;
-        const std::uint64_t m =
-            negative ? std::uint64_t{0} - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
-        return bfloat16{static_cast<std::uint16_t>(detail::round_to_binary32(negative, m, 0, 8) >> 16)};
-    }
+    static bfloat16 from_integer(Integer value) noexcept;
 
     /// Exact: bfloat16 is a prefix of binary32.
     float to_float() const noexcept { return detail::float_of(static_cast<std::uint32_t>(bits) << 16); }
@@ -219,6 +59,106 @@ private:
     /// A double NaN as the CPU narrows it: quieted, top 22 payload bits kept.
     static float float_nan(double value) noexcept { return detail::float_of(detail::narrow_to_binary32(value, 24)); }
 };
+
+/// Example: float32 into bfloat16 and float16, rounded to nearest even in any FPU mode.
+/// ```cpp
+/// #include <npybridge/core/scalar_types.hpp>
+///
+/// bool one_third_rounds() {
+///     const float third = 1.0f / 3;
+///     return npybridge::bfloat16::from_float(third).to_float() == 0.333984375f &&
+///            npybridge::half::from_float(third).to_float() == 0.333251953125f;
+/// }
+/// ```
+
+// ---- Definitions
+
+inline float half::to_float() const noexcept {
+    const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
+    std::uint32_t exponent = (bits >> 10) & 0x1Fu;
+    std::uint32_t mantissa = bits & 0x3FFu;
+    std::uint32_t u;
+    if (exponent == 0x1F) {
+        u = sign | 0x7F800000u | (mantissa << 13);
+    } else if (exponent != 0) {
+        u = sign | ((exponent + 112) << 23) | (mantissa << 13);
+    } else if (mantissa == 0) {
+        u = sign;
+    } else {  // subnormal
+        exponent = 113;
+        while ((mantissa & 0x400u) == 0) {
+            mantissa <<= 1;
+            --exponent;
+        }
+        u = sign | (exponent << 23) | ((mantissa & 0x3FFu) << 13);
+    }
+    float value;
+    std::memcpy(&value, &u, sizeof value);
+    return value;
+}
+
+inline half half::from_float(float value) noexcept {
+    std::uint32_t u;
+    std::memcpy(&u, &value, sizeof u);
+    const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
+    const std::uint32_t magnitude = u & 0x7FFFFFFFu;
+    if (magnitude > 0x7F800000u) return half{static_cast<std::uint16_t>(sign | 0x7E00u)};
+    if (magnitude >= 0x477FF000u) return half{static_cast<std::uint16_t>(sign | 0x7C00u)};  // >= 65520: inf
+    if (magnitude < 0x38800000u) {                                                          // subnormal or zero
+        if (magnitude < 0x33000000u) return half{sign};                                     // rounds to zero
+        const std::uint32_t exponent = magnitude >> 23;
+        const std::uint32_t mantissa = (magnitude & 0x7FFFFFu) | 0x800000u;
+        const std::uint32_t shift = 126 - exponent;  // to a half subnormal
+        std::uint32_t result = mantissa >> shift;
+        const std::uint32_t rest = mantissa & ((1u << shift) - 1u);
+        const std::uint32_t halfway = 1u << (shift - 1);
+        if (rest > halfway || (rest == halfway && (result & 1u))) ++result;
+        return half{static_cast<std::uint16_t>(sign | result)};
+    }
+    std::uint32_t result = magnitude - 0x38000000u;  // rebias 127 -> 15
+    const std::uint32_t rest = result & 0x1FFFu;
+    result >>= 13;
+    if (rest > 0x1000u || (rest == 0x1000u && (result & 1u))) ++result;
+    return half{static_cast<std::uint16_t>(sign | result)};
+}
+
+inline bfloat16 bfloat16::from_float(float value) noexcept {
+    std::uint32_t u = detail::bits_of(value);
+    if ((u & 0x7f800000u) == 0x7f800000u) {  // inf or NaN: no rounding
+        if ((u & 0xffffu) != 0) u |= 0x10000u;
+        return bfloat16{static_cast<std::uint16_t>(u >> 16)};
+    }
+    const std::uint32_t lsb = (u >> 16) & 1u;
+    u += 0x7fffu + lsb;
+    return bfloat16{static_cast<std::uint16_t>(u >> 16)};
+}
+
+inline bfloat16 bfloat16::from_double(double value) noexcept {
+    if (value != value) return from_float(float_nan(value));
+    return bfloat16{static_cast<std::uint16_t>(detail::narrow_to_binary32(value, 8) >> 16)};
+}
+
+inline bfloat16 bfloat16::from_long_double(long double value) noexcept {
+    if (value != value) return from_double(static_cast<double>(value));
+    const bool negative = std::signbit(value);
+    if (value == 0) return bfloat16{static_cast<std::uint16_t>(negative ? 0x8000u : 0u)};
+    if (std::isinf(value)) return bfloat16{static_cast<std::uint16_t>(negative ? 0xFF80u : 0x7F80u)};
+    int exponent = 0;
+    const long double fraction = std::frexp(std::fabs(value), &exponent);  // x87 / soft, no MXCSR
+    const long double scaled = std::ldexp(fraction, 62);
+    auto m = static_cast<std::uint64_t>(scaled);
+    if (static_cast<long double>(m) != scaled) m |= 1u;  // sticky bit
+    return bfloat16{static_cast<std::uint16_t>(detail::round_to_binary32(negative, m, exponent - 62, 8) >> 16)};
+}
+
+template <class Integer>
+bfloat16 bfloat16::from_integer(Integer value) noexcept {
+    if (value == 0) return bfloat16{0};
+    const bool negative = value < 0;
+    const std::uint64_t m =
+        negative ? std::uint64_t{0} - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
+    return bfloat16{static_cast<std::uint16_t>(detail::round_to_binary32(negative, m, 0, 8) >> 16)};
+}
 
 static_assert(sizeof(half) == 2 && sizeof(bfloat16) == 2,
               "npybridge: half and bfloat16 must be exactly 2 bytes on this compiler");

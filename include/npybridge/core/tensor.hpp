@@ -3,6 +3,7 @@
 
 #include <npybridge/core/adapter.hpp>
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/tensor_storage.hpp>
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/layout.hpp>
 #include <npybridge/core/lowbit.hpp>
@@ -10,18 +11,11 @@
 #include <npybridge/core/quantization.hpp>
 
 #include <cstddef>
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <new>
 #include <optional>
 #include <utility>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+
 /// npybridge's own tensor, for users without a framework and for tests: a dtype, a layout in elements, memory held by
 /// an owner.
 class tensor {
@@ -31,22 +25,11 @@ public:
     /// A fresh C-contiguous tensor with unspecified contents (conversions overwrite every byte). Packed dtypes take
     /// packed_bytes() in `layout`.
     static tensor empty(const dtype& type, const std::size_t* shape, std::size_t ndim,
-                        std::optional<lowbit_layout> layout = std::nullopt) {
-        const tensor_layout contiguous = tensor_layout::contiguous(shape, ndim);
-        const lowbit_layout packing = layout.value_or(default_layout(type.id()));
-        const std::size_t bytes = storage_bytes_for(type, contiguous, packing);
-        void* data = nullptr;
-        owner_handle owner = allocate(bytes, data);
-        return tensor(type, contiguous, data, true, std::move(owner), packing);
-    }
+                        std::optional<lowbit_layout> layout = std::nullopt);
 
     /// A tensor over memory `owner` keeps alive.
     static tensor borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable, owner_handle owner,
-                         std::optional<lowbit_layout> packing = std::nullopt) {
-        tensor result(type, layout, data, writable, std::move(owner), packing.value_or(default_layout(type.id())));
-        result.m_borrowed = true;
-        return result;
-    }
+                         std::optional<lowbit_layout> packing = std::nullopt);
 
     const dtype& type() const noexcept { return m_dtype; }
     const tensor_layout& layout() const noexcept { return m_layout; }
@@ -58,68 +41,15 @@ public:
     lowbit_layout packing() const noexcept { return m_packing; }
     const owner_handle& owner() const noexcept { return m_owner; }
     /// Moves the owner out, leaving this tensor empty (as to_array(std::move(t)) does).
-    owner_handle take_owner() noexcept {
-        m_data = nullptr;
-        m_layout.ndim = 0;
-        m_borrowed = false;
-        return std::move(m_owner);
-    }
+    owner_handle take_owner() noexcept;
 
     /// Bytes of a contiguous tensor's storage (packed for low-bit dtypes).
     std::size_t storage_bytes() const { return storage_bytes_for(m_dtype, m_layout, m_packing); }
 
-    static std::size_t storage_bytes_for(const dtype& type, const tensor_layout& layout, lowbit_layout packing) {
-        const dtype_info& entry = type.info();
-        if (entry.is_packed) return packed_bytes(entry.id, layout.count(), layout.innermost(), packing);
-        return layout.count() * entry.element_size;
-    }
+    /// The same for any dtype, layout and packing.
+    static std::size_t storage_bytes_for(const dtype& type, const tensor_layout& layout, lowbit_layout packing);
 
 private:
-    /// Owner block and storage in one allocation (storage from the next 64-byte boundary; plain new, as aligned new is
-    /// a slow memalign). Large buffers ask for huge pages: from malloc up to glibc's mmap threshold (freed pages
-    /// reused, as NumPy's), 2 MiB aligned above.
-    struct storage_block : owner_block {
-        using owner_block::owner_block;
-    };
-    static constexpr std::size_t storage_alignment = 64;
-
-    static void* allocate_large(std::size_t total) {
-        constexpr std::size_t huge = std::size_t{2} << 20;
-        const bool mapped = total >= (std::size_t{32} << 20);
-        const std::size_t rounded = mapped ? (total + huge - 1) / huge * huge : total;
-        void* memory = mapped ? std::aligned_alloc(huge, rounded) : std::malloc(total);
-        if (memory == nullptr) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-        constexpr std::uintptr_t page = 4096;
-        const auto first = (reinterpret_cast<std::uintptr_t>(memory) + page - 1) & ~(page - 1);
-        const auto end = reinterpret_cast<std::uintptr_t>(memory) + rounded;
-        madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);  // advice only
-#endif
-        return memory;
-    }
-
-    static owner_handle allocate(std::size_t bytes, void*& data) {
-        const std::size_t total = sizeof(storage_block) + storage_alignment + (bytes > 0 ? bytes : 1);
-        void* memory;
-        void (*release)(owner_block*) noexcept;
-        if (total < NPYBRIDGE_HUGE_PAGE_BYTES) {
-            memory = ::operator new(total);
-            release = [](owner_block* self) noexcept {
-                static_cast<storage_block*>(self)->~storage_block();
-                ::operator delete(static_cast<void*>(self));
-            };
-        } else {
-            memory = allocate_large(total);
-            release = [](owner_block* self) noexcept {
-                static_cast<storage_block*>(self)->~storage_block();
-                std::free(self);
-            };
-        }
-        const auto after_block = reinterpret_cast<std::uintptr_t>(memory) + sizeof(storage_block);
-        data = reinterpret_cast<void*>((after_block + storage_alignment - 1) / storage_alignment * storage_alignment);
-        return owner_handle::adopt(new (memory) storage_block(release));
-    }
-
     tensor(const dtype& type, const tensor_layout& layout, void* data, bool writable, owner_handle owner,
            lowbit_layout packing)
         : m_dtype(type),
@@ -160,5 +90,47 @@ struct tensor_adapter<tensor> {
         return tensor::empty(type, layout.shape.data(), layout.ndim, packing);
     }
 };
+
+/// Example: a tensor over memory a std::shared_ptr keeps alive.
+/// ```cpp
+/// #include <npybridge/core/tensor.hpp>
+///
+/// npybridge::tensor over(std::shared_ptr<float[]> values, std::size_t n) {
+///     const auto layout = npybridge::tensor_layout::contiguous(&n, 1);
+///     return npybridge::tensor::borrow(npybridge::dtype_enum::Float32, values.get(), layout, true, values);
+/// }
+/// ```
+
+// ---- Definitions
+
+inline tensor tensor::empty(const dtype& type, const std::size_t* shape, std::size_t ndim,
+                            std::optional<lowbit_layout> layout) {
+    const tensor_layout contiguous = tensor_layout::contiguous(shape, ndim);
+    const lowbit_layout packing = layout.value_or(default_layout(type.id()));
+    const std::size_t bytes = storage_bytes_for(type, contiguous, packing);
+    void* data = nullptr;
+    owner_handle owner = detail::allocate_storage(bytes, data);
+    return tensor(type, contiguous, data, true, std::move(owner), packing);
+}
+
+inline tensor tensor::borrow(const dtype& type, void* data, const tensor_layout& layout, bool writable,
+                             owner_handle owner, std::optional<lowbit_layout> packing) {
+    tensor result(type, layout, data, writable, std::move(owner), packing.value_or(default_layout(type.id())));
+    result.m_borrowed = true;
+    return result;
+}
+
+inline owner_handle tensor::take_owner() noexcept {
+    m_data = nullptr;
+    m_layout.ndim = 0;
+    m_borrowed = false;
+    return std::move(m_owner);
+}
+
+inline std::size_t tensor::storage_bytes_for(const dtype& type, const tensor_layout& layout, lowbit_layout packing) {
+    const dtype_info& entry = type.info();
+    if (entry.is_packed) return packed_bytes(entry.id, layout.count(), layout.innermost(), packing);
+    return layout.count() * entry.element_size;
+}
 
 }  // namespace npybridge

@@ -12,6 +12,13 @@
 /// The version's third number (fixes).
 #define NPYBRIDGE_VERSION_PATCH 0
 
+/// Example: code that needs 0.6's names.
+/// ```cpp
+/// #include <npybridge/core/version.hpp>
+///
+/// static_assert(NPYBRIDGE_VERSION_MAJOR > 0 || NPYBRIDGE_VERSION_MINOR >= 6, "needs npybridge 0.6 or later");
+/// ```
+
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 /// Whether "M.m.p" reads as these numbers (the spellings cannot drift).

@@ -1,5 +1,4 @@
-// npybridge/detail/arg_typing.hpp — an arg's spec from its constraints, its stub text per binding, and the errors
-// of removed spellings. Included by arg.hpp, after arg_spec.
+// npybridge/detail/arg_typing.hpp — an arg's spec, its stub text per binding, removed spellings' errors.
 #pragma once
 
 #include <npybridge/core/config.hpp>

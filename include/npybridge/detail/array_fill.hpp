@@ -1,5 +1,4 @@
-// npybridge/detail/array_fill.hpp — a copy's executors: the values it reads, the facts the planner asks of them, one
-// function per fill route.
+// npybridge/detail/array_fill.hpp — a copy's executors: the values read, the planner's facts, a function per route.
 #pragma once
 
 #include <npybridge/core/config.hpp>

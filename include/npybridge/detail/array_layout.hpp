@@ -1,5 +1,4 @@
-// npybridge/detail/array_layout.hpp — how an ndarray's memory is read: element strides, the bytes it spans, copy plans,
-// contiguous copies and casts.
+// npybridge/detail/array_layout.hpp — an ndarray's memory: element strides, span, copy plans, contiguous copies.
 #pragma once
 
 #include <npybridge/core/config.hpp>

@@ -1,5 +1,4 @@
-// npybridge/detail/array_quantizing.hpp — quantize() and dequantize()'s parts: the dtype's arithmetic, float32 input,
-// kernels over fresh or packed memory.
+// npybridge/detail/array_quantizing.hpp — quantize() and dequantize()'s parts: arithmetic, float32 input, kernels.
 #pragma once
 
 #include <npybridge/core/config.hpp>

@@ -1,5 +1,4 @@
-// npybridge/detail/bfloat16_math.hpp — npybridge's bfloat16 as a number NumPy computes with: ufunc loops, and the
-// scalar's arithmetic, comparisons, hash and format.
+// npybridge/detail/bfloat16_math.hpp — bfloat16 as a number: ufunc loops, the scalar's arithmetic, hash and format.
 #pragma once
 
 #include <npybridge/core/config.hpp>

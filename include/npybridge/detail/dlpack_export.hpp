@@ -1,5 +1,4 @@
-// npybridge/detail/dlpack_export.hpp — to_dlpack's parts: export block, capsule, argument checks, copy=True. Included
-// by dlpack.hpp.
+// npybridge/detail/dlpack_export.hpp — to_dlpack's parts: export block, capsule, argument checks, copy=True.
 #pragma once
 
 #include <npybridge/core/config.hpp>

@@ -1,5 +1,4 @@
-// npybridge/detail/dlpack_import.hpp — reading a producer's DLPack tensor: the capsule, the deleter's owner, the
-// checks, the arrays and packed copies.
+// npybridge/detail/dlpack_import.hpp — a producer's DLPack tensor read: capsule, deleter's owner, checks, copies.
 #pragma once
 
 #include <npybridge/core/config.hpp>

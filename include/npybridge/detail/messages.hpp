@@ -1,5 +1,4 @@
-// npybridge/detail/messages.hpp — every copy reason and refusal, rendered from the planner's codes: the function, the
-// culprit, the way out.
+// npybridge/detail/messages.hpp — every copy reason and refusal, written from the planner's codes.
 #pragma once
 
 #include <npybridge/core/config.hpp>

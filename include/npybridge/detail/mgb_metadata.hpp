@@ -1,5 +1,4 @@
-// npybridge/detail/mgb_metadata.hpp — metadata["mgb_dtype"] read (every value validated, errors naming the key)
-// and written, as MegEngine does. Included by numpy_dtype.hpp after its declarations.
+// npybridge/detail/mgb_metadata.hpp — metadata["mgb_dtype"] read (validated) and written, as MegEngine does.
 #pragma once
 
 #include <npybridge/core/config.hpp>

@@ -1,5 +1,4 @@
-// npybridge/detail/numpy_dtype_rows.hpp — the table as NumPy sees it: each row's kind and type number, and
-// ml_dtypes' sub-byte types. Included by numpy_dtype.hpp after its declarations.
+// npybridge/detail/numpy_dtype_rows.hpp — the table as NumPy sees it: kinds, type numbers, ml_dtypes' sub-byte types.
 #pragma once
 
 #include <npybridge/core/config.hpp>

@@ -1,5 +1,4 @@
-// npybridge/detail/tensor_from_array.hpp — to_tensor's and copy_into's steps: the fast borrow, fresh tensors, facts,
-// fills.
+// npybridge/detail/tensor_from_array.hpp — to_tensor's and copy_into's steps: the fast borrow, fresh tensors, fills.
 #pragma once
 
 #include <npybridge/core/config.hpp>

@@ -1,5 +1,4 @@
-// npybridge/detail/user_dtype_casts.hpp — casts between npybridge's user dtypes and NumPy's types, comparison loops,
-// and register_one().
+// npybridge/detail/user_dtype_casts.hpp — casts between the user dtypes and NumPy's types, comparison loops.
 #pragma once
 
 #include <npybridge/core/config.hpp>

@@ -1,5 +1,4 @@
-// npybridge/detail/user_dtype_scalars.hpp — bfloat16 and intb1/2/4 elements as NumPy sees them: registration results,
-// scalar types, ArrFuncs.
+// npybridge/detail/user_dtype_scalars.hpp — bfloat16 and intb1/2/4 scalar types and ArrFuncs, as NumPy sees them.
 #pragma once
 
 #include <npybridge/core/config.hpp>

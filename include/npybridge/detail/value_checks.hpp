@@ -1,5 +1,4 @@
-// npybridge/detail/value_checks.hpp — narrowing='checked' over an ndarray (the first value a dtype does not hold),
-// narrowing while copying, QuantizedS1's codes settled last.
+// npybridge/detail/value_checks.hpp — narrowing='checked' over an ndarray, narrowing copies, QuantizedS1's codes.
 #pragma once
 
 #include <npybridge/core/config.hpp>

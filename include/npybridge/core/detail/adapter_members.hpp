@@ -1,6 +1,4 @@
-// npybridge/core/detail/adapter_members.hpp — a detector per member of the adapter contract (what check_adapter
-// names when one is missing), the placement type, and borrow / make with or without a placement. Included by
-// core/adapter.hpp after tensor_adapter and no_placement.
+// npybridge/core/detail/adapter_members.hpp — a detector per contract member, the placement type, borrow / make.
 #pragma once
 
 #include <npybridge/core/config.hpp>

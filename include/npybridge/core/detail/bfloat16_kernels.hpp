@@ -1,5 +1,4 @@
-// npybridge/core/detail/bfloat16_kernels.hpp — whole arrays into and out of bfloat16 on the bits, as the scalar
-// conversions in every FPU mode.
+// npybridge/core/detail/bfloat16_kernels.hpp — whole arrays into and out of bfloat16, on the bits.
 #pragma once
 
 #include <npybridge/core/config.hpp>

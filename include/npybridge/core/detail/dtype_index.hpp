@@ -1,5 +1,4 @@
-// npybridge/core/detail/dtype_index.hpp — what dtype.hpp derives from the table: enum -> row, the param structs
-// as one variant, C++ type -> row. Included by core/dtype.hpp only, after dtype_table.
+// npybridge/core/detail/dtype_index.hpp — enum -> row, the param structs as one variant, C++ type -> row.
 #pragma once
 
 #include <npybridge/core/config.hpp>

@@ -1,5 +1,4 @@
-// npybridge/core/detail/dtype_rows.hpp — the dtype table's rows: each dtype's element type, param struct, name,
-// category and range, and the dtype_info made of each. Included by core/dtype.hpp only, after its vocabulary.
+// npybridge/core/detail/dtype_rows.hpp — the dtype table's rows and the dtype_info made of each.
 #pragma once
 
 #include <npybridge/core/config.hpp>

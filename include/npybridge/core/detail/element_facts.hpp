@@ -1,5 +1,4 @@
-// npybridge/core/detail/element_facts.hpp — each kind of C++ element (scalar_kind) and its names in C++, NumPy and PEP
-// 3118.
+// npybridge/core/detail/element_facts.hpp — each C++ element kind and its names in C++, NumPy and PEP 3118.
 #pragma once
 
 #include <npybridge/core/config.hpp>

@@ -1,5 +1,4 @@
-// npybridge/core/detail/float_mode.hpp — IEEE 754 arithmetic for npybridge's conversions, whatever the thread's FPU
-// mode.
+// npybridge/core/detail/float_mode.hpp — IEEE 754 arithmetic for conversions, whatever the thread's FPU mode.
 #pragma once
 
 #include <npybridge/core/config.hpp>

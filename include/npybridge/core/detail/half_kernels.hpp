@@ -1,5 +1,4 @@
-// npybridge/core/detail/half_kernels.hpp — float32 <-> float16 with NumPy's bits: F16C when present, else portable, the
-// same result.
+// npybridge/core/detail/half_kernels.hpp — float32 <-> float16 with NumPy's bits, F16C when present.
 #pragma once
 
 #include <npybridge/core/config.hpp>

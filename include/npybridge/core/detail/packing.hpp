@@ -1,5 +1,4 @@
-// npybridge/core/detail/packing.hpp — lowbit.hpp's parts: codecs from the table, the scratch buffer, error checks,
-// strided walks. Included after lowbit.hpp's declarations.
+// npybridge/core/detail/packing.hpp — lowbit.hpp's parts: codecs, the scratch buffer, checks, strided walks.
 #pragma once
 
 #include <npybridge/core/config.hpp>

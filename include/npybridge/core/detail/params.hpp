@@ -1,5 +1,4 @@
-// npybridge/core/detail/params.hpp — a param struct's fields as numbers: rules per field type, checks, text, hash,
-// equality.
+// npybridge/core/detail/params.hpp — a param struct's fields as numbers: checks, text, hash, equality.
 #pragma once
 
 #include <npybridge/core/config.hpp>

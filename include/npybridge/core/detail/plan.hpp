@@ -1,5 +1,4 @@
-// npybridge/core/detail/plan.hpp — the planner: every entry point gathers facts, asks it how an array becomes a tensor
-// and runs the answer; executors decide nothing (docs/policies.md).
+// npybridge/core/detail/plan.hpp — the planner: how an array becomes a tensor, decided once (docs/policies.md).
 #pragma once
 
 #include <npybridge/core/config.hpp>

@@ -1,5 +1,4 @@
-// npybridge/core/detail/quantize_kernels.hpp — whole arrays quantized and dequantized, bit for bit the scalar
-// functions.
+// npybridge/core/detail/quantize_kernels.hpp — whole arrays quantized and dequantized, as the scalar functions do.
 #pragma once
 
 #include <npybridge/core/config.hpp>

@@ -1,5 +1,4 @@
-// npybridge/core/detail/value_bounds.hpp — what a value must satisfy to go into a dtype unchanged, and the float an
-// integer becomes.
+// npybridge/core/detail/value_bounds.hpp — what a value must satisfy to go into a dtype unchanged.
 #pragma once
 
 #include <npybridge/core/config.hpp>
