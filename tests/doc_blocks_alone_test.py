@@ -1,8 +1,8 @@
 """Each ```cpp block of the README and docs/guide.md compiles on its own, as a reader copies it: its own includes
 and namespace alias, nothing from the blocks before it (//tests:readme_snippets_test compiles them together, and
 would hide a block that leans on another's includes). So does the example in each public header's synopsis (a
-```cpp block inside its `///` comments), with -Wall -Wextra -Werror and -fvisibility=hidden (as
-docs/building.md asks of an extension). g++ -fsyntax-only in C++17, NumPy's and
+```cpp block inside its `///` comments; bind/'s with this interpreter's pybind11 and nanobind), with -Wall -Wextra
+-Werror and -fvisibility=hidden (as docs/building.md asks of an extension). g++ -fsyntax-only in C++17, NumPy's and
 CPython's headers as a build system hands them over."""
 import concurrent.futures
 import os
@@ -28,7 +28,7 @@ def blocks():
 def header_examples():
     """The ```cpp blocks of the public headers' /// comments."""
     include = ROOT / "include" / "npybridge"
-    for header in sorted([*include.glob("*.hpp"), *(include / "core").glob("*.hpp")]):
+    for header in sorted([*include.glob("*.hpp"), *(include / "core").glob("*.hpp"), *(include / "bind").glob("*.hpp")]):
         if header.name.startswith("megbrain"):
             continue  # MegEngine's headers needed: //tests:megbrain_header_examples.so compiles these
         text = header.read_text()
@@ -37,9 +37,17 @@ def header_examples():
             yield f"{header.relative_to(ROOT)}:{text.count(chr(10), 0, match.start()) + 1}", code + "\n"
 
 
+def binding_includes():
+    """pybind11's and nanobind's headers from this interpreter, for the bind/ headers' examples."""
+    import nanobind
+    import pybind11
+    return ["-isystem", pybind11.get_include(), "-isystem", nanobind.include_dir()]
+
+
 def compile_alone(source, warnings=()):
+    extra = binding_includes() if "npybridge/bind/" in source else []
     command = ["g++", "-x", "c++", "-std=c++17", "-fsyntax-only", *warnings, "-I", str(ROOT / "include"),
-               "-isystem", numpy.get_include(), "-isystem", sysconfig.get_paths()["include"], "-"]
+               "-isystem", numpy.get_include(), "-isystem", sysconfig.get_paths()["include"], *extra, "-"]
     result = subprocess.run(command, input=source, capture_output=True, text=True)
     return result.returncode, result.stderr
 

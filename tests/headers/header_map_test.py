@@ -34,7 +34,7 @@ def named(name, text):
 
 
 SYNOPSIS = [
-    "arg.hpp", "array_quantization.hpp", "buffer.hpp", "convert.hpp", "core/adapter.hpp", "core/lowbit.hpp",
+    "bind/nanobind.hpp", "bind/pybind11.hpp", "arg.hpp", "array_quantization.hpp", "buffer.hpp", "convert.hpp", "core/adapter.hpp", "core/lowbit.hpp",
     "dlpack.hpp", "megbrain.hpp", "megbrain_compat.hpp", "megengine_compat.hpp", "numpy.hpp", "numpy_dtype.hpp",
     "python.hpp", "python_errors.hpp", "python_owner.hpp", "tracker.hpp", "user_dtypes.hpp", "core/dtype.hpp",
     "core/layout.hpp", "core/owner.hpp", "core/quantization.hpp", "core/scalar_types.hpp", "core/tensor.hpp",
@@ -59,10 +59,10 @@ class HeaderMapTest(unittest.TestCase):
                 self.assertIn("/// ```cpp", text.split("// ---- Definitions")[0], "one compiled example")
 
     def test_every_public_header_shows_one_compiled_example(self):
-        # Public: include/npybridge/*.hpp and core/*.hpp that declare something (umbrellas and the removed paths only
-        # include or stop the build). bind/ is shown by the README's modules; doc_blocks_alone_test compiles these.
+        # Public: include/npybridge/*.hpp, core/*.hpp and bind/*.hpp that declare something (umbrellas and the removed
+        # paths only include or stop the build); doc_blocks_alone_test compiles the examples.
         root = include_root() / "npybridge"
-        public = sorted([*root.glob("*.hpp"), *(root / "core").glob("*.hpp")])
+        public = sorted([*root.glob("*.hpp"), *(root / "core").glob("*.hpp"), *(root / "bind").glob("*.hpp")])
         shown = [h for h in public if "namespace npybridge" in h.read_text() or "#define NPYBRIDGE" in h.read_text()]
         self.assertGreaterEqual(len(shown), 25)
         for header in shown:

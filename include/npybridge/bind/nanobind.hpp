@@ -1,12 +1,7 @@
 // npybridge/bind/nanobind.hpp — nanobind casters for tensors, constrained tensor arguments and dtypes.
-// Include it where nanobind is used (npybridge.hpp does not). Then:
-//   NPYBRIDGE_NANOBIND_TENSOR_CASTER(my::Tensor)   // once per adapted tensor type, at global scope
-//   NB_MODULE(m, m) { npybridge::nanobind_support::init(m); m.def("run", [](my::Tensor t) { ... }); }
-// npybridge::tensor and every npybridge::arg<Tensor, ...> of a type with a caster need no macro.
-// nanobind casters must not throw: an array that fails to convert is taken with npybridge's error, thrown when nanobind
-// asks for the value.
 #pragma once
 
+#include <npybridge/detail/nanobind_casting.hpp>
 #include <npybridge/arg.hpp>
 #include <npybridge/convert.hpp>
 #include <npybridge/numpy.hpp>
@@ -26,86 +21,7 @@ namespace nanobind_support {
 
 /// Module set-up, first in NB_MODULE: NumPy's C API, npybridge's exception classes on `m`, and a translator raising
 /// them.
-inline void init(nanobind::module_& m) {
-    if (!import_numpy() || !make_exception_classes(m.ptr())) throw nanobind::python_error();
-    nanobind::register_exception_translator([](const std::exception_ptr& thrown, void*) {
-        // Null for a forced unwind, which nanobind's dispatcher catches (nanobind #890): rethrowing null is undefined.
-        if (!thrown) return;
-        try {
-            std::rethrow_exception(thrown);
-        } catch (const npybridge::error&) {
-            translate_exception();
-        } catch (const std::exception&) {
-            throw;  // nanobind maps the standard ones
-        } catch (...) {
-            translate_exception();  // a RuntimeError naming its type
-        }
-    });
-}
-
-namespace detail {
-
-template <const npybridge::detail::arg_text& Text, std::size_t... I>
-constexpr auto signature_text(std::index_sequence<I...>) {
-    return nanobind::detail::descr<sizeof...(I)>(Text.chars[I]...);
-}
-
-/// An argument's value, or the npybridge error its conversion ended with (thrown when asked).
-template <class Arg>
-struct loaded_arg {
-    std::optional<Arg> value;
-    std::exception_ptr error;
-
-    bool load(nanobind::handle src, std::uint32_t flags) noexcept {
-        value.reset();
-        error = nullptr;
-        if (!src) return false;
-        PyObject* obj = src.ptr();
-        if (!Arg::may_convert(obj)) return false;  // another overload's, or nobody's
-        if (!(flags & static_cast<std::uint32_t>(nanobind::detail::cast_flags::convert))) {
-            return borrow_as_is<Arg>(obj, value);
-        }
-        try {
-            value.emplace(to_arg<Arg>(obj));
-            return true;
-        } catch (...) {
-            if (PyErr_Occurred()) PyErr_Clear();
-            // An ndarray npybridge refuses: keep why. Anything else is not ours.
-            if (!PyArray_Check(obj)) return false;
-            error = std::current_exception();
-            return true;
-        }
-    }
-
-    Arg& get() {
-        if (error) std::rethrow_exception(error);
-        return *value;
-    }
-};
-
-template <class Tensor>
-nanobind::handle cast_tensor(const Tensor& src, nanobind::rv_policy policy) noexcept {
-    try {
-        const share_policy share = policy == nanobind::rv_policy::copy_v ? share_policy::copy : share_policy::try_share;
-        return to_array(src, share).release();
-    } catch (...) {
-        translate_exception();  // from_cpp must not throw
-        return nanobind::handle();
-    }
-}
-
-template <class Tensor>
-nanobind::handle cast_tensor(Tensor&& src, nanobind::rv_policy policy) noexcept {
-    if (policy == nanobind::rv_policy::copy_v) return cast_tensor(static_cast<const Tensor&>(src), policy);
-    try {
-        return to_array(std::move(src)).release();  // the array takes the owner over
-    } catch (...) {
-        translate_exception();
-        return nanobind::handle();
-    }
-}
-
-}  // namespace detail
+inline void init(nanobind::module_& m);
 
 /// The caster of tensor type Tensor. From C++: `copy` copies, every other policy shares memory (the array's base holds
 /// the owner); a tensor returned by value hands its owner over.
@@ -183,19 +99,17 @@ public:
 }  // namespace nanobind_support
 }  // namespace npybridge
 
-/// Makes nanobind convert Tensor (a type with a tensor_adapter) to and from numpy arrays. At global scope.
+/// Makes nanobind convert Tensor (a type with a tensor_adapter) to and from numpy arrays: once per type, at global
+/// scope. npybridge::tensor and every npybridge::arg<Tensor, ...> of a type with a caster need none.
 #define NPYBRIDGE_NANOBIND_TENSOR_CASTER(...)                                                             \
-    namespace nanobind {                                                                                  \
-    namespace detail {                                                                                    \
+    namespace nanobind::detail {                                                                          \
     template <>                                                                                           \
     class type_caster<__VA_ARGS__> : public ::npybridge::nanobind_support::tensor_caster<__VA_ARGS__> {}; \
-    }                                                                                                     \
     }
 
 NPYBRIDGE_NANOBIND_TENSOR_CASTER(npybridge::tensor)
 
-namespace nanobind {
-namespace detail {
+namespace nanobind::detail {
 
 template <class Tensor, class... Constraints>
 class type_caster<::npybridge::arg<Tensor, Constraints...>>
@@ -254,5 +168,39 @@ private:
     }
 };
 
-}  // namespace detail
-}  // namespace nanobind
+}  // namespace nanobind::detail
+
+/// Example: a module whose function takes any array as npybridge's tensor.
+/// ```cpp
+/// #include <npybridge/bind/nanobind.hpp>
+///
+/// NB_MODULE(example, m) {
+///     npybridge::nanobind_support::init(m);
+///     m.def("ndim", [](const npybridge::tensor& t) { return t.ndim(); });
+/// }
+/// ```
+
+// ---- Definitions
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace nanobind_support {
+
+inline void init(nanobind::module_& m) {
+    if (!import_numpy() || !make_exception_classes(m.ptr())) throw nanobind::python_error();
+    nanobind::register_exception_translator([](const std::exception_ptr& thrown, void*) {
+        // Null for a forced unwind, which nanobind's dispatcher catches (nanobind #890): rethrowing null is undefined.
+        if (!thrown) return;
+        try {
+            std::rethrow_exception(thrown);
+        } catch (const npybridge::error&) {
+            translate_exception();
+        } catch (const std::exception&) {
+            throw;  // nanobind maps the standard ones
+        } catch (...) {
+            translate_exception();  // a RuntimeError naming its type
+        }
+    });
+}
+
+}  // namespace nanobind_support
+}  // namespace npybridge

@@ -1,10 +1,7 @@
 // npybridge/bind/pybind11.hpp — pybind11 casters for tensors, constrained tensor arguments and dtypes.
-// Include it after npybridge, before your module (npybridge.hpp does not). Then:
-//   NPYBRIDGE_PYBIND11_TENSOR_CASTER(my::Tensor)   // once per adapted tensor type, at global scope
-//   PYBIND11_MODULE(m, m) { npybridge::pybind11_support::init(m); m.def("run", [](my::Tensor t) { ... }); }
-// npybridge::tensor and every npybridge::arg<Tensor, ...> of a type with a caster need no macro.
 #pragma once
 
+#include <npybridge/detail/pybind11_casting.hpp>
 #include <npybridge/arg.hpp>
 #include <npybridge/convert.hpp>
 #include <npybridge/numpy.hpp>
@@ -18,29 +15,6 @@
 #include <optional>
 #include <utility>
 
-namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
-namespace pybind11_support {
-
-/// Module set-up, first in PYBIND11_MODULE: NumPy's C API, npybridge's exception classes on `m`, and a module-local
-/// translator raising them with npybridge's messages.
-inline void init(pybind11::module_& m) {
-    if (!import_numpy() || !make_exception_classes(m.ptr())) throw pybind11::error_already_set();
-    pybind11::register_local_exception_translator([](std::exception_ptr thrown) {
-        if (!thrown) return;
-        try {
-            std::rethrow_exception(thrown);
-        } catch (const npybridge::error&) {
-            translate_exception();
-        } catch (const std::exception&) {
-            throw;  // pybind11 maps the standard ones
-        } catch (...) {
-            translate_exception();  // a RuntimeError naming its type
-        }
-    });
-}
-
-namespace detail {
-
 // pybind11 3 tells what a caster takes from what it gives (io_name).
 #if PYBIND11_VERSION_MAJOR >= 3
 #define NPYBRIDGE_PYBIND11_IO_NAME(input, output) ::pybind11::detail::io_name(input, output)
@@ -48,45 +22,12 @@ namespace detail {
 #define NPYBRIDGE_PYBIND11_IO_NAME(input, output) ::pybind11::detail::const_name(output)
 #endif
 
-/// pybind11's signature text from an arg_text.
-template <const npybridge::detail::arg_text& Text, std::size_t... I>
-constexpr auto signature_text(std::index_sequence<I...>) {
-    return pybind11::detail::descr<sizeof...(I)>(Text.chars[I]...);
-}
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace pybind11_support {
 
-/// The conversion both casters make: what cannot become the argument is a silent `false` on every pass (another
-/// overload's turn); the first pass takes only borrows; on the second, a failing ndarray raises npybridge's error.
-template <class Arg>
-bool load_arg(pybind11::handle src, bool convert, std::optional<Arg>& out) {
-    if (!src) return false;
-    PyObject* obj = src.ptr();
-    if (!Arg::may_convert(obj)) return false;
-    const bool is_array = PyArray_Check(obj);
-    if (!convert) {
-        return borrow_as_is<Arg>(obj, out);
-    }
-    if (is_array) {
-        out.emplace(to_arg<Arg>(obj));  // to the translator
-        return true;
-    }
-    try {
-        out.emplace(to_arg<Arg>(obj));
-        return true;
-    } catch (const npybridge::error&) {
-        if (PyErr_Occurred()) PyErr_Clear();
-        return false;
-    }
-}
-
-/// tensor -> ndarray: policy `copy` copies; every other shares memory (the array's base holds the tensor's owner).
-template <class Tensor>
-pybind11::handle cast_tensor(const Tensor& src, pybind11::return_value_policy policy) {
-    const share_policy share =
-        policy == pybind11::return_value_policy::copy ? share_policy::copy : share_policy::try_share;
-    return to_array(src, share).release();
-}
-
-}  // namespace detail
+/// Module set-up, first in PYBIND11_MODULE: NumPy's C API, npybridge's exception classes on `m`, and a module-local
+/// translator raising them with npybridge's messages.
+inline void init(pybind11::module_& m);
 
 /// The caster of tensor type Tensor.
 template <class Tensor>
@@ -153,19 +94,17 @@ public:
 }  // namespace pybind11_support
 }  // namespace npybridge
 
-/// Makes pybind11 convert Tensor (a type with a tensor_adapter) to and from numpy arrays. At global scope.
+/// Makes pybind11 convert Tensor (a type with a tensor_adapter) to and from numpy arrays: once per type, at global
+/// scope. npybridge::tensor and every npybridge::arg<Tensor, ...> of a type with a caster need none.
 #define NPYBRIDGE_PYBIND11_TENSOR_CASTER(...)                                                             \
-    namespace pybind11 {                                                                                  \
-    namespace detail {                                                                                    \
+    namespace pybind11::detail {                                                                          \
     template <>                                                                                           \
     class type_caster<__VA_ARGS__> : public ::npybridge::pybind11_support::tensor_caster<__VA_ARGS__> {}; \
-    }                                                                                                     \
     }
 
 NPYBRIDGE_PYBIND11_TENSOR_CASTER(npybridge::tensor)
 
-namespace pybind11 {
-namespace detail {
+namespace pybind11::detail {
 
 template <class Tensor, class... Constraints>
 class type_caster<::npybridge::arg<Tensor, Constraints...>>
@@ -201,7 +140,40 @@ private:
     std::optional<::npybridge::dtype> value;  // no default
 };
 
-}  // namespace detail
-}  // namespace pybind11
+}  // namespace pybind11::detail
+
+/// Example: a module whose function takes any array as npybridge's tensor.
+/// ```cpp
+/// #include <npybridge/bind/pybind11.hpp>
+///
+/// PYBIND11_MODULE(example, m) {
+///     npybridge::pybind11_support::init(m);
+///     m.def("ndim", [](const npybridge::tensor& t) { return t.ndim(); });
+/// }
+/// ```
+
+// ---- Definitions
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace pybind11_support {
+
+inline void init(pybind11::module_& m) {
+    if (!import_numpy() || !make_exception_classes(m.ptr())) throw pybind11::error_already_set();
+    pybind11::register_local_exception_translator([](std::exception_ptr thrown) {
+        if (!thrown) return;
+        try {
+            std::rethrow_exception(thrown);
+        } catch (const npybridge::error&) {
+            translate_exception();
+        } catch (const std::exception&) {
+            throw;  // pybind11 maps the standard ones
+        } catch (...) {
+            translate_exception();  // a RuntimeError naming its type
+        }
+    });
+}
+
+}  // namespace pybind11_support
+}  // namespace npybridge
 
 #undef NPYBRIDGE_PYBIND11_IO_NAME
