@@ -15,3 +15,4 @@
 #include <npybridge/core/scalar_types.hpp>
 #include <npybridge/core/tensor.hpp>
 #include <npybridge/core/version.hpp>
+#include <npybridge/core/vocabulary.hpp>

@@ -15,6 +15,7 @@ contract, not a figure).
 import os
 import pathlib
 import re
+import subprocess
 import unittest
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -69,19 +70,29 @@ class HeaderMapTest(unittest.TestCase):
             with self.subTest(header=str(header.relative_to(root))):
                 self.assertEqual(header.read_text().count("/// ```cpp"), 1, "one example, in `/// ```cpp` lines")
 
-    def test_the_vocabulary_header_brings_only_the_dtype(self):
-        # core/options.hpp (the policies, narrowing, lowbit_layout, to_tensor_options) includes the standard
-        # library, the core's config and, since to_tensor_options holds a dtype, core/dtype.hpp: nothing else.
-        def reached(name, seen=None):
-            seen = set() if seen is None else seen
-            text = (include_root() / "npybridge" / name).read_text()
-            for found in re.findall(r"^#include <npybridge/([^>]+)>", text, re.MULTILINE):
-                if found not in seen:
-                    seen.add(found)
-                    reached(found, seen)
-            return seen
-        self.assertEqual(reached("core/options.hpp") - {"core/dtype.hpp", "core/config.hpp"},
-                         reached("core/dtype.hpp") - {"core/config.hpp"})
+    def reached(self, name, seen=None):
+        """The npybridge headers `name` includes, directly or not."""
+        seen = set() if seen is None else seen
+        text = (include_root() / "npybridge" / name).read_text()
+        for found in re.findall(r"^#include <npybridge/([^>]+)>", text, re.MULTILINE):
+            if found not in seen:
+                seen.add(found)
+                self.reached(found, seen)
+        return seen
+
+    def test_the_vocabulary_header_brings_only_the_config(self):
+        # core/vocabulary.hpp (the policies, narrowing, lowbit_layout, lowbit_format): the standard library and the
+        # core's config, and it compiles with no CPython or NumPy on the include path.
+        self.assertEqual(self.reached("core/vocabulary.hpp"), {"core/config.hpp"})
+        result = subprocess.run(["g++", "-x", "c++", "-std=c++17", "-fsyntax-only", "-I", str(include_root()), "-"],
+                                input="#include <npybridge/core/vocabulary.hpp>\n", capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+    def test_the_options_header_adds_only_the_dtype(self):
+        # core/options.hpp's to_tensor_options holds a dtype (a table row with its params): the vocabulary and
+        # core/dtype.hpp, nothing else.
+        self.assertEqual(self.reached("core/options.hpp") - {"core/dtype.hpp", "core/vocabulary.hpp"},
+                         self.reached("core/dtype.hpp"))
 
     def test_one_detail_block_per_header(self):
         for name in self.headers():

@@ -5,7 +5,7 @@
 #include <npybridge/core/detail/lowbit_kernels.hpp>
 #include <npybridge/core/dtype.hpp>
 #include <npybridge/core/errors.hpp>
-#include <npybridge/core/options.hpp>
+#include <npybridge/core/vocabulary.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -1,8 +1,9 @@
-// npybridge/core/options.hpp — a conversion's vocabulary: policies, narrowing, to_tensor's options and result.
+// npybridge/core/options.hpp — to_tensor's options and result, over core/vocabulary.hpp's enums.
 #pragma once
 
 #include <npybridge/core/config.hpp>
 #include <npybridge/core/dtype.hpp>
+#include <npybridge/core/vocabulary.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -11,34 +12,6 @@
 #include <utility>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
-
-/// How a packed tensor's bits are laid out (docs/lowbit.md).
-enum class lowbit_layout : std::uint8_t {
-    compact,      ///< one bit stream
-    row_aligned,  ///< each innermost row starts a byte
-};
-
-/// What happens to values the dtype may not hold (docs/policies.md). checked: a value that would change beyond a
-/// float's rounding is an error; wrap: NumPy's cast, like C's; reject: only NumPy's 'safe' casts.
-enum class narrowing : std::uint8_t { checked, wrap, reject };
-
-/// numpy → tensor (docs/policies.md).
-enum class borrow_policy : std::uint8_t {
-    try_borrow,   ///< share when the tensor type can, else copy
-    must_borrow,  ///< share, or fail saying why
-    copy,         ///< always copy
-};
-
-/// tensor → numpy.
-enum class share_policy : std::uint8_t {
-    try_share,   ///< share when numpy can (not packed), else copy
-    must_share,  ///< share, or fail saying why
-    copy,        ///< always copy
-};
-
-/// How to_array gives numpy a packed tensor: a byte per element (as MegEngine), or ml_dtypes' int4 / uint4
-/// (QuantizedS4, Quantized4Asymm).
-enum class lowbit_format : std::uint8_t { int8, ml_dtypes };
 
 /// How to_tensor, copy_into and from_dlpack convert.
 struct to_tensor_options {
@@ -97,9 +70,6 @@ struct to_tensor_result {
     bool borrowed = false;
     std::string copy_reason;  ///< why memory was not shared
 };
-
-/// Copies from this many bytes release the GIL.
-inline constexpr std::size_t release_gil_bytes = std::size_t{1} << 20;
 
 /// Example: options for a copy into int8 that refuses unsafe casts.
 /// ```cpp
