@@ -463,3 +463,35 @@ def test_checked_narrowing_of_views_with_contiguous_rows_names_the_first_bad_val
         return
     stored = np.frombuffer(Tensor.from_numpy(view, dtype=target).storage(), np.dtype(target.lower()))
     assert (stored.astype(np.int64) == view.reshape(-1).astype(np.int64)).all()
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), source=st.sampled_from(BLOCK_SOURCES), target=st.sampled_from(sorted(INT_RANGES)),
+       layout=st.sampled_from(["every other column", "transposed", "columns reversed", "short rows", "3-d permuted"]))
+def test_checked_narrowing_of_inner_strided_views_names_the_first_bad_value(data, source, target, layout):
+    """Views without contiguous rows of 64 (a column stride, a transpose, rows of 3) are gathered into cache a block
+    at a time and tested as stored: the values arrive in C order, and a bad value is named by its index in the
+    view, as for any other layout."""
+    lo, hi = INT_RANGES[target]
+    dtype = np.dtype(source)
+    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+    inside = (max(lo, int(max(info.min, -2 ** 24))), min(hi, int(min(info.max, 2 ** 24))))
+    base = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1))).integers(
+        *inside, (6, 50, 45), endpoint=True).astype(dtype)
+    view = {"every other column": base.reshape(300, 45)[:, ::2], "transposed": base.reshape(300, 45).T,
+            "columns reversed": base.reshape(300, 45)[:, ::-1], "short rows": base.reshape(-1, 3)[::2],
+            "3-d permuted": base.transpose(2, 0, 1)}[layout]
+    assert view.strides[-1] != dtype.itemsize or view.shape[-1] < 64
+    bad = _one_bad_value(source, lo, hi, data.draw)
+    if bad is not None and data.draw(st.booleans()):
+        for _ in range(data.draw(st.integers(1, 3))):  # the first in C order is named
+            view[tuple(data.draw(st.integers(0, extent - 1)) for extent in view.shape)] = bad
+        first = next(i for i, v in enumerate(view.reshape(-1)) if not (exact(v) is not None and
+                                                                         exact(v).denominator == 1 and
+                                                                         lo <= exact(v) <= hi))
+        index = np.unravel_index(first, view.shape)
+        with pytest.raises(nbx.ValueRangeError, match=re.escape(f"at index {tuple(int(i) for i in index)}")):
+            Tensor.from_numpy(view, dtype=target)
+        return
+    stored = np.frombuffer(Tensor.from_numpy(view, dtype=target).storage(), np.dtype(target.lower()))
+    assert (stored.astype(np.int64) == view.reshape(-1).astype(np.int64)).all()

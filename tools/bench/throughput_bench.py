@@ -34,6 +34,7 @@ def rows(nbx, n, ml_dtypes):
     odd = (ints % 16 * 2 - 15).astype(np.int8)
     small = np.clip(ints, -128, 127).astype(np.int32)
     whole = np.rint(f32)
+    small_square = small[: 4096 * 4096].reshape(4096, 4096) if n >= 4096 * 4096 else small.reshape(-1, 64)
     made = []
     if ml_dtypes is not None:
         bf = ml_dtypes.bfloat16
@@ -61,6 +62,14 @@ def rows(nbx, n, ml_dtypes):
          lambda: small.astype(np.int8), "astype(int8)"),
         ("float32 -> Int16, checked", whole, lambda: Tensor.from_numpy(whole, dtype="Int16"),
          lambda: whole.astype(np.int16), "astype(int16)"),
+        # Strided sources are read once too (slabs through the tiled copier, then tested as stored); the peer makes
+        # the same C-order result.
+        ("int32 4096x4096 .T -> Int8, checked", small_square.T,
+         lambda: Tensor.from_numpy(small_square.T, dtype="Int8"), lambda: small_square.T.astype(np.int8, order="C"),
+         "astype(int8, order='C')"),
+        ("int32 [:, ::2] -> Int8, checked", small_square[:, ::2],
+         lambda: Tensor.from_numpy(small_square[:, ::2], dtype="Int8"),
+         lambda: small_square[:, ::2].astype(np.int8, order="C"), "astype(int8, order='C')"),
         ("quantize float32 -> QuantizedS8", f32, lambda: nbx.quantize(f32, qs8),
          lambda: np.clip(np.rint(f32 / np.float32(0.5)), -128, 127).astype(np.int8), "clip(rint(x / s)).astype"),
         ("quantize float32 -> QuantizedS4 (packed)", f32, lambda: nbx.quantize(f32, qs4),

@@ -364,8 +364,58 @@ std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* o
     return n;
 }
 
-/// Integers and floats into 1-, 2- or 4-byte integer storage under 'checked', tested as stored (aligned, native,
-/// contiguous or rows of 64+, fresh memory); else false.
+/// store_within over any strides: slabs of the source copied by the tiled copier into a buffer in cache, then tested
+/// and stored from there, so the source is read once. n when every value is held, else less.
+template <class Source>
+std::size_t store_gathered_within(PyArrayObject* array, const Source* first, void* out, std::size_t size,
+                                  const value_bounds& bounds) {
+    const auto ndim = static_cast<std::size_t>(PyArray_NDIM(array));
+    const npy_intp* dims = PyArray_DIMS(array);
+    const npy_intp* strides = PyArray_STRIDES(array);
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
+    if (n == 0) return n;
+    // A slab: whole trailing dimensions after `k`, and `chunk` indices of dimension k.
+    const std::size_t slab = (std::size_t{256} << 10) / sizeof(Source);
+    std::size_t k = ndim - 1, below = 1;  // below: elements of one index of dimension k
+    while (k > 0 && below * static_cast<std::size_t>(dims[k]) <= slab) below *= static_cast<std::size_t>(dims[k--]);
+    const std::size_t chunk = std::max<std::size_t>(1, std::min<std::size_t>(dims[k], slab / below));
+    std::vector<Source> buffer(chunk * below);
+    npy_intp index[NPY_MAXDIMS] = {};
+    std::ptrdiff_t offset = 0;  // to the first element of the current index of dimensions 0..k-1
+    std::size_t written = 0;
+    for (;;) {
+        for (std::size_t at = 0; at < static_cast<std::size_t>(dims[k]); at += chunk) {
+            copy_plan plan;
+            plan.ndim = ndim - k;
+            std::ptrdiff_t step = sizeof(Source);
+            for (std::size_t d = ndim; d-- > k;) {
+                plan.shape[d - k] = d == k ? std::min(chunk, static_cast<std::size_t>(dims[k]) - at)
+                                           : static_cast<std::size_t>(dims[d]);
+                plan.src[d - k] = strides[d];
+                plan.dst[d - k] = step;
+                step *= static_cast<std::ptrdiff_t>(plan.shape[d - k]);
+            }
+            const std::size_t count = plan.count();
+            const char* from =
+                reinterpret_cast<const char*>(first) + offset + static_cast<std::ptrdiff_t>(at) * strides[k];
+            if (plan.simplify()) copy_strided(plan, from, buffer.data(), sizeof(Source));
+            if (store_within(buffer.data(), count, static_cast<char*>(out) + written * size, size, bounds) != count)
+                return 0;
+            written += count;
+        }
+        std::size_t d = k;
+        for (; d-- > 0;) {  // an odometer over dimensions 0..k-1
+            offset += strides[d];
+            if (++index[d] < dims[d]) break;
+            offset -= strides[d] * dims[d];
+            index[d] = 0;
+        }
+        if (d == static_cast<std::size_t>(-1)) return n;
+    }
+}
+
+/// Integers and floats into 1-, 2- or 4-byte integer storage under 'checked', tested as stored (aligned, native, any
+/// strides, fresh memory); else false.
 template <class = void>
 bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
                                    const fill_target& into) {
@@ -377,7 +427,7 @@ bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, 
     const int ndim = PyArray_NDIM(array);
     const bool rows = ndim > 0 && PyArray_STRIDES(array)[ndim - 1] == itemsize && PyArray_DIMS(array)[ndim - 1] >= 64;
     if ((plan.check != value_check::range && plan.check != value_check::whole) || into.check_first ||
-        into.type.info().is_packed || size > 4 || !source_fits || !(contiguous || rows) || !PyArray_ISALIGNED(array) ||
+        into.type.info().is_packed || size > 4 || !source_fits || !PyArray_ISALIGNED(array) ||
         !PyArray_ISNOTSWAPPED(array)) {
         return false;
     }
@@ -388,8 +438,9 @@ bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, 
             if constexpr (std::is_same_v<std::remove_cv_t<std::remove_pointer_t<decltype(in)>>, long double>) {
                 return 0;  // long double: not taken
             } else {
-                return contiguous ? store_within(in, n, into.out, size, bounds)
-                                  : store_rows_within(array, in, into.out, size, bounds);
+                if (contiguous) return store_within(in, n, into.out, size, bounds);
+                return rows ? store_rows_within(array, in, into.out, size, bounds)
+                            : store_gathered_within(array, in, into.out, size, bounds);
             }
         });
     });
