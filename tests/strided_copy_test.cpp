@@ -239,3 +239,45 @@ TEMPLATE_TEST_CASE("narrowing while gathering writes every value and finds the f
         }
     }
 }
+
+TEST_CASE("complex128 pairs narrow part by part in any layout, and say when a part does not fit", "[strided_copy]") {
+    const bool swap = GENERATE(false, true);
+    for (const auto& base_shape : shapes) {
+        std::size_t base_count = 1;
+        for (std::size_t x : base_shape) base_count *= x;
+        std::vector<double> values(2 * base_count);  // real, imaginary, real, ...
+        for (std::size_t i = 0; i < values.size(); ++i) values[i] = (static_cast<double>(i * 7919 % 100003) - 5e4) / 3;
+        for (const auto& perm : permutations(base_shape.size())) {
+            view v = make_view(base_shape, perm, std::vector<int>(base_shape.size(), 1), 16);
+            for (std::size_t k = 0; k < v.plan.ndim; ++k) v.plan.dst[k] = v.plan.dst[k] / 2;  // 8-byte destination
+            std::vector<double> stored = values;
+            const auto swapped = [](double x) {
+                std::uint64_t w;
+                std::memcpy(&w, &x, 8);
+                w = __builtin_bswap64(w);
+                std::memcpy(&x, &w, 8);
+                return x;
+            };
+            if (swap) std::transform(stored.begin(), stored.end(), stored.begin(), swapped);
+            const std::size_t n = v.plan.count();
+            std::vector<float> got(2 * n, -7.0f);
+            CAPTURE(base_shape, perm, swap);
+            REQUIRE(nd::narrow_pairs_strided(v.plan, stored.data(), got.data(), swap));
+            std::vector<std::size_t> index(v.plan.ndim, 0);
+            for (std::size_t flat = 0; flat < n; ++flat) {
+                std::ptrdiff_t offset = 0;
+                for (std::size_t k = 0; k < v.plan.ndim; ++k)
+                    offset += static_cast<std::ptrdiff_t>(index[k]) * v.plan.src[k];
+                const std::size_t at = static_cast<std::size_t>(offset) / 8;
+                REQUIRE(got[2 * flat] == static_cast<float>(values[at]));
+                REQUIRE(got[2 * flat + 1] == static_cast<float>(values[at + 1]));
+                for (std::size_t k = v.plan.ndim; k-- > 0;) {
+                    if (++index[k] < v.plan.shape[k]) break;
+                    index[k] = 0;
+                }
+            }
+            stored[2 * (n / 2) + 1] = swap ? swapped(1e39) : 1e39;  // an imaginary part past float's range
+            CHECK_FALSE(nd::narrow_pairs_strided(v.plan, stored.data(), got.data(), swap));
+        }
+    }
+}

@@ -1,6 +1,8 @@
 """Float16 and BFloat16 conversions: one rounding from the source's value, NumPy's and MegDNN's bits, NaN payloads,
 the kernels against NumPy's casts (docs/dtypes.md).
 """
+import re
+
 import numpy as np
 import pytest
 from hypothesis import assume, example, given, settings, strategies as st
@@ -241,3 +243,38 @@ def test_every_bfloat16_widens_to_float32_by_its_bits(library, view):
     existing = Tensor.from_numpy(np.zeros(expected.shape, np.float32), policy="copy")
     existing.copy_from(source)  # copy_into: into existing memory
     assert np.array_equal(np.frombuffer(existing.storage(), np.uint32).reshape(expected.shape), expected)
+
+
+F32_OVERFLOW = 2.0**128 - 2.0**103  # FLT_MAX + half an ulp: rounds to infinity
+DOUBLES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.floats(-1e39, 1e39),
+                    st.sampled_from([F32_OVERFLOW, np.nextafter(F32_OVERFLOW, 0), 1e-46, -0.0]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), layout=st.sampled_from(["contiguous", "transposed", "reversed", "byte-swapped", "0-d"]),
+       narrowing=st.sampled_from(["checked", "wrap"]))
+def test_complex128_into_complex64_narrows_each_part_as_numpy_casts_it(data, layout, narrowing):
+    """complex128 -> Complex64 narrows both parts in one pass over any layout: 'wrap' gives numpy's bits, 'checked'
+    the same or the first value (C order) with a part that would overflow, named by index and value."""
+    parts = data.draw(st.lists(DOUBLES, min_size=2, max_size=2 * 12 * 7).filter(lambda v: len(v) % 2 == 0))
+    if layout == "0-d":
+        array = np.zeros((), np.complex128)
+        array.real, array.imag = parts[0], parts[1]
+    else:
+        flat = np.empty(len(parts) // 2, np.complex128)
+        flat.real, flat.imag = parts[0::2], parts[1::2]
+        array = {"contiguous": flat, "reversed": flat[::-1],
+                 "transposed": np.resize(flat, (7, 12)).T, "byte-swapped": flat.astype(">c16")}[layout]
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = array.astype(np.complex64, order="C")
+    pairs = np.ascontiguousarray(array).astype("<c16").view(np.float64).reshape(-1, 2)
+    bad = np.nonzero((np.isfinite(pairs) & (np.abs(pairs) >= F32_OVERFLOW)).any(axis=1))[0]
+    if narrowing == "checked" and bad.size:
+        index = np.unravel_index(bad[0], array.shape) if array.ndim else ()
+        with pytest.raises(nbx.ValueRangeError, match=re.escape(f"at index {tuple(int(i) for i in index)}")
+                           if array.ndim else "does not fit Complex64"):
+            Tensor.from_numpy(array, dtype="Complex64")
+        return
+    got = Tensor.from_numpy(array, dtype="Complex64", narrowing=narrowing).numpy()
+    assert got.shape == expected.shape
+    assert (np.ascontiguousarray(got).view(np.uint32) == np.ascontiguousarray(expected).view(np.uint32)).all()

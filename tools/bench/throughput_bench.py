@@ -35,6 +35,8 @@ def rows(nbx, n, ml_dtypes):
     small = np.clip(ints, -128, 127).astype(np.int32)
     whole = np.rint(f32)
     small_square = small[: 4096 * 4096].reshape(4096, 4096) if n >= 4096 * 4096 else small.reshape(-1, 64)
+    c128 = (f64[: n // 2] + 1j * f64[n // 2: 2 * (n // 2)]).astype(np.complex128)
+    c128_square = c128[: 2048 * 2048].reshape(2048, 2048) if c128.size >= 2048 * 2048 else c128.reshape(-1, 64)
     made = []
     if ml_dtypes is not None:
         bf = ml_dtypes.bfloat16
@@ -70,6 +72,11 @@ def rows(nbx, n, ml_dtypes):
         ("int32 [:, ::2] -> Int8, checked", small_square[:, ::2],
          lambda: Tensor.from_numpy(small_square[:, ::2], dtype="Int8"),
          lambda: small_square[:, ::2].astype(np.int8, order="C"), "astype(int8, order='C')"),
+        ("complex128 -> Complex64, checked", c128, lambda: Tensor.from_numpy(c128, dtype="Complex64"),
+         lambda: c128.astype(np.complex64), "astype(complex64)"),
+        ("complex128 2048x2048 .T -> Complex64, checked", c128_square.T,
+         lambda: Tensor.from_numpy(c128_square.T, dtype="Complex64"),
+         lambda: c128_square.T.astype(np.complex64, order="C"), "astype(complex64, order='C')"),
         ("quantize float32 -> QuantizedS8", f32, lambda: nbx.quantize(f32, qs8),
          lambda: np.clip(np.rint(f32 / np.float32(0.5)), -128, 127).astype(np.int8), "clip(rint(x / s)).astype"),
         ("quantize float32 -> QuantizedS4 (packed)", f32, lambda: nbx.quantize(f32, qs4),

@@ -450,6 +450,26 @@ bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, 
     return true;
 }
 
+/// complex128 -> Complex64: both parts narrowed as float64 -> float32 by the tiled copier (any strides, either byte
+/// order, fresh memory), checked on the way; else false.
+template <class = void>
+bool narrow_complex_into(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
+                         const fill_target& into) {
+    copy_plan pairs;
+    if (into.type.id() != dtype_enum::Complex64 || into.check_first ||
+        descr_type_num(PyArray_DESCR(array)) != NPY_CDOUBLE || !copy_plan_c_order(array, 8, pairs)) {
+        return false;
+    }
+    const bool swap = !PyArray_ISNOTSWAPPED(array);
+    const bool all_fit = without_gil_if_large(
+        pairs.count() * 16, [&] { return narrow_pairs_strided(pairs, PyArray_DATA(array), into.out, swap); });
+    if (!all_fit && plan.check == value_check::overflow) {  // read again to name the value
+        throw_unfit_value(array_dtype, into.type, plan.check,
+                          *first_unfit_value(array, *storage_bounds(into.type.info())), into.layout);
+    }
+    return true;
+}
+
 /// The plan's value check, before anything is written.
 inline void check_values(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
                          const fill_target& into) {
@@ -460,6 +480,20 @@ inline void check_values(const fill_plan& plan, PyArrayObject* array, const std:
         throw_invalid_code(into.type.info(), unfit->text, index_text(unfit->index, into.layout));
     }
     throw_unfit_value(array_dtype, into.type, plan.check, *unfit, into.layout);
+}
+
+/// The one-pass kernels, each testing values as it stores them; false when none takes this conversion.
+template <class = void>
+bool convert_in_one_pass(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
+                         const fill_target& into) {
+    if (static_cast<std::size_t>(PyArray_NDIM(array)) != into.layout.ndim) return false;
+    if (plan.check == value_check::exact && !into.check_first && into.type.id() == dtype_enum::Float32 &&
+        convert_exact_into_float32(array, array_dtype, into.out, into.layout)) {
+        return true;
+    }
+    return plan.route == fill_route::convert &&
+           (convert_by_kernel(plan, array, array_dtype, into) || narrow_complex_into(plan, array, array_dtype, into) ||
+            convert_checked_into_integers(plan, array, array_dtype, into));
 }
 
 /// Runs a fill plan: the check, then the route; decides nothing. A template, like fill_existing, so a translation unit
@@ -483,17 +517,7 @@ void run_fill(const fill_plan& plan, const copy_values& values, const std::strin
         narrow_into(array, target, into.out, mode, into.layout, into.check_first);
         return;
     }
-    if (plan.check == value_check::exact && !into.check_first && target.id() == dtype_enum::Float32 &&
-        static_cast<std::size_t>(PyArray_NDIM(array)) == into.layout.ndim &&
-        convert_exact_into_float32(array, array_dtype, into.out, into.layout)) {
-        return;
-    }
-    const bool same_ndim = static_cast<std::size_t>(PyArray_NDIM(array)) == into.layout.ndim;
-    if (plan.route == fill_route::convert && same_ndim && convert_by_kernel(plan, array, array_dtype, into)) return;
-    if (plan.route == fill_route::convert && same_ndim &&
-        convert_checked_into_integers(plan, array, array_dtype, into)) {
-        return;  // every stored value is a code
-    }
+    if (convert_in_one_pass(plan, array, array_dtype, into)) return;
     check_values(plan, array, array_dtype, into);
     if (plan.route == fill_route::same) {
         copy_same(array, target, into.out, contiguous);

@@ -102,7 +102,7 @@ template <class Source, class Target, bool Swap>
 struct narrow_op {
     using source = Source;
     using target = Target;
-    static constexpr std::size_t in = sizeof(Source), out = sizeof(Target);
+    static constexpr std::size_t in = sizeof(Source), out = sizeof(Target), parts = 1;
     static constexpr bool checks = true, swapped = Swap;
     static Source load(const unsigned char* s) noexcept {
         Source value;
@@ -121,6 +121,16 @@ struct narrow_op {
         const auto narrowed = static_cast<Target>(value);
         std::memcpy(d, &narrowed, sizeof(Target));
         return fits<Target>(value);
+    }
+};
+
+/// complex128 -> complex64: both parts as narrow_op narrows one.
+template <bool Swap>
+struct narrow_pair_op : narrow_op<double, float, Swap> {
+    static constexpr std::size_t in = 16, out = 8, parts = 2;
+    static bool apply(const unsigned char* s, unsigned char* d) noexcept {
+        const bool real = narrow_op<double, float, Swap>::apply(s, d);
+        return narrow_op<double, float, Swap>::apply(s + 8, d + 4) && real;
     }
 };
 
@@ -339,9 +349,10 @@ bool copy_run(const unsigned char* src, std::ptrdiff_t ss, unsigned char* dst, s
             using Target = typename Op::target;
             const auto* in = reinterpret_cast<const Source*>(src);
             auto* out = reinterpret_cast<Target*>(dst);
-            const std::size_t bad = narrow_values(in, out, n, true);  // stops at the first bad value
-            if (bad == n) return true;
-            narrow_values(in + bad, out + bad, n - bad, false);  // the rest, written all the same
+            const std::size_t count = n * Op::parts;
+            const std::size_t bad = narrow_values(in, out, count, true);  // stops at the first bad value
+            if (bad == count) return true;
+            narrow_values(in + bad, out + bad, count - bad, false);  // the rest, written all the same
             return false;
         }
     }
@@ -462,6 +473,12 @@ template <class Source, class Target>
 bool narrow_strided(const copy_plan& plan, const void* src, void* dst, bool swap) noexcept {
     return swap ? copy_strided_with<narrow_op<Source, Target, true>>(plan, src, dst)
                 : copy_strided_with<narrow_op<Source, Target, false>>(plan, src, dst);
+}
+
+/// complex128 -> complex64 (swap: other byte order); writes every value, returns whether every part fit.
+inline bool narrow_pairs_strided(const copy_plan& plan, const void* src, void* dst, bool swap) noexcept {
+    return swap ? copy_strided_with<narrow_pair_op<true>>(plan, src, dst)
+                : copy_strided_with<narrow_pair_op<false>>(plan, src, dst);
 }
 
 /// Flat C-order index of the first value that does not fit Target, or plan.count(): a memory-order pass asks whether
