@@ -240,3 +240,49 @@ TEST_CASE("the float16 array kernels give NumPy's bits on every dispatch level t
     npb::detail::half_to_floats_portable(every.data(), every.size(), reference.data());
     CHECK(std::memcmp(widened.data(), reference.data(), widened.size() * sizeof(float)) == 0);
 }
+
+TEMPLATE_TEST_CASE("integers into float16 and bfloat16 round once, and exact mode finds the first inexact value",
+                   "[float16][bfloat16]", std::int8_t, std::uint8_t, std::int16_t, std::uint16_t, std::int32_t,
+                   std::uint32_t, std::int64_t, std::uint64_t) {
+    using Int = TestType;
+    std::mt19937_64 random(17);
+    std::vector<Int> values;
+    for (int e = 0; e < static_cast<int>(sizeof(Int) * 8) - std::is_signed_v<Int>; ++e) {
+        for (int d = -3; d <= 3; ++d) {  // near each power of two: ties, carries, the last exact values
+            const auto v = static_cast<Int>((std::uint64_t{1} << e) + static_cast<std::uint64_t>(d));
+            values.push_back(v);
+            if (std::is_signed_v<Int>) values.push_back(static_cast<Int>(0 - v));
+        }
+    }
+    while (values.size() < 3000) values.push_back(static_cast<Int>(random()));  // past one block, any magnitude
+    const std::size_t n = values.size();
+    for (const bool to_half : {false, true}) {
+        CAPTURE(to_half);
+        std::vector<std::uint16_t> expected(n), got(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            expected[i] = to_half ? npb::detail::half_bits_of_double(static_cast<double>(values[i]))
+                                  : npb::bfloat16::from_integer(values[i]).bits;
+        }
+        // 2^53 and beyond: float16 overflows whatever the double's rounding; bfloat16 rounds the integer.
+        REQUIRE(npb::detail::integers_to_16_bit_floats(values.data(), n, got.data(), to_half, false) == n);
+        REQUIRE(got == expected);
+        const auto exact_at = [&](std::size_t i) {
+            const double back = to_half ? npb::half{expected[i]}.to_float() : npb::bfloat16{expected[i]}.to_double();
+            if (std::isinf(back)) return false;
+            return sizeof(Int) == 8 ? static_cast<long double>(back) == static_cast<long double>(values[i])
+                                    : back == static_cast<double>(values[i]);
+        };
+        std::size_t first = n;
+        for (std::size_t i = 0; i < n && first == n; ++i) {
+            if (!exact_at(i)) first = i;
+        }
+        CHECK(npb::detail::integers_to_16_bit_floats(values.data(), n, got.data(), to_half, true) == first);
+        std::vector<Int> exact_only;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (exact_at(i)) exact_only.push_back(values[i]);
+        }
+        got.resize(exact_only.size());
+        CHECK(npb::detail::integers_to_16_bit_floats(exact_only.data(), exact_only.size(), got.data(), to_half, true) ==
+              exact_only.size());
+    }
+}

@@ -278,3 +278,49 @@ def test_complex128_into_complex64_narrows_each_part_as_numpy_casts_it(data, lay
     got = Tensor.from_numpy(array, dtype="Complex64", narrowing=narrowing).numpy()
     assert got.shape == expected.shape
     assert (np.ascontiguousarray(got).view(np.uint32) == np.ascontiguousarray(expected).view(np.uint32)).all()
+
+
+INT_SOURCES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+
+
+def _integers(draw, source):
+    info = np.iinfo(source)
+    near = st.builds(lambda e, d: (1 << e) + d, st.integers(0, info.bits - 1 - (info.min < 0)), st.integers(-3, 3))
+    value = st.one_of(st.integers(int(info.min), int(info.max)), st.integers(-300, 300), near,
+                      near.map(lambda v: -v))
+    values = draw(st.lists(value.filter(lambda v: info.min <= v <= info.max), min_size=1, max_size=1300))
+    return np.array(values, source)
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data(), source=st.sampled_from(INT_SOURCES), narrowing=st.sampled_from(["checked", "wrap"]))
+def test_integers_into_bfloat16_round_once_or_name_the_first_inexact_value(data, source, narrowing):
+    """Integers into BFloat16 in one pass: 'wrap' rounds each once to nearest even (from the integer, also beyond
+    2^53); 'checked' stores the same bits when every value is exact, else names the first that is not."""
+    array = _integers(data.draw, source)
+    expected = [round_once_to_bfloat16(int(v)) for v in array]
+    inexact = [i for i, (v, bits) in enumerate(zip(array, expected)) if bits is None or bf16_value(bits) != int(v)]
+    if narrowing == "checked" and inexact:
+        with pytest.raises(nbx.ValueRangeError, match=re.escape(f"at index ({inexact[0]},)")):
+            Tensor.from_numpy(array, dtype="BFloat16")
+        return
+    assert stored(array, "BFloat16", narrowing).tolist() == expected
+
+
+@settings(max_examples=120, deadline=None)
+@given(data=st.data(), source=st.sampled_from(INT_SOURCES))
+def test_integers_into_float16_are_exact_or_the_first_inexact_is_named(data, source):
+    """Checked integers into Float16 in one pass: exact values give NumPy's bits; the first value float16 does not
+    hold (more than 11 significant bits, or past 65504) is named by index."""
+    array = _integers(data.draw, source)
+    with np.errstate(over="ignore"):
+        halves = array.astype(np.float16)
+    inexact = [i for i, (v, h) in enumerate(zip(array, halves)) if not np.isfinite(h) or int(h) != int(v)]
+    if inexact:
+        with pytest.raises(nbx.ValueRangeError, match=re.escape(f"at index ({inexact[0]},)")):
+            Tensor.from_numpy(array, dtype="Float16")
+        return
+    assert (stored(array, "Float16", "checked") == halves.view(np.uint16)).all()
+    if np.dtype(source).itemsize <= 2:  # wrap: NumPy's bits, every value rounded once
+        with np.errstate(over="ignore"):
+            assert (stored(array, "Float16", "wrap") == array.astype(np.float16).view(np.uint16)).all()

@@ -49,6 +49,9 @@ def rows(nbx, n, ml_dtypes):
         b16 = f32.astype(bf)
         made.append(("bfloat16 -> Float32", b16, lambda: Tensor.from_numpy(b16, dtype="Float32"),
                      lambda: b16.astype(np.float32), "astype(float32)"))
+        tiny = np.clip(ints, -256, 255).astype(np.int32)  # exact in bfloat16
+        made.append(("int32 -> BFloat16, checked", tiny, lambda: Tensor.from_numpy(tiny, dtype="BFloat16"),
+                     lambda: tiny.astype(bf), "astype(ml_dtypes.bfloat16)"))
     made += [
         ("float32 -> Float16, checked", f32, lambda: Tensor.from_numpy(f32, dtype="Float16"),
          lambda: f32.astype(np.float16), "astype(float16)"),
@@ -56,6 +59,8 @@ def rows(nbx, n, ml_dtypes):
          lambda: f64.astype(np.float16), "astype(float16)"),
         ("float16 -> Float32", f16, lambda: Tensor.from_numpy(f16, dtype="Float32"), lambda: f16.astype(np.float32),
          "astype(float32)"),
+        ("int32 -> Float16, checked", small, lambda: Tensor.from_numpy(small, dtype="Float16"),
+         lambda: small.astype(np.float16), "astype(float16)"),
         ("int64 -> Int32, checked", ints, lambda: Tensor.from_numpy(ints), lambda: ints.astype(np.int32),
          "astype(int32)"),
         ("float64 -> Float32, checked", f64, lambda: Tensor.from_numpy(f64), lambda: f64.astype(np.float32),

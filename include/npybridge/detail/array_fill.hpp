@@ -94,6 +94,18 @@ void round_each_to_bfloat16(const void* data, std::size_t step, bfloat16* out, s
 /// Fills contiguous BFloat16 memory from a builtin-typed array, rounding once whatever the FPU mode (bools: 1 for
 /// nonzero; complex: real part, 'wrap' only). False for another kind.
 inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
+    const char kind = descr_kind(PyArray_DESCR(array));
+    if ((kind == 'i' || kind == 'u') && descr_type_num(PyArray_DESCR(array)) < NPY_USERDEF &&
+        PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array)) {
+        const npy_intp itemsize = PyArray_ITEMSIZE(array);
+        without_gil_if_large(count * static_cast<std::size_t>(itemsize), [&] {
+            visit_numbers(kind, itemsize, PyArray_DATA(array), [&](const auto* in) {
+                if constexpr (std::is_integral_v<std::remove_cv_t<std::remove_pointer_t<decltype(in)>>>)
+                    integers_to_16_bit_floats(in, count, static_cast<std::uint16_t*>(out), false, false);
+            });
+        });
+        return true;
+    }
     const int wide = descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF
                          ? -1
                          : bfloat16_source_type(descr_kind(PyArray_DESCR(array)), PyArray_ITEMSIZE(array));
@@ -111,8 +123,14 @@ inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
                     result[i] = bfloat16{static_cast<std::uint16_t>(in[i] ? 0x3F80u : 0u)};
                 break;
             }
-            case NPY_INT64: round_each_to_bfloat16<std::int64_t>(data, step, result, count); break;
-            case NPY_UINT64: round_each_to_bfloat16<std::uint64_t>(data, step, result, count); break;
+            case NPY_INT64:
+                integers_to_16_bit_floats(static_cast<const std::int64_t*>(data), count,
+                                          reinterpret_cast<std::uint16_t*>(result), false, false);
+                break;
+            case NPY_UINT64:
+                integers_to_16_bit_floats(static_cast<const std::uint64_t*>(data), count,
+                                          reinterpret_cast<std::uint16_t*>(result), false, false);
+                break;
             case NPY_FLOAT32:
                 floats_to_bfloat16(static_cast<const float*>(data), count, reinterpret_cast<std::uint16_t*>(result));
                 break;
@@ -482,6 +500,38 @@ inline void check_values(const fill_plan& plan, PyArrayObject* array, const std:
     throw_unfit_value(array_dtype, into.type, plan.check, *unfit, into.layout);
 }
 
+/// Integers into Float16 or BFloat16 in one pass, 'checked' testing each for exactness as stored (contiguous, aligned,
+/// native, fresh memory); else false. Float16 without a check takes only sources NumPy's cast rounds the same way
+/// (at most 16 bits, exact in float32).
+template <class = void>
+bool convert_integers_to_16_bit_floats(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
+                                       const fill_target& into) {
+    const char kind = descr_kind(PyArray_DESCR(array));
+    const npy_intp itemsize = PyArray_ITEMSIZE(array);
+    const bool to_half = into.type.id() == dtype_enum::Float16;
+    const bool exact = plan.check == value_check::exact;
+    if ((kind != 'i' && kind != 'u') || (!to_half && into.type.id() != dtype_enum::BFloat16) ||
+        (!exact && plan.check != value_check::none) || (to_half && !exact && itemsize > 2) || into.check_first ||
+        !PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) {
+        return false;
+    }
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
+    const std::size_t held = without_gil_if_large(n * static_cast<std::size_t>(itemsize), [&] {
+        return visit_numbers(kind, itemsize, PyArray_DATA(array), [&](const auto* in) -> std::size_t {
+            if constexpr (std::is_integral_v<std::remove_cv_t<std::remove_pointer_t<decltype(in)>>>) {
+                return integers_to_16_bit_floats(in, n, static_cast<std::uint16_t*>(into.out), to_half, exact);
+            } else {
+                return 0;  // integers only
+            }
+        });
+    });
+    if (held != n) {  // read again to name the value
+        throw_unfit_value(array_dtype, into.type, plan.check,
+                          *first_unfit_value(array, *storage_bounds(into.type.info())), into.layout);
+    }
+    return true;
+}
+
 /// The one-pass kernels, each testing values as it stores them; false when none takes this conversion.
 template <class = void>
 bool convert_in_one_pass(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
@@ -493,7 +543,8 @@ bool convert_in_one_pass(const fill_plan& plan, PyArrayObject* array, const std:
     }
     return plan.route == fill_route::convert &&
            (convert_by_kernel(plan, array, array_dtype, into) || narrow_complex_into(plan, array, array_dtype, into) ||
-            convert_checked_into_integers(plan, array, array_dtype, into));
+            convert_checked_into_integers(plan, array, array_dtype, into) ||
+            convert_integers_to_16_bit_floats(plan, array, array_dtype, into));
 }
 
 /// Runs a fill plan: the check, then the route; decides nothing. A template, like fill_existing, so a translation unit

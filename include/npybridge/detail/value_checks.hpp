@@ -62,11 +62,13 @@ std::optional<unfit_value> first_unfit_integer(const T* in, std::size_t n, const
     if (limit < static_cast<double>(limits::max())) {
         const auto top = static_cast<T>(limit);
         bad = first_outside<T>(in, n, std::is_signed_v<T> ? static_cast<T>(-top) : T{0}, top);
-        if (bad != n) return unfit_value{bad, std::to_string(in[bad])};
     }
-    if (sizeof(T) * 8 - (std::is_signed_v<T> ? 1 : 0) <= bounds.digits) return std::nullopt;
-    bad = first_inexact(in, n, bounds.digits);
-    if (bad != n) return unfit_value{bad, inexact_text(in[bad], bounds)};
+    // The first in C order: an inexact value before the first overflow comes first.
+    if (sizeof(T) * 8 - (std::is_signed_v<T> ? 1 : 0) > bounds.digits) {
+        const std::size_t inexact = first_inexact(in, bad, bounds.digits);
+        if (inexact != bad) return unfit_value{inexact, inexact_text(in[inexact], bounds)};
+    }
+    if (bad != n) return unfit_value{bad, std::to_string(in[bad])};
     return std::nullopt;
 }
 

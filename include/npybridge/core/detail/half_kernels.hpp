@@ -10,10 +10,12 @@
 #include <cpuid.h>
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
@@ -135,6 +137,112 @@ inline half_kernels choose_half_kernels() noexcept {
 inline const half_kernels& active_half_kernels() noexcept {
     static const half_kernels kernels = choose_half_kernels();
     return kernels;
+}
+
+/// Whether a bfloat16 holds the integer exactly: at most eight significant bits.
+template <class Int>
+bool bfloat16_holds(Int value) noexcept {
+    auto magnitude = static_cast<std::uint64_t>(value);
+    if constexpr (std::is_signed_v<Int>) {
+        if (value < 0) magnitude = std::uint64_t{0} - magnitude;
+    }
+    return magnitude == 0 || (magnitude >> __builtin_ctzll(magnitude)) < 256;
+}
+
+/// A block of integers as floats and doubles, and its checks: loops of a constant trip count for a whole block,
+/// which the compiler vectorizes at -O2.
+template <class Int, std::size_t Block>
+struct integer_block {
+    /// Whether every integer is exact in float32 (in [-2^24, 2^24), or below 2^24 unsigned), by an OR of their
+    /// offsets: no branch, so the loop vectorizes.
+    template <std::size_t M = Block>
+    static bool exact_in_float(const Int* values, std::size_t m = M) noexcept {
+        if constexpr (sizeof(Int) <= 2) {
+            return true;
+        } else {
+            using Bits = std::make_unsigned_t<Int>;
+            constexpr Bits offset = std::is_signed_v<Int> ? Bits{1} << 24 : 0;
+            constexpr int shift = std::is_signed_v<Int> ? 25 : 24;
+            Bits seen = 0;
+            for (std::size_t i = 0; i < m; ++i) seen |= static_cast<Bits>(static_cast<Bits>(values[i]) + offset);
+            return (seen >> shift) == 0;
+        }
+    }
+    template <std::size_t M = Block, class Real>
+    static void widen(const Int* values, Real* out, std::size_t m = M) noexcept {
+        for (std::size_t i = 0; i < m; ++i) out[i] = static_cast<Real>(values[i]);
+    }
+    /// Whether every float (an integer, so normal or zero) keeps its value in float16 (`to_half`: the low 13
+    /// significand bits clear, at most 65504) or bfloat16 (the low 16 bits clear): OR-reduced, so it vectorizes.
+    template <std::size_t M = Block>
+    static bool all_held(const float* values, bool to_half, std::size_t m = M) noexcept {
+        const std::uint32_t low = to_half ? 0x1FFFu : 0xFFFFu;
+        const std::uint32_t largest = to_half ? 0x477FE000u : 0x7F7F0000u;  // 65504, bfloat16's largest
+        std::uint32_t lost = 0, past = 0;
+        for (std::size_t i = 0; i < m; ++i) {
+            std::uint32_t bits;
+            std::memcpy(&bits, values + i, 4);
+            lost |= bits & low;
+            past |= static_cast<std::uint32_t>((bits & 0x7FFFFFFFu) > largest);
+        }
+        return (lost | past) == 0;
+    }
+};
+
+/// Integers into float16 (`to_half`) or bfloat16 bits, each rounded once to nearest even, a block at a time through
+/// floats when the block's integers are exact in float32, else through doubles (exact below 2^53; beyond, bfloat16
+/// rounds the integer itself and float16 overflows). With `exact`, the index of the first value the result does not
+/// equal (an overflow included), else n.
+template <class Int>
+std::size_t integers_to_16_bit_floats(const Int* in, std::size_t n, std::uint16_t* out, bool to_half,
+                                      bool exact) noexcept {
+    constexpr std::size_t block = 512;
+    using blocks = integer_block<Int, block>;
+    constexpr double exact_below = 9007199254740992.0;  // 2^53
+    float narrow[block], back[block];
+    double wide[block];
+    for (std::size_t at = 0; at < n; at += block) {
+        const std::size_t m = std::min(block, n - at);
+        const bool whole = m == block;
+        const Int* values = in + at;
+        std::uint16_t* bits = out + at;
+        const bool small = whole ? blocks::exact_in_float(values) : blocks::exact_in_float(values, m);
+        if (small) {
+            whole ? blocks::widen(values, narrow) : blocks::widen(values, narrow, m);
+            if (to_half) {
+                active_half_kernels().to_half(narrow, m, bits);
+            } else {
+                floats_to_bfloat16(narrow, m, bits);
+            }
+        } else {
+            blocks::widen(values, wide, m);
+            if (to_half) {
+                doubles_to_half(wide, m, bits);
+            } else {
+                doubles_to_bfloat16(wide, m, bits);
+            }
+        }
+        const auto beyond = [&](std::size_t i) { return sizeof(Int) == 8 && !(std::fabs(wide[i]) < exact_below); };
+        if constexpr (sizeof(Int) == 8) {
+            for (std::size_t i = 0; i < m && !small; ++i) {
+                if (!to_half && beyond(i)) bits[i] = bfloat16::from_integer(values[i]).bits;
+            }
+        }
+        if (!exact || (small && (whole ? blocks::all_held(narrow, to_half) : blocks::all_held(narrow, to_half, m))))
+            continue;
+        if (to_half) {
+            active_half_kernels().to_float(bits, m, back);
+        } else {
+            bfloat16_to_floats(bits, m, back);
+        }
+        for (std::size_t i = 0; i < m; ++i) {
+            const bool held = small ? back[i] == narrow[i]
+                                    : static_cast<double>(back[i]) == wide[i] &&
+                                          !(beyond(i) && (to_half || !bfloat16_holds(values[i])));
+            if (!held) return at + i;
+        }
+    }
+    return n;
 }
 
 }  // namespace detail
