@@ -27,7 +27,7 @@ inline megdnn::DType to_megdnn(const dtype& type);
 
 }  // namespace megbrain
 
-/// MegBrain's host tensor on a comp node (default: the default CPU), borrowing at any strides. Without a read-only
+/// MegBrain's host tensor on a comp node (default CPU), borrowing at any strides. Without a read-only
 /// flag, its owner remembers a read-only borrow. Packed dtypes: row-aligned as LOWBITS (QuantizedS4 / Quantized4Asymm),
 /// compact otherwise.
 template <>

@@ -382,8 +382,8 @@ std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* o
     return n;
 }
 
-/// store_within over any strides: slabs of the source copied by the tiled copier into a buffer in cache, then tested
-/// and stored from there, so the source is read once. n when every value is held, else less.
+/// store_within over any strides: slabs copied by the tiled copier into a buffer in cache, tested and stored from
+/// there. n when every value is held, else less.
 template <class Source>
 std::size_t store_gathered_within(PyArrayObject* array, const Source* first, void* out, std::size_t size,
                                   const value_bounds& bounds) {
@@ -500,9 +500,8 @@ inline void check_values(const fill_plan& plan, PyArrayObject* array, const std:
     throw_unfit_value(array_dtype, into.type, plan.check, *unfit, into.layout);
 }
 
-/// Integers into Float16 or BFloat16 in one pass, 'checked' testing each for exactness as stored (contiguous, aligned,
-/// native, fresh memory); else false. Float16 without a check takes only sources NumPy's cast rounds the same way
-/// (at most 16 bits, exact in float32).
+/// Integers into Float16 or BFloat16 in one pass, exactness tested as stored (contiguous, aligned, native, fresh
+/// memory); else false. Unchecked Float16 takes only 8- and 16-bit sources, which NumPy's cast rounds the same way.
 template <class = void>
 bool convert_integers_to_16_bit_floats(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
                                        const fill_target& into) {

@@ -24,9 +24,8 @@ namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
 namespace detail {
 
-/// Keeps an imported DLPack tensor alive and calls the producer's deleter once, when the last owner goes (any thread;
-/// the deleter must not need the GIL, DLPack's rule). Not called once the interpreter finalizes, as Python owners leak
-/// then.
+/// Keeps an imported DLPack tensor alive and calls the producer's deleter once, when the last owner goes (any thread:
+/// DLPack's deleters need no GIL); not after the interpreter finalizes, as Python owners leak then.
 struct dlpack_owner_block : owner_block {
     void* managed;
     bool versioned;

@@ -3,8 +3,8 @@
 
 #include <npybridge/core/config.hpp>
 
-// Included by numpy.hpp after <numpy/arrayobject.h>. NumPy 2 moved elsize, alignment and the legacy fields behind
-// npy_2_compat.h's PyDataType_* accessors, which NumPy 1.x lacks; npybridge reads a descr through these functions only.
+// NumPy 2 moved elsize, alignment and the legacy fields behind npy_2_compat.h's PyDataType_* accessors, which NumPy
+// 1.x lacks; npybridge reads a descr through these functions only.
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {

@@ -149,12 +149,10 @@ bool bfloat16_holds(Int value) noexcept {
     return magnitude == 0 || (magnitude >> __builtin_ctzll(magnitude)) < 256;
 }
 
-/// A block of integers as floats and doubles, and its checks: loops of a constant trip count for a whole block,
-/// which the compiler vectorizes at -O2.
+/// A block of integers widened and checked by loops the compiler vectorizes (a whole block: a constant trip count).
 template <class Int, std::size_t Block>
 struct integer_block {
-    /// Whether every integer is exact in float32 (in [-2^24, 2^24), or below 2^24 unsigned), by an OR of their
-    /// offsets: no branch, so the loop vectorizes.
+    /// Whether every integer is exact in float32: in [-2^24, 2^24), or below 2^24 unsigned.
     template <std::size_t M = Block>
     static bool exact_in_float(const Int* values, std::size_t m = M) noexcept {
         if constexpr (sizeof(Int) <= 2) {
@@ -172,8 +170,7 @@ struct integer_block {
     static void widen(const Int* values, Real* out, std::size_t m = M) noexcept {
         for (std::size_t i = 0; i < m; ++i) out[i] = static_cast<Real>(values[i]);
     }
-    /// Whether every float (an integer, so normal or zero) keeps its value in float16 (`to_half`: the low 13
-    /// significand bits clear, at most 65504) or bfloat16 (the low 16 bits clear): OR-reduced, so it vectorizes.
+    /// Whether every float (a whole number) is exact in float16 (13 low bits clear, at most 65504) or bfloat16.
     template <std::size_t M = Block>
     static bool all_held(const float* values, bool to_half, std::size_t m = M) noexcept {
         const std::uint32_t low = to_half ? 0x1FFFu : 0xFFFFu;
@@ -190,9 +187,7 @@ struct integer_block {
 };
 
 /// Integers into float16 (`to_half`) or bfloat16 bits, each rounded once to nearest even, a block at a time through
-/// floats when the block's integers are exact in float32, else through doubles (exact below 2^53; beyond, bfloat16
-/// rounds the integer itself and float16 overflows). With `exact`, the index of the first value the result does not
-/// equal (an overflow included), else n.
+/// floats or doubles. With `exact`, the index of the first value that changes (overflow included), else n.
 template <class Int>
 std::size_t integers_to_16_bit_floats(const Int* in, std::size_t n, std::uint16_t* out, bool to_half,
                                       bool exact) noexcept {

@@ -60,7 +60,7 @@ P param_from_values(param_values values) noexcept {
 }
 
 /// What a field accepts, by its C++ type: a float a finite real > 0 (scale), an integer one in the dtype's range
-/// (zero_point). metadata_error names dtype and key. (Info: dtype_info, defined after this header.)
+/// (zero_point). metadata_error names dtype and key.
 template <class Info>
 void check_field(const Info& type, std::string_view key, bool real, double value) {
     auto fail = [&](const std::string& why) {

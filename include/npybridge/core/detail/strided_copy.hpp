@@ -481,8 +481,8 @@ inline bool narrow_pairs_strided(const copy_plan& plan, const void* src, void* d
                 : copy_strided_with<narrow_pair_op<false>>(plan, src, dst);
 }
 
-/// Flat C-order index of the first value that does not fit Target, or plan.count(): a memory-order pass asks whether
-/// any is bad, an index-order pass finds which.
+/// Flat C-order index of the first value that does not fit Target, or plan.count(): a memory-order pass, then an
+/// index-order one to find it.
 template <class Source, class Target>
 std::size_t first_unfit_strided(const copy_plan& plan, const void* source, bool swap) noexcept {
     const auto* src = static_cast<const unsigned char*>(source);
