@@ -93,7 +93,8 @@ void round_each_to_bfloat16(const void* data, std::size_t step, bfloat16* out, s
 
 /// Fills contiguous BFloat16 memory from a builtin-typed array, rounding once whatever the FPU mode (bools: 1 for
 /// nonzero; complex: real part, 'wrap' only). False for another kind.
-inline bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
+template <class = void>
+bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
     const char kind = descr_kind(PyArray_DESCR(array));
     if ((kind == 'i' || kind == 'u') && descr_type_num(PyArray_DESCR(array)) < NPY_USERDEF &&
         PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array)) {
@@ -206,7 +207,8 @@ inline value_facts value_facts_of(const copy_values& values, const dtype& target
 }
 
 /// numpy's cast into `target`'s memory with `into`'s strides (a 0-d array fills a shape-(1,) tensor).
-inline void cast_into(PyArrayObject* array, const dtype& target, void* out, const tensor_layout& into) {
+template <class = void>
+void cast_into(PyArrayObject* array, const dtype& target, void* out, const tensor_layout& into) {
     object view = array_over(target, out, into, true, user_dtype_choice::own);
     auto* destination = reinterpret_cast<PyArrayObject*>(view.get());
     object source = object::borrow(reinterpret_cast<PyObject*>(array));
@@ -222,7 +224,8 @@ inline void cast_into(PyArrayObject* array, const dtype& target, void* out, cons
 }
 
 /// The same values in another layout or byte order: the tiled copier, else numpy's copy.
-inline void copy_same(PyArrayObject* array, const dtype& target, void* out, const tensor_layout& into) {
+template <class = void>
+void copy_same(PyArrayObject* array, const dtype& target, void* out, const tensor_layout& into) {
     const std::size_t itemsize = target.info().element_size;
     copy_plan plan;
     if (static_cast<std::size_t>(PyArray_ITEMSIZE(array)) == itemsize && copy_plan_of(array, into, itemsize, plan)) {
@@ -235,8 +238,9 @@ inline void copy_same(PyArrayObject* array, const dtype& target, void* out, cons
 
 /// 32- and 64-bit integers into Float32, checked while converted (contiguous, aligned, native, fresh memory); else
 /// false.
-inline bool convert_exact_into_float32(PyArrayObject* array, const std::string& array_dtype, void* out,
-                                       const tensor_layout& layout) {
+template <class = void>
+bool convert_exact_into_float32(PyArrayObject* array, const std::string& array_dtype, void* out,
+                                const tensor_layout& layout) {
     const char kind = descr_kind(PyArray_DESCR(array));
     if (!PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array) ||
         (kind != 'i' && kind != 'u') || PyArray_ITEMSIZE(array) < 4) {
@@ -305,8 +309,9 @@ std::size_t convert_floats(int type_num, dtype_enum target, const void* in, std:
 
 /// float32 / float64 into BFloat16 and Float16, float16 into Float32, with the overflow test, in one pass (contiguous,
 /// aligned, native, fresh memory); else false.
-inline bool convert_by_kernel(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
-                              const fill_target& into) {
+template <class = void>
+bool convert_by_kernel(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
+                       const fill_target& into) {
     const dtype_enum target = into.type.id();
     const int type_num = descr_type_num(PyArray_DESCR(array));
     const bool to_narrow = (target == dtype_enum::BFloat16 || target == dtype_enum::Float16) &&
@@ -489,8 +494,9 @@ bool narrow_complex_into(const fill_plan& plan, PyArrayObject* array, const std:
 }
 
 /// The plan's value check, before anything is written.
-inline void check_values(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
-                         const fill_target& into) {
+template <class = void>
+void check_values(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
+                  const fill_target& into) {
     if (plan.check == value_check::none) return;
     const auto unfit = first_unfit_value(array, *storage_bounds(into.type.info()));
     if (!unfit) return;
@@ -578,7 +584,8 @@ void run_fill(const fill_plan& plan, const copy_values& values, const std::strin
 }
 
 /// A staged tensor's values into the destination (bits around a packed sub-tensor kept). Cannot fail.
-inline void copy_staged(const tensor& staged, const fill_target& into) {
+template <class = void>
+void copy_staged(const tensor& staged, const fill_target& into) {
     const dtype_enum id = into.type.id();
     const std::size_t count = staged.count();
     if (into.type.info().is_packed) {

@@ -109,7 +109,8 @@ decltype(auto) without_gil_if_large(std::size_t bytes, Copy&& copy) {
 }
 
 /// The array's values in a new C-ordered native array by the tiled copier; the array itself when it is one.
-inline object contiguous_copy(PyArrayObject* array, const std::string& purpose) {
+template <class = void>
+object contiguous_copy(PyArrayObject* array, const std::string& purpose) {
     if (PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array)) {
         return object::borrow(reinterpret_cast<PyObject*>(array));
     }

@@ -18,7 +18,8 @@ namespace detail {
 
 /// Sub-byte elements one per byte (DLPack's padded types, ml_dtypes' int4 / uint4) as an int8 / uint8 array of their
 /// low bits, sign-extended when signed.
-inline object low_bits_as_bytes(PyArrayObject* bytes, unsigned bits, bool is_signed) {
+template <class = void>
+object low_bits_as_bytes(PyArrayObject* bytes, unsigned bits, bool is_signed) {
     object values = contiguous_copy(bytes, "low-bit values");
     auto* array = reinterpret_cast<PyArrayObject*>(values.get());
     if (values.get() == reinterpret_cast<PyObject*>(bytes)) {  // already contiguous: copy to change it
@@ -43,7 +44,8 @@ inline object low_bits_as_bytes(PyArrayObject* bytes, unsigned bits, bool is_sig
 
 /// One byte per element, valid for the packed dtype, C order (new reference or the array); integers of any width are
 /// checked so nothing wraps into a code.
-inline object lowbit_values(PyArrayObject* array, const dtype& target, const tensor_layout& layout) {
+template <class = void>
+object lowbit_values(PyArrayObject* array, const dtype& target, const tensor_layout& layout) {
     const dtype_info& type = target.info();
     const int byte_type = type.is_signed ? NPY_INT8 : NPY_UINT8;
     if (const std::optional<ml_dtypes_subbyte> kind = ml_dtypes_subbyte_kind(PyArray_DESCR(array))) {
@@ -74,8 +76,9 @@ inline object lowbit_values(PyArrayObject* array, const dtype& target, const ten
 }
 
 /// Packs one-byte values into fresh storage, naming a bad value's index.
-inline void pack_values(PyArrayObject* values, const dtype& target, void* out, lowbit_layout packing,
-                        const tensor_layout& layout) {
+template <class = void>
+void pack_values(PyArrayObject* values, const dtype& target, void* out, lowbit_layout packing,
+                 const tensor_layout& layout) {
     const dtype_info& type = target.info();
     const lowbit_codec codec = make_codec(type);
     const auto* in = static_cast<const std::uint8_t*>(PyArray_DATA(values));

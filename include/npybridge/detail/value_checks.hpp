@@ -88,8 +88,9 @@ std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::si
 }
 
 /// The first unfit of `n` values at `data`.
-inline std::optional<unfit_value> first_unfit_in(char kind, npy_intp size, const void* data, std::size_t n,
-                                                 std::size_t parts, const value_bounds& bounds) {
+template <class = void>
+std::optional<unfit_value> first_unfit_in(char kind, npy_intp size, const void* data, std::size_t n, std::size_t parts,
+                                          const value_bounds& bounds) {
     return visit_numbers(kind, size, data, [&](const auto* in) {
         if constexpr (std::is_integral_v<std::remove_cv_t<std::remove_pointer_t<decltype(in)>>>) {
             return first_unfit_integer(in, n, bounds);
@@ -109,7 +110,8 @@ inline int widened_type(char kind, std::size_t real_size) noexcept {
 
 /// The array's first value (C order) `bounds` does not hold, with index and text: in place when contiguous, aligned and
 /// native, else widened by numpy.
-inline std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds) {
+template <class = void>
+std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds) {
     const char kind = descr_kind(PyArray_DESCR(array));
     if (kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c') return std::nullopt;
     const std::size_t parts = kind == 'c' ? 2 : 1;
@@ -129,8 +131,9 @@ inline std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const 
 
 /// int64 -> Int32 / float64 -> Float32 into contiguous `out`; checked names the first unfit value. check_first checks
 /// all before writing, so `out` stays untouched on error.
-inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing mode,
-                        const tensor_layout& layout, bool check_first = false) {
+template <class = void>
+void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing mode, const tensor_layout& layout,
+                 bool check_first = false) {
     const bool to_int = target.id() == dtype_enum::Int32;
     const int type_num = descr_type_num(PyArray_DESCR(array));
     const bool wide_source = PyArray_ITEMSIZE(array) == 8 &&
@@ -184,7 +187,8 @@ inline void narrow_into(PyArrayObject* array, const dtype& target, void* out, na
 
 /// Fresh QuantizedS1 memory, after any cast: checked / reject refuse the first non-code by index; wrap wraps into the
 /// code range.
-inline void settle_codes(void* out, const dtype& target, narrowing narrow, const tensor_layout& layout) {
+template <class = void>
+void settle_codes(void* out, const dtype& target, narrowing narrow, const tensor_layout& layout) {
     const dtype_info& type = target.info();
     if (!codes_narrower_than_storage(type)) return;
     const std::size_t n = layout.count();
