@@ -411,8 +411,8 @@ EXAMPLE_MODULE(m) {
         .def(
             "numpy",
             [](const tensor_object& self, bind::handle policy, bind::handle lowbit_format) {
-                return to_python(npb::to_array(self.value, example::share_policy_of(policy.ptr()),
-                                               example::lowbit_format_of(lowbit_format.ptr())));
+                return to_python(npb::to_array(self.value, npb::share_policy_from(policy.ptr()),
+                                               npb::lowbit_format_from(lowbit_format.ptr())));
             },
             bind::arg("policy") = "try_share", bind::arg("lowbit_format") = "int8",
             "An ndarray sharing the tensor's memory when possible, else a copy; lowbit_format='ml_dtypes' gives\n"
@@ -421,7 +421,7 @@ EXAMPLE_MODULE(m) {
             "copy_from",
             [](tensor_object& self, bind::handle obj, bind::handle narrowing) {
                 npb::to_tensor_options options;
-                options.narrow = example::narrowing_of(narrowing.ptr());
+                options.narrow = npb::narrowing_from(narrowing.ptr());
                 npb::copy_into(obj.ptr(), self.value, options);
             },
             bind::arg("obj").none(), bind::arg("narrowing") = "checked",

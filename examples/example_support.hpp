@@ -30,55 +30,6 @@ inline std::string text_of(PyObject* obj, const char* what) {
     return std::string(utf8, static_cast<std::size_t>(size));
 }
 
-/// One of a fixed set of option strings; nullptr (argument not given) gives the first choice. Anything else
-/// is an error listing the choices.
-template <class Value, std::size_t N>
-Value choice_of(PyObject* obj, const char* what, const std::pair<const char*, Value> (&choices)[N]) {
-    if (obj == nullptr) return choices[0].second;
-    if (!PyUnicode_Check(obj))
-        throw npb::conversion_error(std::string(what) + " must be a str, got " + npb::safe_repr(obj));
-    for (const auto& [name, value] : choices) {
-        if (PyUnicode_CompareWithASCIIString(obj, name) == 0) return value;
-    }
-    std::string allowed;
-    for (const auto& choice : choices) allowed += (allowed.empty() ? "'" : ", '") + std::string(choice.first) + "'";
-    throw npb::conversion_error(std::string(what) + " must be one of " + allowed + ", got " + npb::safe_repr(obj));
-}
-
-inline npb::borrow_policy borrow_policy_of(PyObject* obj) {
-    static const std::pair<const char*, npb::borrow_policy> choices[] = {
-        {"try_borrow", npb::borrow_policy::try_borrow},
-        {"must_borrow", npb::borrow_policy::must_borrow},
-        {"copy", npb::borrow_policy::copy}};
-    return choice_of(obj, "policy", choices);
-}
-
-inline npb::share_policy share_policy_of(PyObject* obj) {
-    static const std::pair<const char*, npb::share_policy> choices[] = {{"try_share", npb::share_policy::try_share},
-                                                                        {"must_share", npb::share_policy::must_share},
-                                                                        {"copy", npb::share_policy::copy}};
-    return choice_of(obj, "policy", choices);
-}
-
-inline npb::narrowing narrowing_of(PyObject* obj) {
-    static const std::pair<const char*, npb::narrowing> choices[] = {
-        {"checked", npb::narrowing::checked}, {"wrap", npb::narrowing::wrap}, {"reject", npb::narrowing::reject}};
-    return choice_of(obj, "narrowing", choices);
-}
-
-inline std::optional<npb::lowbit_layout> layout_of(PyObject* obj) {
-    if (obj == nullptr || obj == Py_None) return std::nullopt;
-    static const std::pair<const char*, npb::lowbit_layout> choices[] = {{"compact", npb::lowbit_layout::compact},
-                                                                         {"aligned", npb::lowbit_layout::row_aligned}};
-    return choice_of(obj, "layout", choices);
-}
-
-inline npb::lowbit_format lowbit_format_of(PyObject* obj) {
-    static const std::pair<const char*, npb::lowbit_format> choices[] = {{"int8", npb::lowbit_format::int8},
-                                                                         {"ml_dtypes", npb::lowbit_format::ml_dtypes}};
-    return choice_of(obj, "lowbit_format", choices);
-}
-
 /// A dtype argument: an npybridge dtype name ("IntB4", "Int8"), or anything np.dtype() accepts (quantized
 /// dtypes carry their params in metadata).
 inline std::optional<npb::dtype> dtype_of(PyObject* obj, npb::narrowing mode) {
@@ -101,9 +52,9 @@ inline npb::to_tensor_options to_tensor_options_of(PyObject* dtype, PyObject* po
                                                    PyObject* layout) {
     npb::to_tensor_options options;
     if (dtype != nullptr || policy != nullptr || narrowing != nullptr || layout != nullptr) {
-        options.narrow = narrowing_of(narrowing);
-        options.policy = borrow_policy_of(policy);
-        options.layout = layout_of(layout);
+        options.narrow = npb::narrowing_from(narrowing);
+        options.policy = npb::borrow_policy_from(policy);
+        options.layout = npb::lowbit_layout_from(layout);
         options.type = dtype_of(dtype, options.narrow);
     }
     return options;
@@ -143,7 +94,7 @@ inline npb::tensor tensor_from_storage(PyObject* data, PyObject* name, PyObject*
     }
     // The size first (the layout refuses shapes memory cannot hold), then the memory.
     const npb::tensor_layout contiguous = npb::tensor_layout::contiguous(dims, static_cast<std::size_t>(ndim));
-    const npb::lowbit_layout packing = layout_of(layout).value_or(npb::default_layout(type->id()));
+    const npb::lowbit_layout packing = npb::lowbit_layout_from(layout).value_or(npb::default_layout(type->id()));
     const std::size_t expected = npb::tensor::storage_bytes_for(*type, contiguous, packing);
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) != 0) throw npb::python_error();

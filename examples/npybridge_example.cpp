@@ -188,7 +188,7 @@ PyObject* tensor_copy_from(PyObject* self, PyObject* const* args, Py_ssize_t nar
         PyObject* slots[2];
         parse_arguments("copy_from", args, PyVectorcall_NARGS(nargsf), kwnames, names, 1, slots);
         npb::to_tensor_options options;
-        options.narrow = example::narrowing_of(slots[1]);
+        options.narrow = npb::narrowing_from(slots[1]);
         npb::copy_into(slots[0], unwrap(self), options);
         Py_RETURN_NONE;
     });
@@ -199,7 +199,7 @@ PyObject* tensor_numpy(PyObject* self, PyObject* const* args, Py_ssize_t nargsf,
         static const char* const names[] = {"policy", "lowbit_format"};
         PyObject* slots[2];
         parse_arguments("numpy", args, PyVectorcall_NARGS(nargsf), kwnames, names, 0, slots);
-        return npb::to_array(unwrap(self), example::share_policy_of(slots[0]), example::lowbit_format_of(slots[1]))
+        return npb::to_array(unwrap(self), npb::share_policy_from(slots[0]), npb::lowbit_format_from(slots[1]))
             .release();
     });
 }

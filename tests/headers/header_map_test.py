@@ -35,10 +35,11 @@ def named(name, text):
 
 
 SYNOPSIS = [
-    "bind/nanobind.hpp", "bind/pybind11.hpp", "arg.hpp", "array_quantization.hpp", "buffer.hpp", "convert.hpp", "core/adapter.hpp", "core/lowbit.hpp",
-    "dlpack.hpp", "megbrain.hpp", "megbrain_compat.hpp", "megengine_compat.hpp", "numpy.hpp", "numpy_dtype.hpp",
-    "python.hpp", "python_errors.hpp", "python_owner.hpp", "tracker.hpp", "user_dtypes.hpp", "core/dtype.hpp",
-    "core/layout.hpp", "core/owner.hpp", "core/quantization.hpp", "core/scalar_types.hpp", "core/tensor.hpp",
+    "arg.hpp", "array_quantization.hpp", "bind/nanobind.hpp", "bind/pybind11.hpp", "buffer.hpp", "convert.hpp",
+    "core/adapter.hpp", "core/dtype.hpp", "core/layout.hpp", "core/lowbit.hpp", "core/owner.hpp",
+    "core/quantization.hpp", "core/scalar_types.hpp", "core/tensor.hpp", "dlpack.hpp", "megbrain.hpp",
+    "megbrain_compat.hpp", "megengine_compat.hpp", "numpy.hpp", "numpy_dtype.hpp", "policies.hpp", "python.hpp",
+    "python_errors.hpp", "python_owner.hpp", "tracker.hpp", "user_dtypes.hpp",
 ]
 MANY_DETAIL_BLOCKS = set()
 COMMENT_WORDS_PER_1000_LINES = 1100
@@ -58,6 +59,17 @@ class HeaderMapTest(unittest.TestCase):
                 self.assertNotIn("namespace detail {", text)
                 self.assertIn("// ---- Definitions", text)
                 self.assertIn("/// ```cpp", text.split("// ---- Definitions")[0], "one compiled example")
+
+    def test_no_top_level_header_only_forwards(self):
+        # The umbrellas include on purpose; a removed path stops the build (#error). Anything else declares.
+        for header in sorted((include_root() / "npybridge").glob("*.hpp")):
+            text = header.read_text()
+            code = [line for line in text.splitlines() if line.strip() and not line.startswith("//")]
+            if header.name in ("npybridge.hpp", "core.hpp") or (code and code[0].startswith("#error")):
+                continue
+            with self.subTest(header=header.name):
+                self.assertTrue("namespace npybridge" in text or "#define NPYBRIDGE_" in text,
+                                "it only includes another header: give it declarations of its own, or remove it")
 
     def test_every_public_header_shows_one_compiled_example(self):
         # Public: include/npybridge/*.hpp, core/*.hpp and bind/*.hpp that declare something (umbrellas and the removed

@@ -41,6 +41,39 @@ def test_bad_option_values_are_named():
         Tensor.from_numpy(a, narrowing=1)
 
 
+SPELLINGS = {
+    "policy": ("try_borrow", "must_borrow", "copy"),
+    "narrowing": ("checked", "wrap", "reject"),
+    "layout": ("compact", "row_aligned"),
+}
+
+
+@pytest.mark.parametrize("argument", sorted(SPELLINGS))
+def test_policies_spelled_as_their_enumerators_and_nothing_else(argument):
+    """npybridge's *_from functions (policies.hpp) take each enumerator's name; anything else is a ConversionError
+    that names the argument, lists the spellings and shows the value."""
+    a = np.arange(4, dtype=np.int8) if argument != "layout" else np.array([1, -1, 3, -3], np.int8)
+    extra = {"dtype": "IntB4"} if argument == "layout" else {}
+    for spelling in SPELLINGS[argument]:
+        Tensor.from_numpy(a, **extra, **{argument: spelling})
+    listed = ", ".join(f"'{s}'" for s in SPELLINGS[argument])
+    with pytest.raises(nbx.ConversionError, match=re.escape(f"{argument} must be one of {listed}, got 'Copy'")):
+        Tensor.from_numpy(a, **extra, **{argument: "Copy"})
+    with pytest.raises(nbx.ConversionError, match=re.escape(f"{argument} must be a str, got b'copy'")):
+        Tensor.from_numpy(a, **extra, **{argument: b"copy"})
+
+
+def test_share_policy_and_lowbit_format_spellings():
+    t = Tensor.from_numpy(np.array([1, -1, 7], np.int8), dtype="IntB4")
+    for policy in ("try_share", "copy"):
+        t.numpy(policy=policy)
+    t.numpy(lowbit_format="int8")
+    with pytest.raises(nbx.ConversionError, match=re.escape("policy must be one of 'try_share', 'must_share', 'copy'")):
+        t.numpy(policy="share")
+    with pytest.raises(nbx.ConversionError, match=re.escape("lowbit_format must be one of 'int8', 'ml_dtypes'")):
+        t.numpy(lowbit_format="int4")
+
+
 def test_arguments_by_position_and_keyword_mean_the_same():
     a = np.arange(3, dtype=np.int8)
     by_position = Tensor.from_numpy(a, "int32", "try_borrow", "checked", None)

@@ -228,7 +228,7 @@ PACKED = [
 
 @pytest.mark.parametrize("name, dtype, valid", PACKED, ids=[p[0] for p in PACKED])
 @pytest.mark.parametrize("shape", [(3, 5), (2, 8), (7,), (0, 3)], ids=str)
-@pytest.mark.parametrize("layout", ["compact", "aligned"])
+@pytest.mark.parametrize("layout", ["compact", "row_aligned"])
 def test_packed_dtypes_cross_as_packed_codes(name, dtype, valid, shape, layout):
     values = np.array(valid, np.int8 if name != "Quantized4Asymm" else np.uint8)[np.arange(int(np.prod(shape))) % len(valid)]
     values = values.reshape(shape)
@@ -237,7 +237,7 @@ def test_packed_dtypes_cross_as_packed_codes(name, dtype, valid, shape, layout):
     t = Tensor.from_numpy(source, layout=layout, **kwargs)
     with pytest.raises(nbx.DTypeError, match="codes"):
         t.__dlpack__(max_version=(1, 1))
-    for wanted in ("compact", "aligned"):
+    for wanted in ("compact", "row_aligned"):
         back = Tensor.from_dlpack(t.__dlpack__(max_version=(1, 1), codes=True), dtype=dtype if not name.startswith("IntB") else name,
                                   layout=wanted)
         assert back.dtype_name == name and not back.borrowed

@@ -40,7 +40,7 @@ def test_uint64_values_that_fit_still_pack():
 @pytest.mark.guarantee
 @settings(max_examples=200, deadline=None)
 @given(kind=st.sampled_from(["IntB1", "IntB2", "IntB4", "QuantizedS4", "Quantized4Asymm"]),
-       layout=st.sampled_from([None, "compact", "aligned"]),
+       layout=st.sampled_from([None, "compact", "row_aligned"]),
        shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=9), data=st.data())
 def test_packed_tensors_round_trip_in_both_layouts(kind, layout, shape, data):
     if kind in PACKED:
@@ -54,13 +54,13 @@ def test_packed_tensors_round_trip_in_both_layouts(kind, layout, shape, data):
         values = data.draw(hnp.arrays(np.uint8, shape, elements=st.integers(0, 15))).astype(dtype)
     t = Tensor.from_numpy(values, dtype=dtype, layout=layout)
     bits = {"IntB1": 1, "IntB2": 2}.get(kind, 4)
-    aligned = layout == "aligned" or (layout is None and kind.startswith("Quantized"))
+    aligned = layout == "row_aligned" or (layout is None and kind.startswith("Quantized"))
     rows = values.size // shape[-1]
     expected = rows * ((shape[-1] * bits + 7) // 8) if aligned else (values.size * bits + 7) // 8
     assert len(t.storage()) == expected
     np.testing.assert_array_equal(t.numpy(), values)
     again = Tensor.from_storage(t.storage(), t.dtype_name, t.shape, scale=t.scale, zero_point=t.zero_point,
-                                layout="aligned" if aligned else "compact")
+                                layout="row_aligned" if aligned else "compact")
     np.testing.assert_array_equal(again.numpy(), values)
 
 
