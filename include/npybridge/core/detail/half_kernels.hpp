@@ -186,6 +186,87 @@ struct integer_block {
     }
 };
 
+#if defined(NPYBRIDGE_SSE2)
+/// int32 into bfloat16 bits in one loop, eight a step, while every value is exact in float32 (and, with `exact`, in
+/// bfloat16): how many it did. The caller does the rest and finds what stopped it.
+inline std::size_t int32s_to_bfloat16_sse2(const std::int32_t* in, std::size_t n, std::uint16_t* out,
+                                           bool exact) noexcept {
+    const __m128i lo = _mm_set1_epi32(-(1 << 24)), hi = _mm_set1_epi32(1 << 24);
+    const __m128i low_half = _mm_set1_epi32(0xFFFF), bias = _mm_set1_epi32(0x7FFF), one = _mm_set1_epi32(1);
+    const auto rounded = [&](__m128i f) {  // nearest even, as bfloat16::from_float (no NaN here)
+        return _mm_add_epi32(f, _mm_add_epi32(bias, _mm_and_si128(_mm_srli_epi32(f, 16), one)));
+    };
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 4));
+        const __m128i big = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi32(a, lo), _mm_cmpgt_epi32(a, hi)),
+                                         _mm_or_si128(_mm_cmplt_epi32(b, lo), _mm_cmpgt_epi32(b, hi)));
+        if (_mm_movemask_epi8(big) != 0) break;
+        __m128i fa = _mm_castps_si128(_mm_cvtepi32_ps(a)), fb = _mm_castps_si128(_mm_cvtepi32_ps(b));
+        if (exact) {
+            const __m128i lost = _mm_or_si128(_mm_and_si128(fa, low_half), _mm_and_si128(fb, low_half));
+            if (_mm_movemask_epi8(_mm_cmpeq_epi32(lost, _mm_setzero_si128())) != 0xFFFF) break;
+        } else {
+            fa = rounded(fa);
+            fb = rounded(fb);
+        }
+        // The top halves, sign-extended, fit int16: the signed pack keeps their bits.
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                         _mm_packs_epi32(_mm_srai_epi32(fa, 16), _mm_srai_epi32(fb, 16)));
+    }
+    return i;
+}
+#endif
+
+/// One block of integers into float16 / bfloat16 bits: through `narrow` floats when `small` (every value exact in
+/// float32), else through `wide` doubles, bfloat16 rounding the integer itself past 2^53.
+template <class Int, std::size_t Block>
+void block_to_16_bit_floats(const Int* values, std::size_t m, std::uint16_t* bits, bool to_half, bool small,
+                            float* narrow, double* wide) noexcept {
+    using blocks = integer_block<Int, Block>;
+    if (small) {
+        m == Block ? blocks::widen(values, narrow) : blocks::widen(values, narrow, m);
+        if (to_half) {
+            active_half_kernels().to_half(narrow, m, bits);
+        } else {
+            floats_to_bfloat16(narrow, m, bits);
+        }
+        return;
+    }
+    blocks::widen(values, wide, m);
+    if (to_half) {
+        doubles_to_half(wide, m, bits);
+    } else {
+        doubles_to_bfloat16(wide, m, bits);
+    }
+    if constexpr (sizeof(Int) == 8) {
+        for (std::size_t i = 0; i < m; ++i) {
+            if (!to_half && !(std::fabs(wide[i]) < 9007199254740992.0))
+                bits[i] = bfloat16::from_integer(values[i]).bits;
+        }
+    }
+}
+
+/// The first of a block's values its bits do not hold (an overflow included), else m.
+template <class Int>
+std::size_t first_changed(const Int* values, std::size_t m, const std::uint16_t* bits, bool to_half, bool small,
+                          const float* narrow, const double* wide, float* back) noexcept {
+    if (to_half) {
+        active_half_kernels().to_float(bits, m, back);
+    } else {
+        bfloat16_to_floats(bits, m, back);
+    }
+    for (std::size_t i = 0; i < m; ++i) {
+        const bool beyond = sizeof(Int) == 8 && !small && !(std::fabs(wide[i]) < 9007199254740992.0);  // 2^53
+        const bool held =
+            small ? back[i] == narrow[i]
+                  : static_cast<double>(back[i]) == wide[i] && !(beyond && (to_half || !bfloat16_holds(values[i])));
+        if (!held) return i;
+    }
+    return m;
+}
+
 /// Integers into float16 (`to_half`) or bfloat16 bits, each rounded once to nearest even, a block at a time through
 /// floats or doubles. With `exact`, the index of the first value that changes (overflow included), else n.
 template <class Int>
@@ -193,49 +274,25 @@ std::size_t integers_to_16_bit_floats(const Int* in, std::size_t n, std::uint16_
                                       bool exact) noexcept {
     constexpr std::size_t block = 512;
     using blocks = integer_block<Int, block>;
-    constexpr double exact_below = 9007199254740992.0;  // 2^53
     float narrow[block], back[block];
     double wide[block];
-    for (std::size_t at = 0; at < n; at += block) {
+    std::size_t start = 0;
+#if defined(NPYBRIDGE_SSE2)
+    if constexpr (std::is_same_v<Int, std::int32_t>) {
+        if (!to_half) start = int32s_to_bfloat16_sse2(in, n, out, exact);
+    }
+#endif
+    for (std::size_t at = start; at < n; at += block) {
         const std::size_t m = std::min(block, n - at);
-        const bool whole = m == block;
         const Int* values = in + at;
-        std::uint16_t* bits = out + at;
-        const bool small = whole ? blocks::exact_in_float(values) : blocks::exact_in_float(values, m);
-        if (small) {
-            whole ? blocks::widen(values, narrow) : blocks::widen(values, narrow, m);
-            if (to_half) {
-                active_half_kernels().to_half(narrow, m, bits);
-            } else {
-                floats_to_bfloat16(narrow, m, bits);
-            }
-        } else {
-            blocks::widen(values, wide, m);
-            if (to_half) {
-                doubles_to_half(wide, m, bits);
-            } else {
-                doubles_to_bfloat16(wide, m, bits);
-            }
-        }
-        const auto beyond = [&](std::size_t i) { return sizeof(Int) == 8 && !(std::fabs(wide[i]) < exact_below); };
-        if constexpr (sizeof(Int) == 8) {
-            for (std::size_t i = 0; i < m && !small; ++i) {
-                if (!to_half && beyond(i)) bits[i] = bfloat16::from_integer(values[i]).bits;
-            }
-        }
-        if (!exact || (small && (whole ? blocks::all_held(narrow, to_half) : blocks::all_held(narrow, to_half, m))))
+        const bool small = m == block ? blocks::exact_in_float(values) : blocks::exact_in_float(values, m);
+        block_to_16_bit_floats<Int, block>(values, m, out + at, to_half, small, narrow, wide);
+        if (!exact ||
+            (small && (m == block ? blocks::all_held(narrow, to_half) : blocks::all_held(narrow, to_half, m)))) {
             continue;
-        if (to_half) {
-            active_half_kernels().to_float(bits, m, back);
-        } else {
-            bfloat16_to_floats(bits, m, back);
         }
-        for (std::size_t i = 0; i < m; ++i) {
-            const bool held = small ? back[i] == narrow[i]
-                                    : static_cast<double>(back[i]) == wide[i] &&
-                                          !(beyond(i) && (to_half || !bfloat16_holds(values[i])));
-            if (!held) return at + i;
-        }
+        const std::size_t changed = first_changed(values, m, out + at, to_half, small, narrow, wide, back);
+        if (changed != m) return at + changed;
     }
     return n;
 }
