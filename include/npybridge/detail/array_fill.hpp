@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -402,7 +403,7 @@ std::size_t store_gathered_within(PyArrayObject* array, const Source* first, voi
     std::size_t k = ndim - 1, below = 1;  // below: elements of one index of dimension k
     while (k > 0 && below * static_cast<std::size_t>(dims[k]) <= slab) below *= static_cast<std::size_t>(dims[k--]);
     const std::size_t chunk = std::max<std::size_t>(1, std::min<std::size_t>(dims[k], slab / below));
-    std::vector<Source> buffer(chunk * below);
+    const std::unique_ptr<Source[]> buffer(new Source[chunk * below]);  // every slab overwrites what it reads
     npy_intp index[NPY_MAXDIMS] = {};
     std::ptrdiff_t offset = 0;  // to the first element of the current index of dimensions 0..k-1
     std::size_t written = 0;
@@ -421,8 +422,8 @@ std::size_t store_gathered_within(PyArrayObject* array, const Source* first, voi
             const std::size_t count = plan.count();
             const char* from =
                 reinterpret_cast<const char*>(first) + offset + static_cast<std::ptrdiff_t>(at) * strides[k];
-            if (plan.simplify()) copy_strided(plan, from, buffer.data(), sizeof(Source));
-            if (store_within(buffer.data(), count, static_cast<char*>(out) + written * size, size, bounds) != count)
+            if (plan.simplify()) copy_strided(plan, from, buffer.get(), sizeof(Source));
+            if (store_within(buffer.get(), count, static_cast<char*>(out) + written * size, size, bounds) != count)
                 return 0;
             written += count;
         }
