@@ -268,3 +268,15 @@ TEST_CASE("checked narrowing into integer storage tests and stores in one pass, 
         if (target.size == 4) check_sources<std::uint32_t>(target);
     }
 }
+
+TEMPLATE_TEST_CASE("every other value is gathered in order, and nothing is read past the last one", "[narrowing]",
+                   std::int8_t, std::int16_t, std::int32_t, float, std::int64_t, double) {
+    for (std::size_t m = 0; m < 40; ++m) {
+        CAPTURE(m);
+        std::vector<TestType> in(m == 0 ? 0 : 2 * m - 1);  // exactly as long as the last value needs: ASan sees more
+        for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<TestType>(i % 100);
+        std::vector<TestType> out(m);
+        npb::detail::gather_every_other(in.data(), m, out.data());
+        for (std::size_t i = 0; i < m; ++i) REQUIRE(out[i] == in[2 * i]);
+    }
+}

@@ -266,6 +266,16 @@ TEMPLATE_TEST_CASE("integers into float16 and bfloat16 round once, and exact mod
         // 2^53 and beyond: float16 overflows whatever the double's rounding; bfloat16 rounds the integer.
         REQUIRE(npb::detail::integers_to_16_bit_floats(values.data(), n, got.data(), to_half, false) == n);
         REQUIRE(got == expected);
+        // The block path alone (a CPU without SSE2; what follows the SSE2 loop where it stops): the same bits.
+        float narrow[512];
+        double wide[512];
+        for (std::size_t at = 0; at < n; at += 512) {
+            const std::size_t m = std::min<std::size_t>(512, n - at);
+            const bool small = npb::detail::integer_block<Int, 512>::exact_in_float(values.data() + at, m);
+            npb::detail::block_to_16_bit_floats<Int, 512>(values.data() + at, m, got.data() + at, to_half, small,
+                                                          narrow, wide);
+        }
+        REQUIRE(got == expected);
         const auto exact_at = [&](std::size_t i) {
             const double back = to_half ? npb::half{expected[i]}.to_float() : npb::bfloat16{expected[i]}.to_double();
             if (std::isinf(back)) return false;

@@ -435,9 +435,12 @@ def test_checked_narrowing_of_long_arrays_tests_every_value_as_it_stores_it(data
 
 
 
-VIEWS = {  # contiguous rows of 64+ (tested row by row), and the rest (slabs gathered into cache, then tested)
+VIEWS = {  # rows of 64+ stepping least (read row by row), and the rest (slabs gathered into cache, then tested)
     "every other row": lambda b: b.reshape(150, 90)[::2], "reversed rows": lambda b: b.reshape(150, 90)[::-1],
     "a column slice": lambda b: b.reshape(150, 90)[:, 10:], "3-d, rows reversed": lambda b: b.reshape(6, 25, 90)[::-1, ::2],
+    "every other value, to the end": lambda b: b.reshape(-1)[1::2],
+    "long rows, every other column": lambda b: b.reshape(50, 270)[:, ::2],
+    "long rows, every third column reversed": lambda b: b.reshape(6, 10, 225)[:, ::3, ::-3],
     "every other column": lambda b: b.reshape(300, 45)[:, ::2], "transposed": lambda b: b.reshape(300, 45).T,
     "columns reversed": lambda b: b.reshape(300, 45)[:, ::-1], "short rows": lambda b: b.reshape(-1, 3)[::2],
     "3-d permuted": lambda b: b.transpose(2, 0, 1),

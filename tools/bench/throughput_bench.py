@@ -52,6 +52,9 @@ def rows(nbx, n, ml_dtypes):
         tiny = np.clip(ints, -256, 255).astype(np.int32)  # exact in bfloat16
         made.append(("int32 -> BFloat16, checked", tiny, lambda: Tensor.from_numpy(tiny, dtype="BFloat16"),
                      lambda: tiny.astype(bf), "astype(ml_dtypes.bfloat16)"))
+        tiny16 = tiny.astype(np.int16)
+        made.append(("int16 -> BFloat16, checked", tiny16, lambda: Tensor.from_numpy(tiny16, dtype="BFloat16"),
+                     lambda: tiny16.astype(bf), "astype(ml_dtypes.bfloat16)"))
     made += [
         ("float32 -> Float16, checked", f32, lambda: Tensor.from_numpy(f32, dtype="Float16"),
          lambda: f32.astype(np.float16), "astype(float16)"),
@@ -69,8 +72,8 @@ def rows(nbx, n, ml_dtypes):
          lambda: small.astype(np.int8), "astype(int8)"),
         ("float32 -> Int16, checked", whole, lambda: Tensor.from_numpy(whole, dtype="Int16"),
          lambda: whole.astype(np.int16), "astype(int16)"),
-        # Strided sources are read once too (slabs through the tiled copier, then tested as stored); the peer makes
-        # the same C-order result.
+        # Strided sources are read once too (stepped rows gathered, other views in slabs through the tiled copier,
+        # then tested as stored); the peer makes the same C-order result.
         ("int32 4096x4096 .T -> Int8, checked", small_square.T,
          lambda: Tensor.from_numpy(small_square.T, dtype="Int8"), lambda: small_square.T.astype(np.int8, order="C"),
          "astype(int8, order='C')"),

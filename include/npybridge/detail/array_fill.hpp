@@ -19,6 +19,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -364,7 +366,19 @@ std::size_t store_within(const Source* in, std::size_t n, void* out, std::size_t
     }
 }
 
-/// store_within per contiguous row: n when every value is held, else less.
+/// Whether rows are read straight: the last dimension long, stepping least and by at most 32 bytes.
+inline bool short_step_rows(PyArrayObject* array) {
+    const int ndim = PyArray_NDIM(array);
+    if (ndim == 0 || PyArray_DIMS(array)[ndim - 1] < 64) return false;
+    const npy_intp step = std::abs(PyArray_STRIDES(array)[ndim - 1]);
+    for (int k = 0; k + 1 < ndim; ++k) {
+        const npy_intp outer = std::abs(PyArray_STRIDES(array)[k]);
+        if (PyArray_DIMS(array)[k] > 1 && outer != 0 && outer < step) return false;
+    }
+    return step != 0 && step <= 32;
+}
+
+/// store_within row by row, a stepped row gathered a block at a time into L1: n when every value is held, else less.
 template <class Source>
 std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* out, std::size_t size,
                               const value_bounds& bounds) {
@@ -373,11 +387,29 @@ std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* o
     const npy_intp* strides = PyArray_STRIDES(array);
     const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
     const auto inner = static_cast<std::size_t>(dims[ndim - 1]);
+    const std::ptrdiff_t step = strides[ndim - 1];
+    constexpr std::size_t block = 1024;
+    Source gathered[block];
     npy_intp index[NPY_MAXDIMS] = {};
     std::ptrdiff_t offset = 0;  // to the row's first element
     for (std::size_t row = 0; row * inner < n; ++row) {
-        const auto* in = reinterpret_cast<const Source*>(reinterpret_cast<const char*>(first) + offset);
-        if (store_within(in, inner, static_cast<char*>(out) + row * inner * size, size, bounds) != inner) return 0;
+        const char* in = reinterpret_cast<const char*>(first) + offset;
+        char* to = static_cast<char*>(out) + row * inner * size;
+        if (step == static_cast<std::ptrdiff_t>(sizeof(Source))) {
+            if (store_within(reinterpret_cast<const Source*>(in), inner, to, size, bounds) != inner) return 0;
+        }
+        for (std::size_t at = 0; step != static_cast<std::ptrdiff_t>(sizeof(Source)) && at < inner; at += block) {
+            const std::size_t m = std::min(block, inner - at);
+            const char* from = in + static_cast<std::ptrdiff_t>(at) * step;
+            if (step == 2 * static_cast<std::ptrdiff_t>(sizeof(Source))) {
+                gather_every_other(reinterpret_cast<const Source*>(from), m, gathered);
+            } else {
+                for (std::size_t i = 0; i < m; ++i) {
+                    std::memcpy(&gathered[i], from + static_cast<std::ptrdiff_t>(i) * step, sizeof(Source));
+                }
+            }
+            if (store_within(gathered, m, to + at * size, size, bounds) != m) return 0;
+        }
         for (int k = ndim - 2; k >= 0; --k) {  // an odometer over the outer dimensions
             offset += strides[k];
             if (++index[k] < dims[k]) break;
@@ -448,8 +480,7 @@ bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, 
     const std::size_t size = into.type.info().element_size;
     const bool source_fits = kind == 'i' || kind == 'u' || (kind == 'f' && (itemsize == 4 || itemsize == 8));
     const bool contiguous = PyArray_IS_C_CONTIGUOUS(array);
-    const int ndim = PyArray_NDIM(array);
-    const bool rows = ndim > 0 && PyArray_STRIDES(array)[ndim - 1] == itemsize && PyArray_DIMS(array)[ndim - 1] >= 64;
+    const bool rows = short_step_rows(array);
     if ((plan.check != value_check::range && plan.check != value_check::whole) || into.check_first ||
         into.type.info().is_packed || size > 4 || !source_fits || !PyArray_ISALIGNED(array) ||
         !PyArray_ISNOTSWAPPED(array)) {

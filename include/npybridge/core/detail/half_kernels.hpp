@@ -187,10 +187,32 @@ struct integer_block {
 };
 
 #if defined(NPYBRIDGE_SSE2)
-/// int32 into bfloat16 bits in one loop, eight a step, while every value is exact in float32 (and, with `exact`, in
-/// bfloat16): how many it did. The caller does the rest and finds what stopped it.
-inline std::size_t int32s_to_bfloat16_sse2(const std::int32_t* in, std::size_t n, std::uint16_t* out,
-                                           bool exact) noexcept {
+/// Eight integers of up to 32 bits as two vectors of int32, sign- or zero-extended.
+template <class Int>
+inline void load_eight_as_int32(const Int* in, __m128i& a, __m128i& b) noexcept {
+    if constexpr (sizeof(Int) == 4) {
+        a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+        b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 4));
+        return;
+    } else {
+        __m128i v;
+        if constexpr (sizeof(Int) == 2) {
+            v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in));
+        } else {
+            const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in));
+            v = std::is_signed_v<Int> ? _mm_srai_epi16(_mm_unpacklo_epi8(bytes, bytes), 8)
+                                      : _mm_unpacklo_epi8(bytes, _mm_setzero_si128());
+        }
+        const bool zero_extend = !std::is_signed_v<Int> && sizeof(Int) == 2;
+        a = zero_extend ? _mm_unpacklo_epi16(v, _mm_setzero_si128()) : _mm_srai_epi32(_mm_unpacklo_epi16(v, v), 16);
+        b = zero_extend ? _mm_unpackhi_epi16(v, _mm_setzero_si128()) : _mm_srai_epi32(_mm_unpackhi_epi16(v, v), 16);
+    }
+}
+
+/// Integers into bfloat16 bits, eight a step, while every value is exact in float32 (and, with `exact`, in
+/// bfloat16): how many it did. The caller does the rest.
+template <class Int>
+std::size_t integers_to_bfloat16_sse2(const Int* in, std::size_t n, std::uint16_t* out, bool exact) noexcept {
     const __m128i lo = _mm_set1_epi32(-(1 << 24)), hi = _mm_set1_epi32(1 << 24);
     const __m128i low_half = _mm_set1_epi32(0xFFFF), bias = _mm_set1_epi32(0x7FFF), one = _mm_set1_epi32(1);
     const auto rounded = [&](__m128i f) {  // nearest even, as bfloat16::from_float (no NaN here)
@@ -198,11 +220,13 @@ inline std::size_t int32s_to_bfloat16_sse2(const std::int32_t* in, std::size_t n
     };
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 4));
-        const __m128i big = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi32(a, lo), _mm_cmpgt_epi32(a, hi)),
-                                         _mm_or_si128(_mm_cmplt_epi32(b, lo), _mm_cmpgt_epi32(b, hi)));
-        if (_mm_movemask_epi8(big) != 0) break;
+        __m128i a, b;
+        load_eight_as_int32(in + i, a, b);
+        if constexpr (sizeof(Int) == 4) {  // narrower integers are all below 2^24
+            const __m128i big = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi32(a, lo), _mm_cmpgt_epi32(a, hi)),
+                                             _mm_or_si128(_mm_cmplt_epi32(b, lo), _mm_cmpgt_epi32(b, hi)));
+            if (_mm_movemask_epi8(big) != 0) break;
+        }
         __m128i fa = _mm_castps_si128(_mm_cvtepi32_ps(a)), fb = _mm_castps_si128(_mm_cvtepi32_ps(b));
         if (exact) {
             const __m128i lost = _mm_or_si128(_mm_and_si128(fa, low_half), _mm_and_si128(fb, low_half));
@@ -278,8 +302,8 @@ std::size_t integers_to_16_bit_floats(const Int* in, std::size_t n, std::uint16_
     double wide[block];
     std::size_t start = 0;
 #if defined(NPYBRIDGE_SSE2)
-    if constexpr (std::is_same_v<Int, std::int32_t>) {
-        if (!to_half) start = int32s_to_bfloat16_sse2(in, n, out, exact);
+    if constexpr (sizeof(Int) < 4 || std::is_same_v<Int, std::int32_t>) {
+        if (!to_half) start = integers_to_bfloat16_sse2(in, n, out, exact);
     }
 #endif
     for (std::size_t at = start; at < n; at += block) {

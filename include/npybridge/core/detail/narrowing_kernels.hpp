@@ -454,5 +454,27 @@ inline double overflow_threshold(double largest) noexcept {
     return (largest + std::ldexp(1.0, std::ilogb(largest) + 1)) / 2;
 }
 
+/// Every other value of `in`, m of them, into `out`; nothing read past in[2 * (m - 1)].
+template <class Source>
+void gather_every_other(const Source* in, std::size_t m, Source* out) noexcept {
+    std::size_t i = 0;
+#if defined(NPYBRIDGE_SSE2)
+    if constexpr (sizeof(Source) == 4) {  // a shuffle: bits, never arithmetic
+        for (; i + 4 < m; i += 4) {
+            const __m128 a = _mm_loadu_ps(reinterpret_cast<const float*>(in + 2 * i));
+            const __m128 b = _mm_loadu_ps(reinterpret_cast<const float*>(in + 2 * i + 4));
+            _mm_storeu_ps(reinterpret_cast<float*>(out + i), _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+        }
+    } else if constexpr (sizeof(Source) == 8) {
+        for (; i + 2 < m; i += 2) {
+            const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i));
+            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i + 2));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_unpacklo_epi64(a, b));
+        }
+    }
+#endif
+    for (; i < m; ++i) out[i] = in[2 * i];
+}
+
 }  // namespace detail
 }  // namespace npybridge
