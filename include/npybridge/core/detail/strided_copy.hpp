@@ -163,21 +163,24 @@ inline void for_each_block(const unsigned char* src, std::ptrdiff_t sj, unsigned
     }
 }
 
+/// Four rows of four floats stored transposed, `di` bytes apart (named values: no array for GCC to keep in memory).
+inline void store_transposed(__m128 r0, __m128 r1, __m128 r2, __m128 r3, unsigned char* row,
+                             std::ptrdiff_t di) noexcept {
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    _mm_storeu_ps(reinterpret_cast<float*>(row), r0);
+    _mm_storeu_ps(reinterpret_cast<float*>(row + di), r1);
+    _mm_storeu_ps(reinterpret_cast<float*>(row + 2 * di), r2);
+    _mm_storeu_ps(reinterpret_cast<float*>(row + 3 * di), r3);
+}
+
 template <>
 struct simd_tile<copy_op<4>> {
     static constexpr std::size_t edge = 4;
     static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
                     std::size_t nj) noexcept {
         for_each_block<4, 4, 4>(src, sj, dst, di, ni, nj, [sj, di](const unsigned char* s, unsigned char* row) {
-            __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(s));
-            __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(s + sj));
-            __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 2 * sj));
-            __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 3 * sj));
-            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-            _mm_storeu_ps(reinterpret_cast<float*>(row), r0);
-            _mm_storeu_ps(reinterpret_cast<float*>(row + di), r1);
-            _mm_storeu_ps(reinterpret_cast<float*>(row + 2 * di), r2);
-            _mm_storeu_ps(reinterpret_cast<float*>(row + 3 * di), r3);
+            const auto load = [&](int k) { return _mm_loadu_ps(reinterpret_cast<const float*>(s + k * sj)); };
+            store_transposed(load(0), load(1), load(2), load(3), row, di);
         });
         return true;
     }
@@ -188,25 +191,28 @@ struct simd_tile<copy_op<2>> {
     static constexpr std::size_t edge = 8;
     static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
                     std::size_t nj) noexcept {
-        for_each_block<8, 2, 2>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
-            __m128i a[8], t[8], u[8];
-            for (int k = 0; k < 8; ++k) a[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k * sj));
-            // Interleaving 16-, 32- and 64-bit pairs.
-            for (int k = 0; k < 4; ++k) {
-                t[2 * k] = _mm_unpacklo_epi16(a[2 * k], a[2 * k + 1]);
-                t[2 * k + 1] = _mm_unpackhi_epi16(a[2 * k], a[2 * k + 1]);
-            }
-            for (int k = 0; k < 2; ++k) {
-                u[4 * k + 0] = _mm_unpacklo_epi32(t[4 * k + 0], t[4 * k + 2]);
-                u[4 * k + 1] = _mm_unpackhi_epi32(t[4 * k + 0], t[4 * k + 2]);
-                u[4 * k + 2] = _mm_unpacklo_epi32(t[4 * k + 1], t[4 * k + 3]);
-                u[4 * k + 3] = _mm_unpackhi_epi32(t[4 * k + 1], t[4 * k + 3]);
-            }
-            for (int k = 0; k < 4; ++k) {
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(row + (2 * k) * di), _mm_unpacklo_epi64(u[k], u[k + 4]));
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(row + (2 * k + 1) * di),
-                                 _mm_unpackhi_epi64(u[k], u[k + 4]));
-            }
+        for_each_block<8, 2, 2>(src, sj, dst, di, ni, nj, [sj, di](const unsigned char* s, unsigned char* row) {
+            const auto load = [&](int k) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k * sj)); };
+            const auto store = [&](int k, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(row + k * di), v); };
+            // Interleaving 16-, 32- and 64-bit pairs, written out so that every value stays in a register.
+            const __m128i a0 = load(0), a1 = load(1), a2 = load(2), a3 = load(3);
+            const __m128i a4 = load(4), a5 = load(5), a6 = load(6), a7 = load(7);
+            const __m128i t0 = _mm_unpacklo_epi16(a0, a1), t1 = _mm_unpackhi_epi16(a0, a1);
+            const __m128i t2 = _mm_unpacklo_epi16(a2, a3), t3 = _mm_unpackhi_epi16(a2, a3);
+            const __m128i t4 = _mm_unpacklo_epi16(a4, a5), t5 = _mm_unpackhi_epi16(a4, a5);
+            const __m128i t6 = _mm_unpacklo_epi16(a6, a7), t7 = _mm_unpackhi_epi16(a6, a7);
+            const __m128i u0 = _mm_unpacklo_epi32(t0, t2), u1 = _mm_unpackhi_epi32(t0, t2);
+            const __m128i u2 = _mm_unpacklo_epi32(t1, t3), u3 = _mm_unpackhi_epi32(t1, t3);
+            const __m128i u4 = _mm_unpacklo_epi32(t4, t6), u5 = _mm_unpackhi_epi32(t4, t6);
+            const __m128i u6 = _mm_unpacklo_epi32(t5, t7), u7 = _mm_unpackhi_epi32(t5, t7);
+            store(0, _mm_unpacklo_epi64(u0, u4));
+            store(1, _mm_unpackhi_epi64(u0, u4));
+            store(2, _mm_unpacklo_epi64(u1, u5));
+            store(3, _mm_unpackhi_epi64(u1, u5));
+            store(4, _mm_unpacklo_epi64(u2, u6));
+            store(5, _mm_unpackhi_epi64(u2, u6));
+            store(6, _mm_unpacklo_epi64(u3, u7));
+            store(7, _mm_unpackhi_epi64(u3, u7));
         });
         return true;
     }
@@ -237,17 +243,15 @@ struct simd_tile<narrow_op<double, float, false>> {
                       sign = _mm_set1_pd(-0.0);
         __m128d overflow = _mm_setzero_pd();
         for_each_block<4, 8, 4>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
-            __m128 r[4];
-            for (int k = 0; k < 4; ++k) {
+            const auto narrowed = [&](int k) {
                 const double* p = reinterpret_cast<const double*>(s + k * sj);
                 const __m128d lo = _mm_loadu_pd(p), hi = _mm_loadu_pd(p + 2);
-                r[k] = _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));
                 const __m128d alo = _mm_andnot_pd(sign, lo), ahi = _mm_andnot_pd(sign, hi);
                 overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(alo, threshold), _mm_cmplt_pd(alo, infinity)));
                 overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(ahi, threshold), _mm_cmplt_pd(ahi, infinity)));
-            }
-            _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
-            for (int k = 0; k < 4; ++k) _mm_storeu_ps(reinterpret_cast<float*>(row + k * di), r[k]);
+                return _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));
+            };
+            store_transposed(narrowed(0), narrowed(1), narrowed(2), narrowed(3), row, di);
         });
         return _mm_movemask_pd(overflow) == 0;
     }
@@ -262,18 +266,16 @@ struct simd_tile<narrow_op<std::int64_t, std::int32_t, false>> {
         const __m128i bias = _mm_set1_epi64x(0x80000000LL);
         __m128i high = _mm_setzero_si128();
         for_each_block<4, 8, 4>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
-            __m128 r[4];
-            for (int k = 0; k < 4; ++k) {
+            const auto low_dwords = [&](int k) {
                 const unsigned char* p = s + k * sj;
                 const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
                 const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
-                r[k] = _mm_castsi128_ps(_mm_unpacklo_epi64(_mm_shuffle_epi32(a, _MM_SHUFFLE(3, 1, 2, 0)),
-                                                           _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0))));
                 high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(a, bias), 32));
                 high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(b, bias), 32));
-            }
-            _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
-            for (int k = 0; k < 4; ++k) _mm_storeu_ps(reinterpret_cast<float*>(row + k * di), r[k]);
+                return _mm_castsi128_ps(_mm_unpacklo_epi64(_mm_shuffle_epi32(a, _MM_SHUFFLE(3, 1, 2, 0)),
+                                                           _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0))));
+            };
+            store_transposed(low_dwords(0), low_dwords(1), low_dwords(2), low_dwords(3), row, di);
         });
         return _mm_movemask_epi8(_mm_cmpeq_epi32(high, _mm_setzero_si128())) == 0xFFFF;
     }
