@@ -84,15 +84,27 @@ std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check)
     for (std::size_t start = 0; start < n; start += block) {
         const std::size_t end = std::min(n, start + block);
         __m128d overflow = _mm_setzero_pd();
+        __m128 largest = _mm_setzero_ps();  // of what was written: infinity when a value overflowed or was infinite
         std::size_t i = start;
         for (; i + 4 <= end; i += 4) {
             const __m128d a = _mm_loadu_pd(in + i), b = _mm_loadu_pd(in + i + 2);
-            if constexpr (Write) _mm_storeu_ps(out + i, _mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
-            const __m128d abs_a = _mm_andnot_pd(sign, a), abs_b = _mm_andnot_pd(sign, b);
-            overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(abs_a, threshold), _mm_cmplt_pd(abs_a, infinity)));
-            overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(abs_b, threshold), _mm_cmplt_pd(abs_b, infinity)));
+            if constexpr (Write) {
+                const __m128 narrowed = _mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b));
+                _mm_storeu_ps(out + i, narrowed);
+                largest = _mm_max_ps(_mm_andnot_ps(_mm_set1_ps(-0.0f), narrowed), largest);  // NaN keeps largest
+            } else {
+                const __m128d abs_a = _mm_andnot_pd(sign, a), abs_b = _mm_andnot_pd(sign, b);
+                overflow =
+                    _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(abs_a, threshold), _mm_cmplt_pd(abs_a, infinity)));
+                overflow =
+                    _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(abs_b, threshold), _mm_cmplt_pd(abs_b, infinity)));
+            }
         }
         bool bad = _mm_movemask_pd(overflow) != 0;
+        if (Write && check &&
+            _mm_movemask_ps(_mm_cmpeq_ps(largest, _mm_set1_ps(HUGE_VALF))) != 0) {  // overflow or infinity?
+            bad = narrow_portable<false>(in + start, out, i - start, true) != i - start;
+        }
         if (i < end) bad |= narrow_portable<Write>(in + i, out + (Write ? i : 0), end - i, true) != end - i;
         if (bad && check) return start + narrow_portable<false>(in + start, out, end - start, true);
     }
