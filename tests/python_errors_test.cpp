@@ -6,6 +6,7 @@
 
 #include "tests/support/python.hpp"
 
+#include <exception>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -160,6 +161,19 @@ TEST_CASE("C++ exceptions become the right Python exceptions", "[errors][python]
         CHECK(PyObject_IsSubclass(classes.metadata_error, classes.dtype_error) == 1);
         CHECK(PyObject_IsSubclass(classes.value_range_error, classes.conversion_error) == 1);
         CHECK(PyObject_IsSubclass(classes.error, PyExc_RuntimeError) == 1);
+    }
+    SECTION("a binding library's translator: npybridge's and unknown types raised, standard ones handed back") {
+        const auto pointer_to = [](auto thrown) { return std::make_exception_ptr(thrown); };
+        npb::translate_exception(std::exception_ptr{});  // a forced unwind: nothing to do
+        CHECK_FALSE(PyErr_Occurred());
+        CHECK_THROWS_AS(npb::translate_exception(pointer_to(std::out_of_range("index 3"))), std::out_of_range);
+        CHECK_FALSE(PyErr_Occurred());
+        npb::translate_exception(pointer_to(npb::value_range_error("value 300")));
+        CHECK(PyErr_ExceptionMatches(npb::registered_exception_classes().value_range_error));
+        PyErr_Clear();
+        npb::translate_exception(pointer_to(custom_failure{}));
+        CHECK(PyErr_ExceptionMatches(PyExc_RuntimeError));
+        PyErr_Clear();
     }
     SECTION("guarded() returns nullptr with the error set") {
         PyObject* result = npb::guarded([]() -> PyObject* { throw npb::dtype_error("via guarded"); });

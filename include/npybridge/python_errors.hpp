@@ -78,6 +78,10 @@ inline bool make_exception_classes(PyObject* module);
 /// fails, a RuntimeError with the original message.
 inline void translate_exception() noexcept;
 
+/// A binding library's exception translator (GIL held): a std::exception not npybridge's is rethrown for the library
+/// to map, the rest raised as translate_exception() raises them.
+inline void translate_exception(const std::exception_ptr& thrown);
+
 /// Runs f() at the C++ → Python boundary: its result, or nullptr with translate_exception()'s error: `return
 /// npybridge::guarded([&] { ... });`. A thread's forced unwind passes through.
 template <class F>
@@ -344,6 +348,19 @@ inline void translate_exception() noexcept {
         PyErr_Clear();
         PyErr_Format(PyExc_RuntimeError, "npybridge: translating a C++ exception failed; original message: %s",
                      original.c_str());
+    }
+}
+
+inline void translate_exception(const std::exception_ptr& thrown) {
+    if (!thrown) return;  // a forced unwind reaches some translators as null: rethrowing null is undefined
+    try {
+        std::rethrow_exception(thrown);
+    } catch (const error&) {
+        translate_exception();
+    } catch (const std::exception&) {
+        throw;
+    } catch (...) {
+        translate_exception();  // a RuntimeError naming its type
     }
 }
 

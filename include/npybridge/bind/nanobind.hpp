@@ -187,19 +187,8 @@ namespace nanobind_support {
 
 inline void init(nanobind::module_& m) {
     if (!import_numpy() || !make_exception_classes(m.ptr())) throw nanobind::python_error();
-    nanobind::register_exception_translator([](const std::exception_ptr& thrown, void*) {
-        // Null for a forced unwind, which nanobind's dispatcher catches (nanobind #890): rethrowing null is undefined.
-        if (!thrown) return;
-        try {
-            std::rethrow_exception(thrown);
-        } catch (const npybridge::error&) {
-            translate_exception();
-        } catch (const std::exception&) {
-            throw;  // nanobind maps the standard ones
-        } catch (...) {
-            translate_exception();  // a RuntimeError naming its type
-        }
-    });
+    nanobind::register_exception_translator(
+        [](const std::exception_ptr& thrown, void*) { translate_exception(thrown); });
 }
 
 }  // namespace nanobind_support

@@ -159,18 +159,7 @@ namespace pybind11_support {
 
 inline void init(pybind11::module_& m) {
     if (!import_numpy() || !make_exception_classes(m.ptr())) throw pybind11::error_already_set();
-    pybind11::register_local_exception_translator([](std::exception_ptr thrown) {
-        if (!thrown) return;
-        try {
-            std::rethrow_exception(thrown);
-        } catch (const npybridge::error&) {
-            translate_exception();
-        } catch (const std::exception&) {
-            throw;  // pybind11 maps the standard ones
-        } catch (...) {
-            translate_exception();  // a RuntimeError naming its type
-        }
-    });
+    pybind11::register_local_exception_translator([](std::exception_ptr thrown) { translate_exception(thrown); });
 }
 
 }  // namespace pybind11_support

@@ -94,22 +94,32 @@ void round_each_to_bfloat16(const void* data, std::size_t step, bfloat16* out, s
     for (std::size_t i = 0; i < count; ++i) out[i] = round_to_bfloat16(in[i * step]);
 }
 
+/// Builtin integers (contiguous, aligned, native) into float16 / bfloat16 bits: how many it held; else nothing.
+template <class = void>
+std::optional<std::size_t> integer_array_to_16_bit_floats(PyArrayObject* array, void* out, bool to_half, bool exact) {
+    const char kind = descr_kind(PyArray_DESCR(array));
+    if ((kind != 'i' && kind != 'u') || descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF ||
+        !PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) {
+        return std::nullopt;
+    }
+    const npy_intp itemsize = PyArray_ITEMSIZE(array);
+    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
+    return without_gil_if_large(n * static_cast<std::size_t>(itemsize), [&] {
+        return visit_numbers(kind, itemsize, PyArray_DATA(array), [&](const auto* in) -> std::size_t {
+            if constexpr (std::is_integral_v<std::remove_cv_t<std::remove_pointer_t<decltype(in)>>>) {
+                return integers_to_16_bit_floats(in, n, static_cast<std::uint16_t*>(out), to_half, exact);
+            } else {
+                return 0;  // integers only
+            }
+        });
+    });
+}
+
 /// Fills contiguous BFloat16 memory from a builtin-typed array, rounding once whatever the FPU mode (bools: 1 for
 /// nonzero; complex: real part, 'wrap' only). False for another kind.
 template <class = void>
 bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
-    const char kind = descr_kind(PyArray_DESCR(array));
-    if ((kind == 'i' || kind == 'u') && descr_type_num(PyArray_DESCR(array)) < NPY_USERDEF &&
-        PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array) && PyArray_ISNOTSWAPPED(array)) {
-        const npy_intp itemsize = PyArray_ITEMSIZE(array);
-        without_gil_if_large(count * static_cast<std::size_t>(itemsize), [&] {
-            visit_numbers(kind, itemsize, PyArray_DATA(array), [&](const auto* in) {
-                if constexpr (std::is_integral_v<std::remove_cv_t<std::remove_pointer_t<decltype(in)>>>)
-                    integers_to_16_bit_floats(in, count, static_cast<std::uint16_t*>(out), false, false);
-            });
-        });
-        return true;
-    }
+    if (integer_array_to_16_bit_floats(array, out, false, false)) return true;
     const int wide = descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF
                          ? -1
                          : bfloat16_source_type(descr_kind(PyArray_DESCR(array)), PyArray_ITEMSIZE(array));
@@ -149,8 +159,8 @@ bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
     return true;
 }
 
-/// The values a copy reads: a user dtype read as plain numbers unless it goes into its own dtype. bfloat16 is widened
-/// on first use (`get`), so a fill into Float32 can widen straight into the tensor.
+/// The values a copy reads: a user dtype as plain numbers unless it goes into its own dtype. bfloat16 widens on first
+/// use (`get`): a fill into Float32 widens straight into the tensor.
 struct copy_values {
     mutable object array;
     std::optional<numpy_dtype_match> match;
@@ -539,30 +549,19 @@ void check_values(const fill_plan& plan, PyArrayObject* array, const std::string
 }
 
 /// Integers into Float16 or BFloat16 in one pass, exactness tested as stored (contiguous, aligned, native, fresh
-/// memory); else false. Unchecked Float16 takes only 8- and 16-bit sources, which NumPy's cast rounds the same way.
+/// memory); else false. Unchecked Float16 only from 8- and 16-bit sources, as NumPy's cast rounds those.
 template <class = void>
 bool convert_integers_to_16_bit_floats(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
                                        const fill_target& into) {
-    const char kind = descr_kind(PyArray_DESCR(array));
-    const npy_intp itemsize = PyArray_ITEMSIZE(array);
     const bool to_half = into.type.id() == dtype_enum::Float16;
     const bool exact = plan.check == value_check::exact;
-    if ((kind != 'i' && kind != 'u') || (!to_half && into.type.id() != dtype_enum::BFloat16) ||
-        (!exact && plan.check != value_check::none) || (to_half && !exact && itemsize > 2) || into.check_first ||
-        !PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) {
+    if ((!to_half && into.type.id() != dtype_enum::BFloat16) || (!exact && plan.check != value_check::none) ||
+        (to_half && !exact && PyArray_ITEMSIZE(array) > 2) || into.check_first) {
         return false;
     }
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
-    const std::size_t held = without_gil_if_large(n * static_cast<std::size_t>(itemsize), [&] {
-        return visit_numbers(kind, itemsize, PyArray_DATA(array), [&](const auto* in) -> std::size_t {
-            if constexpr (std::is_integral_v<std::remove_cv_t<std::remove_pointer_t<decltype(in)>>>) {
-                return integers_to_16_bit_floats(in, n, static_cast<std::uint16_t*>(into.out), to_half, exact);
-            } else {
-                return 0;  // integers only
-            }
-        });
-    });
-    if (held != n) {  // read again to name the value
+    const std::optional<std::size_t> held = integer_array_to_16_bit_floats(array, into.out, to_half, exact);
+    if (!held) return false;
+    if (*held != static_cast<std::size_t>(PyArray_SIZE(array))) {  // read again to name the value
         throw_unfit_value(array_dtype, into.type, plan.check,
                           *first_unfit_value(array, *storage_bounds(into.type.info())), into.layout);
     }

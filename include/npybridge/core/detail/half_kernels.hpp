@@ -243,8 +243,8 @@ std::size_t integers_to_bfloat16_sse2(const Int* in, std::size_t n, std::uint16_
 }
 #endif
 
-/// One block of integers into float16 / bfloat16 bits: through `narrow` floats when `small` (every value exact in
-/// float32), else through `wide` doubles, bfloat16 rounding the integer itself past 2^53.
+/// One block of integers into float16 / bfloat16 bits: through `narrow` floats when `small` (all exact in float32),
+/// else `wide` doubles; bfloat16 rounds the integer itself past 2^53.
 template <class Int, std::size_t Block>
 void block_to_16_bit_floats(const Int* values, std::size_t m, std::uint16_t* bits, bool to_half, bool small,
                             float* narrow, double* wide) noexcept {
@@ -291,8 +291,8 @@ std::size_t first_changed(const Int* values, std::size_t m, const std::uint16_t*
     return m;
 }
 
-/// Integers into float16 (`to_half`) or bfloat16 bits, each rounded once to nearest even, a block at a time through
-/// floats or doubles. With `exact`, the index of the first value that changes (overflow included), else n.
+/// Integers into float16 (`to_half`) or bfloat16 bits, rounded once to nearest even, a block at a time. With `exact`,
+/// the index of the first value that changes (overflow included), else n.
 template <class Int>
 std::size_t integers_to_16_bit_floats(const Int* in, std::size_t n, std::uint16_t* out, bool to_half,
                                       bool exact) noexcept {

@@ -269,7 +269,7 @@ std::size_t convert_checking_overflow(const T* in, std::size_t n, Out* out, T ov
 }
 
 /// A store_checked block: values clamped to [lo, hi] (NaN to lo) and stored; true when clamp or cast changed one.
-/// Floats clamp in Clamp and pass through Wide. Always inlined, so it vectorizes for the caller's target.
+/// Floats clamp in Clamp, then pass through Wide. Inlined: vectorized for the caller's target.
 template <class Wide, class Clamp, class Source, class Target>
 __attribute__((always_inline)) inline bool store_checked_block(const Source* __restrict in, Target* __restrict out,
                                                                std::size_t count, Wide lo, Wide hi) noexcept {

@@ -16,9 +16,8 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Owner block and storage in one allocation (storage from the next 64-byte boundary; plain new, as aligned new is
-/// a slow memalign). Large buffers ask for huge pages: from malloc up to glibc's mmap threshold (freed pages
-/// reused, as NumPy's), 2 MiB aligned above.
+/// Owner block and storage in one allocation, storage 64-byte aligned (plain new: aligned new is a slow memalign).
+/// Large buffers ask for huge pages (2 MiB aligned past glibc's mmap threshold).
 struct storage_block : owner_block {
     using owner_block::owner_block;
 };
