@@ -283,7 +283,7 @@ __attribute__((always_inline)) inline bool store_checked_block(const Source* __r
             out[i] = static_cast<Target>(held);
         } else {
             const Source value = in[i];
-            const Source held = value < lo ? lo : value > hi ? hi : value;
+            const Source held = std::min<Source>(std::max<Source>(value, lo), hi);  // vpmaxsd / vpminsd
             changed |= held ^ value;
             out[i] = static_cast<Target>(held);
         }
