@@ -1,6 +1,8 @@
 """Draws docs/performance.md's charts from one bench run's results (tools/bench/run --results DIR).
 
-Usage: plot.py RESULTS_DIR [OUT_DIR]   (OUT_DIR defaults to docs/; tools/bench/plot runs this)
+Usage: plot.py RESULTS_DIR [OUT_DIR [CHART...]]   (OUT_DIR defaults to docs/; tools/bench/plot runs this)
+
+CHART names the charts to draw (perf-conversions.svg, ...), from a run of only their benches; by default all four.
 
 Writes four SVG files, each captioned with the machine, the commit and the date of the run (RESULTS_DIR/run.json):
   perf-calls.svg   per-call cost of one conversion against the do-nothing floor (python_bench.json)
@@ -228,13 +230,16 @@ def main(argv):
         raise SystemExit(__doc__)
     folder = pathlib.Path(argv[1])
     out = pathlib.Path(argv[2]) if len(argv) > 2 else pathlib.Path(__file__).resolve().parent.parent.parent / "docs"
+    chosen = argv[3:] or list(CHARTS)
+    unknown = [name for name in chosen if name not in CHARTS]
+    if unknown:
+        raise SystemExit(f"plot: no chart {', '.join(unknown)} (the charts: {', '.join(CHARTS)})")
     out.mkdir(parents=True, exist_ok=True)
     run = load(folder, "run")
-    calls_chart(folder, out, run)
-    build_chart(folder, out, run)
-    copies_chart(folder, out, run)
-    conversions_chart(folder, out, run)
-    for name in CHARTS:
+    draw = {"perf-calls.svg": calls_chart, "perf-build.svg": build_chart, "perf-copies.svg": copies_chart,
+            "perf-conversions.svg": conversions_chart}
+    for name in chosen:
+        draw[name](folder, out, run)
         print(out / name)
     return 0
 

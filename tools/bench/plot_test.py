@@ -36,6 +36,22 @@ class PlotTest(unittest.TestCase):
                 for word in must + [run["commit"], run["date"]]:
                     self.assertIn(word.replace("&", "&amp;"), text, (name, word))
 
+    def test_named_charts_are_drawn_from_their_benches_alone(self):
+        with tempfile.TemporaryDirectory() as folder:
+            partial = pathlib.Path(folder) / "results"
+            partial.mkdir()
+            for name in ("run.json", "throughput_bench.json"):
+                shutil.copy(SAVED / name, partial / name)
+            out = pathlib.Path(folder) / "out"
+            done = subprocess.run([sys.executable, str(PLOT), str(partial), str(out), "perf-conversions.svg"],
+                                  capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual(sorted(p.name for p in out.iterdir()), ["perf-conversions.svg"])
+            wrong = subprocess.run([sys.executable, str(PLOT), str(partial), str(out), "perf-speed.svg"],
+                                   capture_output=True, text=True)
+            self.assertNotEqual(wrong.returncode, 0)
+            self.assertIn("no chart perf-speed.svg", wrong.stderr)
+
     def test_a_missing_input_is_named(self):
         with tempfile.TemporaryDirectory() as folder:
             partial = pathlib.Path(folder) / "results"
