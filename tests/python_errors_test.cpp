@@ -3,15 +3,18 @@
 
 #include <npybridge/python_errors.hpp>
 #include <npybridge/tracker.hpp>
+#include <npybridge/detail/tag_table.hpp>
 
 #include "tests/support/python.hpp"
 
 #include <exception>
 #include <new>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 namespace npb = npybridge;
 using Catch::Matchers::Contains;
@@ -236,4 +239,45 @@ TEST_CASE("the origin tracker tags, blames and balances references", "[tracker]"
         }
     }
     CHECK(Py_REFCNT(tag.get()) == start);  // the tracker died holding tags: all released
+}
+
+TEST_CASE("the tracker's table agrees with a std::unordered_map over random inserts, lookups and erases", "[tracker]") {
+    // Keys 16 bytes apart, as the addresses the tracker is given: the hash of a pointer is the address.
+    static char arena[16 * 512];
+    std::mt19937_64 random(5);
+    npb::detail::tag_table<const void*, int, std::hash<const void*>> table;
+    std::unordered_map<const void*, int> oracle;
+    for (int step = 0; step < 20000; ++step) {
+        const void* key = arena + 16 * (random() % 512);
+        const int value = static_cast<int>(random() % 1000);
+        CAPTURE(step);
+        switch (random() % 3) {
+            case 0: {
+                const auto [slot, inserted] = table.try_emplace(key, value);
+                const auto [expected, added] = oracle.try_emplace(key, value);
+                REQUIRE(inserted == added);
+                REQUIRE(*slot == expected->second);
+                break;
+            }
+            case 1: REQUIRE(table.erase(key) == (oracle.erase(key) == 1)); break;
+            default: {
+                const int* found = table.find(key);
+                const auto expected = oracle.find(key);
+                REQUIRE((found != nullptr) == (expected != oracle.end()));
+                if (found) REQUIRE(*found == expected->second);
+            }
+        }
+        REQUIRE(table.size() == oracle.size());
+    }
+    int seen = 0;
+    table.for_each([&](const void* key, int value) {
+        CHECK(oracle.at(key) == value);
+        ++seen;
+        return 0;
+    });
+    CHECK(seen == static_cast<int>(oracle.size()));
+    const auto taken = table.take();
+    CHECK(table.size() == 0);
+    CHECK(taken.size() == oracle.size());
+    CHECK(table.find(arena) == nullptr);
 }

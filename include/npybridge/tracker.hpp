@@ -5,10 +5,10 @@
 #include <npybridge/core/errors.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
+#include <npybridge/detail/tag_table.hpp>
 
 #include <string>
 #include <string_view>
-#include <unordered_map>  // not <functional>, which costs parse time
 #include <utility>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
@@ -77,7 +77,7 @@ public:
 private:
     void leave() noexcept;
 
-    std::unordered_map<Key, PyObject*, Hash> m_tags;
+    detail::tag_table<Key, PyObject*, Hash> m_tags;
     PyObject* m_current = nullptr;
 };
 
@@ -130,15 +130,15 @@ void origin_tracker<Key, Hash>::on_create(const Key& key) {
     Py_INCREF(m_current);
     auto [slot, inserted] = m_tags.try_emplace(key, m_current);
     if (!inserted) {
-        PyObject* old = std::exchange(slot->second, m_current);
+        PyObject* old = std::exchange(*slot, m_current);
         Py_DECREF(old);
     }
 }
 
 template <class Key, class Hash>
 PyObject* origin_tracker<Key, Hash>::origin(const Key& key) const {
-    auto found = m_tags.find(key);
-    return found == m_tags.end() ? nullptr : found->second;
+    PyObject* const* found = m_tags.find(key);
+    return found ? *found : nullptr;
 }
 
 template <class Key, class Hash>
@@ -151,23 +151,29 @@ std::string origin_tracker<Key, Hash>::blame(const Key& key, std::string_view me
 
 template <class Key, class Hash>
 void origin_tracker<Key, Hash>::forget(const Key& key) {
-    auto found = m_tags.find(key);
-    if (found == m_tags.end()) return;
-    PyObject* tag = found->second;
-    m_tags.erase(found);
+    PyObject* const* found = m_tags.find(key);
+    if (!found) return;
+    PyObject* tag = *found;
+    m_tags.erase(key);
     Py_DECREF(tag);
 }
 
 template <class Key, class Hash>
 void origin_tracker<Key, Hash>::clear() noexcept {
-    auto tags = std::move(m_tags);
-    m_tags.clear();
-    for (auto& entry : tags) Py_DECREF(entry.second);
+    const auto tags = m_tags.take();  // a decref may run code that uses the tracker
+    tags.for_each([](const Key&, PyObject* tag) {
+        Py_DECREF(tag);
+        return 0;
+    });
 }
 
 template <class Key, class Hash>
 int origin_tracker<Key, Hash>::traverse(visitproc visit, void* arg) const {
-    for (const auto& entry : m_tags) Py_VISIT(entry.second);
+    const int stop = m_tags.for_each([&](const Key&, PyObject* tag) {
+        Py_VISIT(tag);
+        return 0;
+    });
+    if (stop != 0) return stop;
     Py_VISIT(m_current);
     return 0;
 }

@@ -1,0 +1,105 @@
+// npybridge/detail/tag_table.hpp — the origin tracker's table: keys to tags, without <unordered_map>'s parse time.
+#pragma once
+
+#include <npybridge/core/config.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
+namespace detail {
+
+/// Open addressing, linear probing, at most half full; erase shifts the run back. Hashes are mixed: a pointer's
+/// std::hash is its address.
+template <class Key, class Value, class Hash>
+class tag_table {
+public:
+    std::size_t size() const noexcept { return m_size; }
+
+    /// The value of `key`, or nullptr.
+    Value* find(const Key& key) noexcept {
+        if (m_size == 0) return nullptr;
+        for (std::size_t i = home(key);; i = next(i)) {
+            if (!m_slots[i]) return nullptr;
+            if (m_slots[i]->first == key) return &m_slots[i]->second;
+        }
+    }
+    const Value* find(const Key& key) const noexcept { return const_cast<tag_table*>(this)->find(key); }
+
+    /// The value of `key`; whether `value` was inserted.
+    std::pair<Value*, bool> try_emplace(const Key& key, const Value& value) {
+        if (2 * (m_size + 1) > m_slots.size()) regrow(m_slots.empty() ? 16 : 2 * m_slots.size());
+        for (std::size_t i = home(key);; i = next(i)) {
+            if (!m_slots[i]) {
+                m_slots[i].emplace(key, value);
+                ++m_size;
+                return {&m_slots[i]->second, true};
+            }
+            if (m_slots[i]->first == key) return {&m_slots[i]->second, false};
+        }
+    }
+
+    /// Removes `key`; false if it was not there.
+    bool erase(const Key& key) noexcept {
+        if (m_size == 0) return false;
+        std::size_t hole = home(key);
+        for (; m_slots[hole] && !(m_slots[hole]->first == key); hole = next(hole)) {
+        }
+        if (!m_slots[hole]) return false;
+        m_slots[hole].reset();
+        --m_size;
+        for (std::size_t i = next(hole); m_slots[i]; i = next(i)) {
+            const std::size_t want = home(m_slots[i]->first);
+            const bool stays = hole < i ? (hole < want && want <= i) : (hole < want || want <= i);
+            if (stays) continue;
+            m_slots[hole] = std::move(m_slots[i]);
+            m_slots[i].reset();
+            hole = i;
+        }
+        return true;
+    }
+
+    /// visit(key, value) for each entry until one returns nonzero: that value, else 0.
+    template <class F>
+    int for_each(F&& visit) const {
+        for (const auto& slot : m_slots) {
+            if (!slot) continue;
+            if (const int stop = visit(slot->first, slot->second)) return stop;
+        }
+        return 0;
+    }
+
+    /// Empties the table into the returned one.
+    tag_table take() noexcept {
+        tag_table taken;
+        std::swap(taken.m_slots, m_slots);
+        std::swap(taken.m_size, m_size);
+        return taken;
+    }
+
+private:
+    std::size_t home(const Key& key) const noexcept {
+        const auto mixed = static_cast<std::uint64_t>(m_hash(key)) * 0x9E3779B97F4A7C15u;  // Fibonacci hashing
+        return static_cast<std::size_t>(mixed >> 32) & (m_slots.size() - 1);
+    }
+    std::size_t next(std::size_t i) const noexcept { return (i + 1) & (m_slots.size() - 1); }
+
+    void regrow(std::size_t slots) {
+        std::vector<std::optional<std::pair<Key, Value>>> old(slots);
+        std::swap(old, m_slots);
+        m_size = 0;
+        for (auto& slot : old) {
+            if (slot) try_emplace(slot->first, slot->second);
+        }
+    }
+
+    std::vector<std::optional<std::pair<Key, Value>>> m_slots;  // a power of two long, or empty
+    std::size_t m_size = 0;
+    Hash m_hash;
+};
+
+}  // namespace detail
+}  // namespace npybridge
