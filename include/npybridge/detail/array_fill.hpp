@@ -388,7 +388,28 @@ inline bool short_step_rows(PyArrayObject* array) {
     return step != 0 && step <= 32;
 }
 
-/// store_within row by row, a stepped row gathered a block at a time into L1: n when every value is held, else less.
+/// store_within of `count` values `step` bytes apart, gathered a block at a time into L1: count when all are held.
+template <class Source>
+std::size_t store_stepped_within(const char* in, std::ptrdiff_t step, std::size_t count, char* out, std::size_t size,
+                                 const value_bounds& bounds) {
+    constexpr std::size_t block = 1024;
+    Source gathered[block];
+    for (std::size_t at = 0; at < count; at += block) {
+        const std::size_t m = std::min(block, count - at);
+        const char* from = in + static_cast<std::ptrdiff_t>(at) * step;
+        if (step == 2 * static_cast<std::ptrdiff_t>(sizeof(Source))) {
+            gather_every_other(reinterpret_cast<const Source*>(from), m, gathered);
+        } else {
+            for (std::size_t i = 0; i < m; ++i) {
+                std::memcpy(&gathered[i], from + static_cast<std::ptrdiff_t>(i) * step, sizeof(Source));
+            }
+        }
+        if (store_within(gathered, m, out + at * size, size, bounds) != m) return at;
+    }
+    return count;
+}
+
+/// store_within row by row (stepped rows by store_stepped_within): n when every value is held, else less.
 template <class Source>
 std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* out, std::size_t size,
                               const value_bounds& bounds) {
@@ -398,28 +419,15 @@ std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* o
     const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
     const auto inner = static_cast<std::size_t>(dims[ndim - 1]);
     const std::ptrdiff_t step = strides[ndim - 1];
-    constexpr std::size_t block = 1024;
-    Source gathered[block];
     npy_intp index[NPY_MAXDIMS] = {};
     std::ptrdiff_t offset = 0;  // to the row's first element
     for (std::size_t row = 0; row * inner < n; ++row) {
         const char* in = reinterpret_cast<const char*>(first) + offset;
         char* to = static_cast<char*>(out) + row * inner * size;
-        if (step == static_cast<std::ptrdiff_t>(sizeof(Source))) {
-            if (store_within(reinterpret_cast<const Source*>(in), inner, to, size, bounds) != inner) return 0;
-        }
-        for (std::size_t at = 0; step != static_cast<std::ptrdiff_t>(sizeof(Source)) && at < inner; at += block) {
-            const std::size_t m = std::min(block, inner - at);
-            const char* from = in + static_cast<std::ptrdiff_t>(at) * step;
-            if (step == 2 * static_cast<std::ptrdiff_t>(sizeof(Source))) {
-                gather_every_other(reinterpret_cast<const Source*>(from), m, gathered);
-            } else {
-                for (std::size_t i = 0; i < m; ++i) {
-                    std::memcpy(&gathered[i], from + static_cast<std::ptrdiff_t>(i) * step, sizeof(Source));
-                }
-            }
-            if (store_within(gathered, m, to + at * size, size, bounds) != m) return 0;
-        }
+        const std::size_t held = step == static_cast<std::ptrdiff_t>(sizeof(Source))
+                                     ? store_within(reinterpret_cast<const Source*>(in), inner, to, size, bounds)
+                                     : store_stepped_within<Source>(in, step, inner, to, size, bounds);
+        if (held != inner) return 0;
         for (int k = ndim - 2; k >= 0; --k) {  // an odometer over the outer dimensions
             offset += strides[k];
             if (++index[k] < dims[k]) break;

@@ -46,8 +46,7 @@ public:
     bool erase(const Key& key) noexcept {
         if (m_size == 0) return false;
         std::size_t hole = home(key);
-        for (; m_slots[hole] && !(m_slots[hole]->first == key); hole = next(hole)) {
-        }
+        for (; m_slots[hole] && !(m_slots[hole]->first == key); hole = next(hole)) {}
         if (!m_slots[hole]) return false;
         m_slots[hole].reset();
         --m_size;
