@@ -566,6 +566,8 @@ PyObject* dequantize(PyObject*, PyObject* codes) {
     });
 }
 
+PyObject* lowbit_kernel(PyObject*, PyObject*) { return PyUnicode_FromString(npb::lowbit_kernel_name()); }
+
 PyMethodDef module_methods[] = {
     {"quantize", quantize, METH_VARARGS,
      "quantize(values, dtype): the codes of real values in a quantized dtype (npybridge::quantize: MegDNN's "
@@ -579,6 +581,8 @@ PyMethodDef module_methods[] = {
      "throw_cpp(kind, message): throws a C++ exception: out_of_range, bad_alloc, runtime_error, conversion, unknown."},
     {"dtype_table", dtype_table, METH_NOARGS,
      "One dict per dtype: name, enum, bits, category, packed, numpy (dtype string or None)."},
+    {"lowbit_kernel", lowbit_kernel, METH_NOARGS,
+     "The low-bit packing kernels in use: 'ssse3' or 'portable' (NPYBRIDGE_SIMD=baseline keeps the portable ones)."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -280,3 +280,11 @@ TEMPLATE_TEST_CASE("every other value is gathered in order, and nothing is read 
         for (std::size_t i = 0; i < m; ++i) REQUIRE(out[i] == in[2 * i]);
     }
 }
+
+TEST_CASE("NPYBRIDGE_SIMD=baseline, and only that spelling, keeps the kernels to the baseline", "[narrowing]") {
+    CHECK(npb::detail::baseline_only("baseline"));
+    CHECK_FALSE(npb::detail::baseline_only(nullptr));
+    CHECK_FALSE(npb::detail::baseline_only(""));
+    CHECK_FALSE(npb::detail::baseline_only("Baseline"));
+    CHECK_FALSE(npb::detail::baseline_only("avx2"));
+}

@@ -127,7 +127,7 @@ inline bool cpu_has_f16c() noexcept {
 inline half_kernels choose_half_kernels() noexcept {
 #if defined(NPYBRIDGE_X86)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx") && cpu_has_f16c()) {  // avx: the OS keeps the YMM state
+    if (__builtin_cpu_supports("avx") && cpu_has_f16c() && !simd_baseline_only()) {  // avx: the OS keeps YMM
         return {floats_to_half_f16c, half_to_floats_f16c, "f16c"};
     }
 #endif

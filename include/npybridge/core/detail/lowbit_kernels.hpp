@@ -197,7 +197,7 @@ struct lowbit_kernels {
 inline lowbit_kernels choose_lowbit_kernels() noexcept {
 #if defined(NPYBRIDGE_X86)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("ssse3")) {
+    if (__builtin_cpu_supports("ssse3") && !simd_baseline_only()) {
         return {{pack_ssse3<1>, pack_ssse3<2>, pack_ssse3<4>},
                 {unpack_ssse3<1>, unpack_ssse3<2>, unpack_ssse3<4>},
                 "ssse3"};

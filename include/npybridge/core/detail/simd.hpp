@@ -16,8 +16,22 @@
 #include <xmmintrin.h>
 #endif
 
+#include <cstdlib>
+#include <cstring>
+
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
+
+/// Whether NPYBRIDGE_SIMD's value asks for the baseline.
+inline bool baseline_only(const char* setting) noexcept {
+    return setting != nullptr && std::strcmp(setting, "baseline") == 0;
+}
+
+/// NPYBRIDGE_SIMD=baseline: no level chosen at run time (AVX2, F16C, SSSE3), for tests of the others. Read once.
+inline bool simd_baseline_only() noexcept {
+    static const bool baseline = baseline_only(std::getenv("NPYBRIDGE_SIMD"));
+    return baseline;
+}
 
 /// Whether this CPU runs AVX2, the widest level (each kernel has a portable or SSE2 level with the same bits). Asked
 /// once.
@@ -25,7 +39,7 @@ inline bool cpu_has_avx2() noexcept {
 #if defined(NPYBRIDGE_X86)
     static const bool avx2 = [] {
         __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") != 0;
+        return __builtin_cpu_supports("avx2") != 0 && !simd_baseline_only();
     }();
     return avx2;
 #else

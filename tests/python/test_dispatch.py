@@ -1,0 +1,122 @@
+"""Every kernel level gives the same bits: the conversions run once with the levels this CPU has (AVX2, F16C,
+SSSE3) and once with NPYBRIDGE_SIMD=baseline (SSE2 and portable loops only), each in a fresh interpreter, over
+values that reach every branch of the kernels (NaN payloads, infinities, subnormals, ties, overflow, the largest
+finite values), in blocks long enough for the vector loops and with the ragged ends that leave to scalar tails.
+"""
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import EXAMPLE_MODULE, nbx
+
+
+CONVERSIONS = r"""
+import pickle, sys
+import numpy as np
+import {module} as nbx
+Tensor = nbx.Tensor
+rng = np.random.default_rng(11)
+specials = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-45, 1.1754942e-38, 6e-8, -5.9e-8,
+                     65504.0, 65520.0, -65519.99, 3.3895313892515355e38, 3.4e38, 1e300, -1e300, 2.5, 3.5, -0.5,
+                     1.00048828125, 1.0009765625, 1.001953125, 255.5, 256.5, 127.5, -128.5, 32767.5])
+floats = np.concatenate([specials, rng.standard_normal(5000) * 1000.0, rng.standard_normal(3001) * 1e-6,
+                         specials[::-1]])
+nan_payloads = np.array([0x7FC00001, 0xFFC12345, 0x7F800001, 0x7FBFFFFF], np.uint32).view(np.float32)
+f32 = np.concatenate([floats.astype(np.float32), nan_payloads])
+ints = np.concatenate([rng.integers(-2**40, 2**40, 3000), rng.integers(-300, 300, 3000),
+                       np.array([2**31 - 1, -2**31, 2**24 + 1, 2**53 + 1, -(2**53) - 3, 255, 256, 257])])
+
+
+def outcome(action):
+    try:
+        return ("ok", bytes(action()))
+    except Exception as error:
+        return (type(error).__name__, str(error))
+
+
+def to(array, dtype, narrowing="checked"):
+    return lambda: Tensor.from_numpy(array, dtype=dtype, narrowing=narrowing).storage()
+
+
+def cases(array, target, fitting, unfit):
+    # Everything wrapped; every value fitting; fitting values, then one that does not (the whole loop runs).
+    results[name, target, "wrap"] = outcome(to(array, target, "wrap"))
+    results[name, target, "fits"] = outcome(to(fitting, target))
+    late = np.concatenate([fitting, np.array([unfit]).astype(fitting.dtype)])
+    results[name, target, "unfit last"] = outcome(to(late, target))
+
+
+results = {{}}
+float_targets = {{"Float16": 6e4, "BFloat16": 3e38, "Float32": 3e38}}
+for name, array in [("float64", floats), ("float32", f32)]:
+    with np.errstate(all="ignore"):
+        for target, largest in float_targets.items():
+            cases(array, target, np.where(np.abs(array) > largest, 1.0, array).astype(array.dtype), 1e300)
+        whole = np.rint(np.clip(np.nan_to_num(array), -100, 100)).astype(array.dtype)
+        for target in ["Int8", "Int16", "Uint8"]:
+            cases(array, target, np.abs(whole) if target == "Uint8" else whole, 1000.5)
+    results[name, "stepped Float16"] = outcome(to(array[::3], "Float16", "wrap"))
+halves = f32.astype(np.float16)
+results["float16 -> Float32"] = outcome(to(halves, "Float32"))
+results["Float16 -> float32"] = outcome(lambda: Tensor.from_numpy(halves).numpy().astype(np.float32).tobytes())
+bf16 = Tensor.from_numpy(f32, dtype="BFloat16", narrowing="wrap").numpy()
+results["bfloat16 -> Float32"] = outcome(to(bf16, "Float32"))
+for name, source in [("int64", ints), ("int32", ints.astype(np.int32)), ("int16", ints.astype(np.int16)),
+                     ("int8", ints.astype(np.int8)), ("uint16", ints.astype(np.uint16))]:
+    small = np.clip(source, -100, 100) if source.dtype.kind == "i" else np.clip(source, 0, 100)
+    for target in ["Int8", "Int16", "Int32", "Float16", "BFloat16", "Float32"]:
+        cases(source, target, small, 2**31 - 1 if source.itemsize == 8 else np.iinfo(source.dtype).max)
+    results[name, "stepped rows"] = outcome(to(small[: 64 * 80].reshape(80, 64)[:, ::2], "Int8"))
+    results[name, "transposed"] = outcome(to(small[: 64 * 80].reshape(80, 64).T, "Int16"))
+for qname, params in [("QuantizedS8", {{"scale": 0.25}}), ("Quantized8Asymm", {{"scale": 0.5, "zero_point": 7}}),
+                      ("QuantizedS4", {{"scale": 0.125}}), ("Quantized4Asymm", {{"scale": 0.5, "zero_point": 3}})]:
+    dtype = np.dtype(np.int8 if "S" in qname else np.uint8, metadata={{"mgb_dtype": dict(name=qname, **params)}})
+    codes = outcome(lambda: nbx.quantize(f32, dtype).tobytes())
+    results["quantize", qname] = codes
+    if codes[0] == "ok" and "4" not in qname:
+        stored = np.frombuffer(codes[1], dtype.base).astype(dtype)
+        results["dequantize", qname] = outcome(lambda: nbx.dequantize(stored).tobytes())
+for target, odd in [("IntB1", ints % 2 * 2 - 1), ("IntB2", ints % 4 * 2 - 3), ("IntB4", ints % 16 * 2 - 15)]:
+    odd = odd.astype(np.int8)
+    results["pack", target] = outcome(to(odd, target))
+    results["unpack", target] = outcome(lambda: Tensor.from_numpy(odd, dtype=target).numpy().tobytes())
+kernel = getattr(nbx, "lowbit_kernel", None)
+results["lowbit kernel"] = kernel() if kernel else None
+sys.stdout.buffer.write(pickle.dumps(results))
+"""
+
+
+def converted(simd=None):
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(nbx.__file__))
+    env.pop("NPYBRIDGE_SIMD", None)
+    if simd is not None:
+        env["NPYBRIDGE_SIMD"] = simd
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(CONVERSIONS.format(module=EXAMPLE_MODULE))],
+                          env=env, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    return pickle.loads(done.stdout)
+
+
+@pytest.mark.guarantee
+def test_the_baseline_kernels_give_the_same_bits_and_errors_as_this_cpus_own():
+    native, baseline = converted(), converted("baseline")
+    if native["lowbit kernel"] is not None:
+        assert baseline["lowbit kernel"] == "portable"
+        if native["lowbit kernel"] == "portable":
+            pytest.skip("this CPU has no level above the baseline to compare with")
+    native.pop("lowbit kernel")
+    baseline.pop("lowbit kernel")
+    assert native.keys() == baseline.keys()
+    for key in native:
+        assert baseline[key] == native[key], key
+    # The comparison is of work done: most conversions succeed, the checked ones of unfit values fail.
+    outcomes = [value[0] for value in native.values()]
+    assert outcomes.count("ok") > 0.6 * len(outcomes) and "ValueRangeError" in outcomes
+
+
+def test_another_simd_setting_changes_nothing():
+    assert converted("avx512")["lowbit kernel"] == converted()["lowbit kernel"]
