@@ -2,6 +2,7 @@
 permutation of 2-, 3- and 4-D shapes with extents around the tile edges, negative and sliced strides,
 zero-size and size-1 dimensions, byte-swapped sources, narrowing while gathering, and to_array copies."""
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -142,3 +143,30 @@ def test_transposed_copy_is_c_contiguous_and_equal():
     t = Tensor.from_numpy(a, policy="copy")
     assert t.strides == (4, 1)
     np.testing.assert_array_equal(t.numpy(), a)
+
+
+# Copies of 4 MiB and more into rows of whole 16-byte units go by streamed tiles (32 source bytes by 256 destination
+# bytes, streaming stores): extents leave ragged edges both ways, for each tiled element size and both narrowing
+# tiles; a destination row of an odd length takes the plain tiles.
+LARGE = [("<f4", (1036, 1531), (1, 0)), ("<i2", (40, 301, 257), (2, 0, 1)), ("<c8", (702, 1003), (1, 0)),
+         ("<i8", (1500, 1003), (1, 0)), ("<f8", (1500, 1001), (1, 0)), ("<f4", (1037, 1531), (1, 0))]
+
+
+@pytest.mark.parametrize("dtype, shape, perm", LARGE, ids=str)
+def test_large_transposed_copies_equal_numpy_and_name_the_first_bad_value(dtype, shape, perm):
+    base = values(shape, dtype)
+    view = base.transpose(perm)
+    got = Tensor.from_numpy(view, policy="copy").numpy()
+    narrowed = view.dtype.itemsize == 8 and view.dtype.kind in NARROWED
+    native = np.dtype(NARROWED[view.dtype.kind]) if narrowed else view.dtype
+    assert got.nbytes >= 4 << 20
+    assert same_bits(got, np.ascontiguousarray(view).astype(native))
+    existing = Tensor.from_numpy(np.zeros(view.shape, native))
+    existing.copy_from(view)
+    assert same_bits(existing.numpy(), got)
+    if narrowed:  # a bad value inside the streamed tiles and one on a ragged edge
+        bad = view.copy(order="K")
+        at, edge = (3, 5), (view.shape[0] - 1, view.shape[1] - 2)
+        bad[edge] = bad[at] = 1e39 if view.dtype.kind == "f" else 2**40
+        with pytest.raises(nbx.ValueRangeError, match=re.escape(f"at index {at}")):
+            Tensor.from_numpy(bad.transpose(perm).transpose(perm))

@@ -334,6 +334,63 @@ bool copy_block(const unsigned char* src, std::ptrdiff_t si, std::ptrdiff_t sj, 
     return ok;
 }
 
+#if defined(NPYBRIDGE_SSE2)
+/// A large copy (aligned destination rows): tiles of 32 source bytes (16 of int16) by 512 destination bytes, the
+/// destination's blocks outermost, written by streaming stores. 4-byte copies from rows over 8 KiB apart keep the
+/// plain tiles (1.1x the time on a float32 4096^2 .T).
+template <class Op>
+inline constexpr std::size_t stream_tile_i = std::max<std::size_t>(simd_tile<Op>::edge,
+                                                                   (Op::in == 2 ? 16 : 32) / Op::in);
+template <class Op>
+inline constexpr std::size_t stream_tile_j = 512 / Op::out;
+inline constexpr std::size_t stream_from_bytes = std::size_t{4} << 20;
+
+template <class Op>
+bool copy_tile_streamed(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di) noexcept {
+    constexpr std::size_t rows = stream_tile_i<Op>;
+    constexpr std::size_t row = stream_tile_j<Op> * Op::out;
+    static_assert(rows % simd_tile<Op>::edge == 0 && stream_tile_j<Op> % simd_tile<Op>::edge == 0 && row % 16 == 0,
+                  "the SIMD tile covers the staged tile, in rows of 16-byte stores");
+    alignas(64) unsigned char staged[rows * row];
+    const bool fits = simd_tile<Op>::run(src, sj, staged, static_cast<std::ptrdiff_t>(row), rows, stream_tile_j<Op>);
+    for (std::size_t i = 0; i < rows; ++i) {
+        unsigned char* to = dst + static_cast<std::ptrdiff_t>(i) * di;
+        for (std::size_t k = 0; k < row; k += 16) {
+            _mm_stream_si128(reinterpret_cast<__m128i*>(to + k),
+                             _mm_load_si128(reinterpret_cast<const __m128i*>(staged + i * row + k)));
+        }
+    }
+    return fits;
+}
+
+/// A 2-D plane by streamed tiles (unit strides, destination rows 16-byte aligned), its ragged edges by copy_block.
+template <class Op>
+bool copy_plane_streamed(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di,
+                         std::size_t ni, std::size_t nj) noexcept {
+    constexpr std::size_t ti = stream_tile_i<Op>, tj = stream_tile_j<Op>;
+    constexpr auto in = static_cast<std::ptrdiff_t>(Op::in), out = static_cast<std::ptrdiff_t>(Op::out);
+    const std::size_t whole_i = ni / ti * ti, whole_j = nj / tj * tj;
+    bool ok = true;
+    for (std::size_t j0 = 0; j0 < whole_j; j0 += tj) {
+        for (std::size_t i0 = 0; i0 < whole_i; i0 += ti) {
+            ok &= copy_tile_streamed<Op>(
+                src + static_cast<std::ptrdiff_t>(i0) * in + static_cast<std::ptrdiff_t>(j0) * sj, sj,
+                dst + static_cast<std::ptrdiff_t>(i0) * di + static_cast<std::ptrdiff_t>(j0) * out, di);
+        }
+    }
+    _mm_sfence();  // streamed lines are ordered before later stores
+    if (whole_i < ni) {
+        ok &= copy_block<Op>(src + static_cast<std::ptrdiff_t>(whole_i) * in, in, sj,
+                             dst + static_cast<std::ptrdiff_t>(whole_i) * di, di, out, ni - whole_i, nj);
+    }
+    if (whole_j < nj) {
+        ok &= copy_block<Op>(src + static_cast<std::ptrdiff_t>(whole_j) * sj, in, sj,
+                             dst + static_cast<std::ptrdiff_t>(whole_j) * out, di, out, whole_i, nj - whole_j);
+    }
+    return ok;
+}
+#endif
+
 /// A run along one dimension.
 template <class Op>
 bool copy_run(const unsigned char* src, std::ptrdiff_t ss, unsigned char* dst, std::ptrdiff_t ds,
@@ -365,6 +422,34 @@ bool copy_run(const unsigned char* src, std::ptrdiff_t ss, unsigned char* dst, s
     return ok;
 }
 
+/// One plane of a tiled copy (s, d: the source's and destination's fastest dimensions).
+template <class Op>
+bool copy_plane(const copy_plan& plan, std::size_t s, std::size_t d, const unsigned char* src,
+                unsigned char* dst) noexcept {
+    const std::size_t ni = plan.shape[s], nj = plan.shape[d];
+#if defined(NPYBRIDGE_SSE2)
+    if constexpr (simd_tile<Op>::edge != 0) {
+        if (plan.src[s] == static_cast<std::ptrdiff_t>(Op::in) && plan.dst[d] == static_cast<std::ptrdiff_t>(Op::out) &&
+            plan.count() * Op::out >= stream_from_bytes && plan.dst[s] % 16 == 0 &&
+            reinterpret_cast<std::uintptr_t>(dst) % 16 == 0 && ni >= stream_tile_i<Op> && nj >= stream_tile_j<Op> &&
+            !(Op::in == 4 && Op::out == 4 && std::abs(plan.src[d]) > 8192)) {
+            return copy_plane_streamed<Op>(src, plan.src[d], dst, plan.dst[s], ni, nj);
+        }
+    }
+#endif
+    bool ok = true;
+    for (std::size_t i0 = 0; i0 < ni; i0 += tile_i<Op>) {
+        for (std::size_t j0 = 0; j0 < nj; j0 += tile_j<Op>) {
+            ok &= copy_block<Op>(
+                src + static_cast<std::ptrdiff_t>(i0) * plan.src[s] + static_cast<std::ptrdiff_t>(j0) * plan.src[d],
+                plan.src[s], plan.src[d],
+                dst + static_cast<std::ptrdiff_t>(i0) * plan.dst[s] + static_cast<std::ptrdiff_t>(j0) * plan.dst[d],
+                plan.dst[s], plan.dst[d], std::min(tile_i<Op>, ni - i0), std::min(tile_j<Op>, nj - j0));
+        }
+    }
+    return ok;
+}
+
 /// Copies `plan` (byte strides) from src to dst with Op; whether every value fit. No overlap.
 template <class Op>
 bool copy_strided_with(copy_plan plan, const void* source, void* destination) noexcept {
@@ -390,18 +475,7 @@ bool copy_strided_with(copy_plan plan, const void* source, void* destination) no
     unsigned char* d_base = dst;
     for (;;) {
         if (tiled) {
-            const std::size_t ni = plan.shape[s], nj = plan.shape[d];
-            for (std::size_t i0 = 0; i0 < ni; i0 += tile_i<Op>) {
-                for (std::size_t j0 = 0; j0 < nj; j0 += tile_j<Op>) {
-                    ok &= copy_block<Op>(s_base + static_cast<std::ptrdiff_t>(i0) * plan.src[s] +
-                                             static_cast<std::ptrdiff_t>(j0) * plan.src[d],
-                                         plan.src[s], plan.src[d],
-                                         d_base + static_cast<std::ptrdiff_t>(i0) * plan.dst[s] +
-                                             static_cast<std::ptrdiff_t>(j0) * plan.dst[d],
-                                         plan.dst[s], plan.dst[d], std::min(tile_i<Op>, ni - i0),
-                                         std::min(tile_j<Op>, nj - j0));
-                }
-            }
+            ok &= copy_plane<Op>(plan, s, d, s_base, d_base);
         } else {
             ok &= copy_run<Op>(s_base, plan.src[d], d_base, plan.dst[d], plan.shape[d]);
         }
