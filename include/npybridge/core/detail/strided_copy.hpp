@@ -257,6 +257,31 @@ struct simd_tile<narrow_op<double, float, false>> {
     }
 };
 
+/// complex128 -> complex64 while transposing, 2 x 2 values a block, looking for overflow on the way.
+template <>
+struct simd_tile<narrow_pair_op<false>> {
+    static constexpr std::size_t edge = 2;
+    static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
+                    std::size_t nj) noexcept {
+        const __m128d threshold = _mm_set1_pd(3.4028235677973366e38), infinity = _mm_set1_pd(HUGE_VAL),
+                      sign = _mm_set1_pd(-0.0);
+        __m128d overflow = _mm_setzero_pd();
+        for_each_block<2, 16, 8>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
+            const auto narrowed = [&](const unsigned char* p) {  // one complex value: both parts, as two floats
+                const __m128d value = _mm_loadu_pd(reinterpret_cast<const double*>(p));
+                const __m128d magnitude = _mm_andnot_pd(sign, value);
+                overflow = _mm_or_pd(overflow,
+                                     _mm_and_pd(_mm_cmpge_pd(magnitude, threshold), _mm_cmplt_pd(magnitude, infinity)));
+                return _mm_cvtpd_ps(value);
+            };
+            const __m128 a0 = narrowed(s), a1 = narrowed(s + 16), b0 = narrowed(s + sj), b1 = narrowed(s + sj + 16);
+            _mm_storeu_ps(reinterpret_cast<float*>(row), _mm_movelh_ps(a0, b0));
+            _mm_storeu_ps(reinterpret_cast<float*>(row + di), _mm_movelh_ps(a1, b1));
+        });
+        return _mm_movemask_pd(overflow) == 0;
+    }
+};
+
 /// int64 -> int32 while transposing: the low dwords, transposed as floats; a value fits when (x + 2^31) >> 32 == 0.
 template <>
 struct simd_tile<narrow_op<std::int64_t, std::int32_t, false>> {
