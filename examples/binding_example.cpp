@@ -374,6 +374,9 @@ EXAMPLE_MODULE(m) {
     m.def(
         "dtype_table", [] { return to_python(example::dtype_table_rows()); },
         "One dict per dtype: name, enum, bits, category, packed, numpy (dtype string or None).");
+    m.def(
+        "lowbit_kernel", [] { return std::string(npb::lowbit_kernel_name()); },
+        "The low-bit packing kernels in use: 'ssse3' or 'portable' (NPYBRIDGE_SIMD=baseline keeps the portable ones).");
 
     const auto from_numpy = [](bind::handle obj, bind::handle dtype, bind::handle policy, bind::handle narrowing,
                                bind::handle layout) {

@@ -367,18 +367,25 @@ std::size_t store_checked_sse2(const Source* in, std::size_t n, Target* out, std
     for (; start + block <= n; start += block) {
         lanes changed{};
         for (std::size_t i = start; i < start + block; i += 16) {
-            __m128i q[4];
-            for (int k = 0; k < 4; ++k) q[k] = clamp_to_int32(in + i + 4 * k, low, high, changed);
+            // Named values: GCC kept an array of four in memory.
+            const __m128i q0 = clamp_to_int32(in + i, low, high, changed);
+            const __m128i q1 = clamp_to_int32(in + i + 4, low, high, changed);
+            const __m128i q2 = clamp_to_int32(in + i + 8, low, high, changed);
+            const __m128i q3 = clamp_to_int32(in + i + 12, low, high, changed);
             auto* to = reinterpret_cast<__m128i*>(out + i);
             if constexpr (sizeof(Target) == 4) {
-                for (int k = 0; k < 4; ++k) _mm_storeu_si128(to + k, q[k]);
+                _mm_storeu_si128(to, q0);
+                _mm_storeu_si128(to + 1, q1);
+                _mm_storeu_si128(to + 2, q2);
+                _mm_storeu_si128(to + 3, q3);
             } else if constexpr (sizeof(Target) == 2) {
-                for (int k = 0; k < 4; k += 2) {
-                    const __m128i packed = _mm_packs_epi32(_mm_sub_epi32(q[k], bias), _mm_sub_epi32(q[k + 1], bias));
-                    _mm_storeu_si128(to + k / 2, _mm_xor_si128(packed, flip));
-                }
+                const auto packed = [&](__m128i a, __m128i b) {
+                    return _mm_xor_si128(_mm_packs_epi32(_mm_sub_epi32(a, bias), _mm_sub_epi32(b, bias)), flip);
+                };
+                _mm_storeu_si128(to, packed(q0, q1));
+                _mm_storeu_si128(to + 1, packed(q2, q3));
             } else {
-                const __m128i a = _mm_packs_epi32(q[0], q[1]), b = _mm_packs_epi32(q[2], q[3]);
+                const __m128i a = _mm_packs_epi32(q0, q1), b = _mm_packs_epi32(q2, q3);
                 _mm_storeu_si128(to, lo < 0 ? _mm_packs_epi16(a, b) : _mm_packus_epi16(a, b));
             }
         }
