@@ -281,3 +281,36 @@ TEST_CASE("the tracker's table agrees with a std::unordered_map over random inse
     CHECK(taken.size() == oracle.size());
     CHECK(table.find(arena) == nullptr);
 }
+
+namespace {
+
+/// A hash with long runs (four values for every key) that throws for key 13 while `poisoned`.
+struct fragile_hash {
+    static inline bool poisoned = false;
+    std::size_t operator()(int key) const {
+        if (poisoned && key == 13) throw std::runtime_error("hash of 13");
+        return static_cast<std::size_t>(key % 4);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("what the tracker's Hash throws passes through and leaves its table as it was", "[tracker]") {
+    npb::detail::tag_table<int, int, fragile_hash> table;
+    for (int key = 0; key < 40; ++key) table.try_emplace(key, 10 * key);
+    fragile_hash::poisoned = true;
+    CHECK_THROWS_WITH(table.find(13), "hash of 13");
+    CHECK_THROWS_WITH(table.erase(13), "hash of 13");
+    CHECK_THROWS_WITH(table.try_emplace(13, 0), "hash of 13");
+    // Growing and erasing move 13's entry (in the runs of the erased keys) without hashing it again.
+    for (int key = 40; key < 100; ++key) table.try_emplace(key, 10 * key);
+    for (int key = 0; key < 100; key += 3) CHECK(table.erase(key));
+    fragile_hash::poisoned = false;
+    CHECK(table.size() == 66);
+    for (int key = 0; key < 100; ++key) {
+        CAPTURE(key);
+        const int* found = table.find(key);
+        REQUIRE((found != nullptr) == (key % 3 != 0));
+        if (found) CHECK(*found == 10 * key);
+    }
+}

@@ -190,18 +190,19 @@ std::size_t doubles_to_16_bits_sse2(const double* in, std::size_t n, std::uint16
     constexpr auto infinity = static_cast<std::uint16_t>(((1u << (15 - Kept)) - 1u) << Kept);
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        __m128i outside[4];
-        __m128i lanes[4];
-        for (int k = 0; k < 4; ++k) {
-            lanes[k] = round_two_doubles<Kept, Bias>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 2 * k)),
-                                                     outside[k]);
-        }
+        const auto two = [&](std::size_t k, __m128i& outside) {  // not an array: GCC keeps one in memory
+            return round_two_doubles<Kept, Bias>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + k)),
+                                                 outside);
+        };
+        __m128i outside0, outside1, outside2, outside3;
+        const __m128i two0 = two(0, outside0), two1 = two(2, outside1), two2 = two(4, outside2),
+                      two3 = two(6, outside3);
         const __m128i bias = _mm_set1_epi32(0x8000);
-        const __m128i low = _mm_sub_epi32(low_halves(lanes[0], lanes[1]), bias);
-        const __m128i high = _mm_sub_epi32(low_halves(lanes[2], lanes[3]), bias);
+        const __m128i low = _mm_sub_epi32(low_halves(two0, two1), bias);
+        const __m128i high = _mm_sub_epi32(low_halves(two2, two3), bias);
         const __m128i bits = _mm_xor_si128(_mm_packs_epi32(low, high), _mm_set1_epi16(static_cast<short>(0x8000)));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), bits);
-        __m128i suspect = _mm_or_si128(_mm_or_si128(outside[0], outside[1]), _mm_or_si128(outside[2], outside[3]));
+        __m128i suspect = _mm_or_si128(_mm_or_si128(outside0, outside1), _mm_or_si128(outside2, outside3));
         if (check) {
             const __m128i magnitude = _mm_and_si128(bits, _mm_set1_epi16(0x7FFF));
             suspect = _mm_or_si128(suspect, _mm_cmpeq_epi16(magnitude, _mm_set1_epi16(static_cast<short>(infinity))));

@@ -47,6 +47,13 @@ std::size_t narrow_portable(const Source* in, Target* out, std::size_t n, bool c
 }
 
 #if defined(NPYBRIDGE_SSE2)
+/// The lanes of `value` that `fits` finds unfit for float32.
+inline __m128d float32_overflow_lanes(__m128d value) noexcept {
+    const __m128d magnitude = _mm_andnot_pd(_mm_set1_pd(-0.0), value);
+    return _mm_and_pd(_mm_cmpge_pd(magnitude, _mm_set1_pd(3.4028235677973366e38)),
+                      _mm_cmplt_pd(magnitude, _mm_set1_pd(HUGE_VAL)));
+}
+
 /// SSE2, four a step; int64 fits int32 when (x + 2^31) >> 32 == 0.
 template <bool Write>
 std::size_t narrow_sse2(const std::int64_t* in, std::int32_t* out, std::size_t n, bool check) noexcept {
@@ -77,9 +84,6 @@ std::size_t narrow_sse2(const std::int64_t* in, std::int32_t* out, std::size_t n
 /// float64 -> float32: a finite value overflows at |x| >= FLT_MAX + half an ulp.
 template <bool Write>
 std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check) noexcept {
-    const __m128d threshold = _mm_set1_pd(3.4028235677973366e38);
-    const __m128d infinity = _mm_set1_pd(HUGE_VAL);
-    const __m128d sign = _mm_set1_pd(-0.0);
     constexpr std::size_t block = 4096;
     for (std::size_t start = 0; start < n; start += block) {
         const std::size_t end = std::min(n, start + block);
@@ -93,11 +97,7 @@ std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check)
                 _mm_storeu_ps(out + i, narrowed);
                 largest = _mm_max_ps(_mm_andnot_ps(_mm_set1_ps(-0.0f), narrowed), largest);  // NaN keeps largest
             } else {
-                const __m128d abs_a = _mm_andnot_pd(sign, a), abs_b = _mm_andnot_pd(sign, b);
-                overflow =
-                    _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(abs_a, threshold), _mm_cmplt_pd(abs_a, infinity)));
-                overflow =
-                    _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(abs_b, threshold), _mm_cmplt_pd(abs_b, infinity)));
+                overflow = _mm_or_pd(overflow, _mm_or_pd(float32_overflow_lanes(a), float32_overflow_lanes(b)));
             }
         }
         bool bad = _mm_movemask_pd(overflow) != 0;
@@ -367,7 +367,6 @@ std::size_t store_checked_sse2(const Source* in, std::size_t n, Target* out, std
     for (; start + block <= n; start += block) {
         lanes changed{};
         for (std::size_t i = start; i < start + block; i += 16) {
-            // Named values: GCC kept an array of four in memory.
             const __m128i q0 = clamp_to_int32(in + i, low, high, changed);
             const __m128i q1 = clamp_to_int32(in + i + 4, low, high, changed);
             const __m128i q2 = clamp_to_int32(in + i + 8, low, high, changed);

@@ -48,26 +48,29 @@ inline __m128i quantize_four(__m128 x, const quantize_rule& rule) noexcept {
 
 /// Sixteen codes from four int32 vectors, stored as Code (already in range).
 template <class Code>
-__attribute__((always_inline)) inline void store_codes(const __m128i (&q)[4], Code* out) noexcept {
+__attribute__((always_inline)) inline void store_codes(__m128i q0, __m128i q1, __m128i q2, __m128i q3,
+                                                       Code* out) noexcept {
     auto* to = reinterpret_cast<__m128i*>(out);
     if constexpr (sizeof(Code) == 4) {
-        for (int k = 0; k < 4; ++k) _mm_storeu_si128(to + k, q[k]);
+        _mm_storeu_si128(to, q0);
+        _mm_storeu_si128(to + 1, q1);
+        _mm_storeu_si128(to + 2, q2);
+        _mm_storeu_si128(to + 3, q3);
     } else if constexpr (sizeof(Code) == 2) {
-        _mm_storeu_si128(to, _mm_packs_epi32(q[0], q[1]));
-        _mm_storeu_si128(to + 1, _mm_packs_epi32(q[2], q[3]));
+        _mm_storeu_si128(to, _mm_packs_epi32(q0, q1));
+        _mm_storeu_si128(to + 1, _mm_packs_epi32(q2, q3));
     } else if constexpr (std::is_signed_v<Code>) {
-        _mm_storeu_si128(to, _mm_packs_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3])));
+        _mm_storeu_si128(to, _mm_packs_epi16(_mm_packs_epi32(q0, q1), _mm_packs_epi32(q2, q3)));
     } else {
-        _mm_storeu_si128(to, _mm_packus_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3])));
+        _mm_storeu_si128(to, _mm_packus_epi16(_mm_packs_epi32(q0, q1), _mm_packs_epi32(q2, q3)));
     }
 }
 
 /// Sixteen codes from sixteen floats.
 template <class Code>
 void store_sixteen(const float* in, const quantize_rule& rule, Code* out) noexcept {
-    const __m128i q[4] = {quantize_four(_mm_loadu_ps(in), rule), quantize_four(_mm_loadu_ps(in + 4), rule),
-                          quantize_four(_mm_loadu_ps(in + 8), rule), quantize_four(_mm_loadu_ps(in + 12), rule)};
-    store_codes(q, out);
+    store_codes(quantize_four(_mm_loadu_ps(in), rule), quantize_four(_mm_loadu_ps(in + 4), rule),
+                quantize_four(_mm_loadu_ps(in + 8), rule), quantize_four(_mm_loadu_ps(in + 12), rule), out);
 }
 #endif
 
@@ -107,6 +110,13 @@ __attribute__((target("avx2"), always_inline)) inline npybridge_v8i quantize_eig
     return __builtin_convertvector(select_lanes(nan, rule.lo, q), npybridge_v8i);
 }
 
+/// The low (Half 0) or high (Half 1) four lanes.
+template <int Half>
+__attribute__((target("avx2"), always_inline)) inline __m128i half_lanes(npybridge_v8i lanes) noexcept {
+    typedef long long v4q __attribute__((vector_size(32)));
+    return reinterpret_cast<__m128i>(__builtin_ia32_extract128i256(reinterpret_cast<v4q>(lanes), Half));
+}
+
 /// quantize_floats for AVX2.
 template <class Code>
 __attribute__((target("avx2"))) void quantize_floats_avx2(const float* in, std::size_t n, const quantize_rule& rule,
@@ -118,10 +128,9 @@ __attribute__((target("avx2"))) void quantize_floats_avx2(const float* in, std::
         npybridge_v8f low, high;  // one load each
         std::memcpy(&low, in + i, sizeof low);
         std::memcpy(&high, in + i + 8, sizeof high);
-        const npybridge_v8i codes[2] = {quantize_eight(low, lanes), quantize_eight(high, lanes)};
-        __m128i q[4];
-        std::memcpy(q, codes, sizeof q);
-        store_codes(q, out + i);
+        const npybridge_v8i low_codes = quantize_eight(low, lanes), high_codes = quantize_eight(high, lanes);
+        store_codes(half_lanes<0>(low_codes), half_lanes<1>(low_codes), half_lanes<0>(high_codes),
+                    half_lanes<1>(high_codes), out + i);
     }
     for (; i < n; ++i) out[i] = static_cast<Code>(rule(in[i]));
 }

@@ -239,16 +239,12 @@ struct simd_tile<narrow_op<double, float, false>> {
     static constexpr std::size_t edge = 4;
     static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
                     std::size_t nj) noexcept {
-        const __m128d threshold = _mm_set1_pd(3.4028235677973366e38), infinity = _mm_set1_pd(HUGE_VAL),
-                      sign = _mm_set1_pd(-0.0);
         __m128d overflow = _mm_setzero_pd();
         for_each_block<4, 8, 4>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
             const auto narrowed = [&](int k) {
                 const double* p = reinterpret_cast<const double*>(s + k * sj);
                 const __m128d lo = _mm_loadu_pd(p), hi = _mm_loadu_pd(p + 2);
-                const __m128d alo = _mm_andnot_pd(sign, lo), ahi = _mm_andnot_pd(sign, hi);
-                overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(alo, threshold), _mm_cmplt_pd(alo, infinity)));
-                overflow = _mm_or_pd(overflow, _mm_and_pd(_mm_cmpge_pd(ahi, threshold), _mm_cmplt_pd(ahi, infinity)));
+                overflow = _mm_or_pd(overflow, _mm_or_pd(float32_overflow_lanes(lo), float32_overflow_lanes(hi)));
                 return _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));
             };
             store_transposed(narrowed(0), narrowed(1), narrowed(2), narrowed(3), row, di);
@@ -263,15 +259,11 @@ struct simd_tile<narrow_pair_op<false>> {
     static constexpr std::size_t edge = 2;
     static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
                     std::size_t nj) noexcept {
-        const __m128d threshold = _mm_set1_pd(3.4028235677973366e38), infinity = _mm_set1_pd(HUGE_VAL),
-                      sign = _mm_set1_pd(-0.0);
         __m128d overflow = _mm_setzero_pd();
         for_each_block<2, 16, 8>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
             const auto narrowed = [&](const unsigned char* p) {  // one complex value: both parts, as two floats
                 const __m128d value = _mm_loadu_pd(reinterpret_cast<const double*>(p));
-                const __m128d magnitude = _mm_andnot_pd(sign, value);
-                overflow = _mm_or_pd(overflow,
-                                     _mm_and_pd(_mm_cmpge_pd(magnitude, threshold), _mm_cmplt_pd(magnitude, infinity)));
+                overflow = _mm_or_pd(overflow, float32_overflow_lanes(value));
                 return _mm_cvtpd_ps(value);
             };
             const __m128 a0 = narrowed(s), a1 = narrowed(s + 16), b0 = narrowed(s + sj), b1 = narrowed(s + sj + 16);
