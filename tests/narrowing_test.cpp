@@ -221,6 +221,11 @@ void check_integer_paths(const bounds_case& target) {
         check_store_checked<Source, Target>(lo, hi, [&](const Source* in, std::size_t n, Target* out) {
             return npb::detail::store_checked_avx2(in, n, out, lo, hi);
         });
+        if constexpr (std::is_same_v<Source, std::int32_t> && sizeof(Target) <= 2) {
+            check_store_checked<Source, Target>(lo, hi, [&](const Source* in, std::size_t n, Target* out) {
+                return npb::detail::store_checked_int32_avx2(in, n, out, lo, hi);
+            });
+        }
     }
 #endif
 }
@@ -239,6 +244,18 @@ void check_float_paths(const bounds_case& target) {
             return npb::detail::store_checked_sse2(in, n, out, static_cast<std::int32_t>(target.lo),
                                                    static_cast<std::int32_t>(target.hi));
         });
+    }
+#endif
+#if defined(NPYBRIDGE_X86)
+    __builtin_cpu_init();
+    if constexpr (std::is_same_v<Source, float> && sizeof(Target) <= 2) {
+        if (__builtin_cpu_supports("avx2")) {
+            check_store_checked<Source, Target>(
+                target.lo, target.hi, [&](const Source* in, std::size_t n, Target* out) {
+                    return npb::detail::store_checked_floats_avx2(in, n, out, static_cast<std::int32_t>(target.lo),
+                                                                  static_cast<std::int32_t>(target.hi));
+                });
+        }
     }
 #endif
 }

@@ -15,10 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from conftest import BINDING, EXAMPLE_MODULE, nbx
-
-# The kernels are the same under every binding library: tested with the CPython module's suite.
-pytestmark = pytest.mark.skipif(BINDING != "cpython", reason="tested once, with the CPython example module")
+from conftest import EXAMPLE_MODULE, nbx
 
 
 CONVERSIONS = r"""

@@ -73,15 +73,12 @@ inline void half_to_floats_portable(const std::uint16_t* in, std::size_t n, floa
 }
 
 #if defined(NPYBRIDGE_X86)
-typedef float npybridge_v8sf __attribute__((vector_size(32)));
-typedef short npybridge_v8hi __attribute__((vector_size(16)));
-
 /// F16C's vcvtps2ph, eight a step; a block with a NaN goes the portable way, which keeps signalling NaNs.
 __attribute__((target("avx,f16c"))) inline void floats_to_half_f16c(const float* in, std::size_t n,
                                                                     std::uint16_t* out) noexcept {
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        npybridge_v8sf x;
+        npybridge_v8f x;
         std::memcpy(&x, in + i, sizeof x);
         const npybridge_v8hi h = __builtin_ia32_vcvtps2ph256(x, 0);
         std::memcpy(out + i, &h, sizeof h);
@@ -99,7 +96,7 @@ __attribute__((target("avx,f16c"))) inline void half_to_floats_f16c(const std::u
     for (; i + 8 <= n; i += 8) {
         npybridge_v8hi h;
         std::memcpy(&h, in + i, sizeof h);
-        const npybridge_v8sf x = __builtin_ia32_vcvtph2ps256(h);
+        const npybridge_v8f x = __builtin_ia32_vcvtph2ps256(h);
         std::memcpy(out + i, &x, sizeof x);
         if (__builtin_ia32_movmskps256(__builtin_ia32_cmpps256(x, x, 3)) != 0) {
             half_to_floats_portable(in + i, 8, out + i);

@@ -75,9 +75,6 @@ void store_sixteen(const float* in, const quantize_rule& rule, Code* out) noexce
 #endif
 
 #if defined(NPYBRIDGE_X86)
-typedef float npybridge_v8f __attribute__((vector_size(32)));
-typedef std::int32_t npybridge_v8i __attribute__((vector_size(32)));
-
 /// `yes` where `mask` is set, else `no`, bitwise (NaN lanes move as they are).
 __attribute__((target("avx2"), always_inline)) inline npybridge_v8f select_lanes(npybridge_v8i mask, npybridge_v8f yes,
                                                                                  npybridge_v8f no) noexcept {

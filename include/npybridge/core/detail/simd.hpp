@@ -16,6 +16,7 @@
 #include <xmmintrin.h>
 #endif
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -46,6 +47,13 @@ inline bool cpu_has_avx2() noexcept {
     return false;
 #endif
 }
+
+#if defined(NPYBRIDGE_X86)
+// Vectors for the AVX2 / F16C levels, in GCC's vector extensions (no <immintrin.h>).
+typedef float npybridge_v8f __attribute__((vector_size(32)));
+typedef std::int32_t npybridge_v8i __attribute__((vector_size(32)));
+typedef short npybridge_v8hi __attribute__((vector_size(16)));
+#endif
 
 }  // namespace detail
 }  // namespace npybridge
