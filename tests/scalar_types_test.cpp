@@ -287,6 +287,18 @@ TEMPLATE_TEST_CASE("integers into float16 and bfloat16 round once, and exact mod
             if (!exact_at(i)) first = i;
         }
         CHECK(npb::detail::integers_to_16_bit_floats(values.data(), n, got.data(), to_half, true) == first);
+#if defined(NPYBRIDGE_SSE2)
+        // The AVX2 + F16C level into float16: the same bits, eight a step; exact mode stops at the first's eight.
+        if constexpr (sizeof(Int) < 4 || std::is_same_v<Int, std::int32_t>) {
+            if (to_half && npb::detail::cpu_has_avx2() &&
+                npb::detail::active_half_kernels().to_half == npb::detail::floats_to_half_f16c) {
+                std::vector<std::uint16_t> level(n);
+                REQUIRE(npb::detail::integers_to_half_avx2(values.data(), n, level.data(), false) == n / 8 * 8);
+                for (std::size_t i = 0; i < n / 8 * 8; ++i) REQUIRE(level[i] == expected[i]);
+                CHECK(npb::detail::integers_to_half_avx2(values.data(), n, level.data(), true) == first / 8 * 8);
+            }
+        }
+#endif
         std::vector<Int> exact_only;
         for (std::size_t i = 0; i < n; ++i) {
             if (exact_at(i)) exact_only.push_back(values[i]);

@@ -240,6 +240,34 @@ std::size_t integers_to_bfloat16_sse2(const Int* in, std::size_t n, std::uint16_
 }
 #endif
 
+#if defined(NPYBRIDGE_X86)
+/// Integers of up to 16 bits, or int32, into float16 bits, eight a step (AVX2 and F16C): widened to float (exact below
+/// 2^24), rounded once by vcvtps2ph. With `exact`, stops before eight that hold a value float16 does not (low
+/// mantissa bits set, or past 65504): how many it did. The caller does the rest.
+template <class Int>
+__attribute__((target("avx2,f16c"))) std::size_t integers_to_half_avx2(const Int* in, std::size_t n, std::uint16_t* out,
+                                                                       bool exact) noexcept {
+    typedef Int lanes __attribute__((vector_size(8 * sizeof(Int))));
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        lanes values;
+        std::memcpy(&values, in + i, sizeof values);
+        const npybridge_v8f floats = __builtin_convertvector(values, npybridge_v8f);
+        if (exact) {
+            npybridge_v8i bits;
+            std::memcpy(&bits, &floats, sizeof bits);
+            const npybridge_v8i unheld = (bits & 0x1FFF) | ((bits & 0x7FFFFFFF) > 0x477FE000);
+            if (!__builtin_ia32_ptestz256(reinterpret_cast<npybridge_v4q>(unheld),
+                                          reinterpret_cast<npybridge_v4q>(unheld)))
+                break;
+        }
+        const npybridge_v8hi half = __builtin_ia32_vcvtps2ph256(floats, 0);
+        std::memcpy(out + i, &half, sizeof half);
+    }
+    return i;
+}
+#endif
+
 /// One block of integers into float16 / bfloat16 bits: through `narrow` floats when `small` (all exact in float32),
 /// else `wide` doubles; bfloat16 rounds the integer itself past 2^53.
 template <class Int, std::size_t Block>
@@ -301,6 +329,8 @@ std::size_t integers_to_16_bit_floats(const Int* in, std::size_t n, std::uint16_
 #if defined(NPYBRIDGE_SSE2)
     if constexpr (sizeof(Int) < 4 || std::is_same_v<Int, std::int32_t>) {
         if (!to_half) start = integers_to_bfloat16_sse2(in, n, out, exact);
+        if (to_half && cpu_has_avx2() && active_half_kernels().to_half == floats_to_half_f16c)
+            start = integers_to_half_avx2(in, n, out, exact);
     }
 #endif
     for (std::size_t at = start; at < n; at += block) {

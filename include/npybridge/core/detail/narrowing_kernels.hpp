@@ -311,9 +311,6 @@ std::size_t store_checked(const Source* in, std::size_t n, Target* out, Wide lo,
 }
 
 #if defined(NPYBRIDGE_X86)
-typedef short npybridge_v16h __attribute__((vector_size(32)));
-typedef long long npybridge_v4q __attribute__((vector_size(32)));
-
 /// Each lane clamped to [lo, hi] (vpmaxsd / vpminsd).
 __attribute__((target("avx2"), always_inline)) inline npybridge_v8i clamp_ints(npybridge_v8i value, npybridge_v8i lo,
                                                                                npybridge_v8i hi) noexcept {
