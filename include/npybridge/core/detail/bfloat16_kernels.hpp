@@ -106,15 +106,45 @@ __attribute__((always_inline)) inline bool floats_to_bfloat16_block(const float*
 }
 
 #if defined(NPYBRIDGE_X86)
-/// floats_to_bfloat16 for AVX2.
+typedef std::uint32_t npybridge_v8u __attribute__((vector_size(32)));
+
+/// Eight finite floats rounded to bfloat16 (low halves); `special` gains NaN / infinity lanes.
+__attribute__((target("avx2"), always_inline)) inline npybridge_v8u round_eight_to_bfloat16(
+    const float* in, npybridge_v8u& special) noexcept {
+    npybridge_v8u u;
+    std::memcpy(&u, in, sizeof u);
+    special |= reinterpret_cast<npybridge_v8u>((u & 0x7F800000u) == 0x7F800000u);
+    return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+}
+
+/// floats_to_bfloat16 for AVX2: finite values rounded 16 a step and packed; a block with a NaN, an infinity or (with
+/// `check`) an overflow is redone by floats_to_bfloat16_block.
 __attribute__((target("avx2"))) inline std::size_t floats_to_bfloat16_avx2(const float* in, std::size_t n,
                                                                            std::uint16_t* out, bool check) noexcept {
     constexpr std::size_t block = 256;
+    const npybridge_v16h zero{}, magnitude = zero + 0x7FFF, infinity = zero + 0x7F80;
     for (std::size_t start = 0; start < n; start += block) {
         const std::size_t count = n - start < block ? n - start : block;
-        const bool overflow = count == block ? floats_to_bfloat16_block(in + start, out + start, block, check)
-                                             : floats_to_bfloat16_block(in + start, out + start, count, check);
-        if (!overflow) continue;
+        bool suspect = true;
+        if (count == block) {
+            npybridge_v8u special{};
+            npybridge_v16h infinite{};
+            for (std::size_t i = start; i < start + block; i += 16) {
+                const npybridge_v8u a = round_eight_to_bfloat16(in + i, special),
+                                    b = round_eight_to_bfloat16(in + i + 8, special);
+                const auto words =
+                    __builtin_ia32_packusdw256(reinterpret_cast<npybridge_v8i>(a), reinterpret_cast<npybridge_v8i>(b));
+                const npybridge_v4q bits = __builtin_ia32_permdi256(reinterpret_cast<npybridge_v4q>(words), 0xD8);
+                std::memcpy(out + i, &bits, sizeof bits);
+                infinite |= (reinterpret_cast<npybridge_v16h>(bits) & magnitude) == infinity;
+            }
+            if (!check) infinite = zero;
+            const npybridge_v4q seen =
+                reinterpret_cast<npybridge_v4q>(special) | reinterpret_cast<npybridge_v4q>(infinite);
+            suspect = !__builtin_ia32_ptestz256(seen, seen);
+        }
+        if (!suspect) continue;
+        if (!floats_to_bfloat16_block(in + start, out + start, count, check)) continue;
         for (std::size_t k = start;; ++k) {
             if (overflowed(in[k], out[k])) return k;
         }
