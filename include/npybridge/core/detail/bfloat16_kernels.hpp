@@ -106,8 +106,6 @@ __attribute__((always_inline)) inline bool floats_to_bfloat16_block(const float*
 }
 
 #if defined(NPYBRIDGE_X86)
-typedef std::uint32_t npybridge_v8u __attribute__((vector_size(32)));
-
 /// Eight finite floats rounded to bfloat16 (low halves); `special` gains NaN / infinity lanes.
 __attribute__((target("avx2"), always_inline)) inline npybridge_v8u round_eight_to_bfloat16(
     const float* in, npybridge_v8u& special) noexcept {

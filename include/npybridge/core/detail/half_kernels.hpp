@@ -241,6 +241,42 @@ std::size_t integers_to_bfloat16_sse2(const Int* in, std::size_t n, std::uint16_
 #endif
 
 #if defined(NPYBRIDGE_X86)
+/// integers_to_bfloat16_sse2 for AVX2, 16 a step.
+template <class Int>
+__attribute__((target("avx2"))) std::size_t integers_to_bfloat16_avx2(const Int* in, std::size_t n, std::uint16_t* out,
+                                                                      bool exact) noexcept {
+    typedef Int lanes __attribute__((vector_size(8 * sizeof(Int))));
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        lanes a, b;
+        std::memcpy(&a, in + i, sizeof a);
+        std::memcpy(&b, in + i + 8, sizeof b);
+        if constexpr (sizeof(Int) == 4) {  // narrower integers are all below 2^24
+            const auto big = (a < -(1 << 24)) | (a > (1 << 24)) | (b < -(1 << 24)) | (b > (1 << 24));
+            if (!__builtin_ia32_ptestz256(reinterpret_cast<npybridge_v4q>(big), reinterpret_cast<npybridge_v4q>(big)))
+                break;
+        }
+        const npybridge_v8f float_a = __builtin_convertvector(a, npybridge_v8f),
+                            float_b = __builtin_convertvector(b, npybridge_v8f);
+        npybridge_v8u bits_a, bits_b;
+        std::memcpy(&bits_a, &float_a, sizeof bits_a);
+        std::memcpy(&bits_b, &float_b, sizeof bits_b);
+        if (exact) {
+            const npybridge_v8u lost = (bits_a | bits_b) & 0xFFFFu;
+            if (!__builtin_ia32_ptestz256(reinterpret_cast<npybridge_v4q>(lost), reinterpret_cast<npybridge_v4q>(lost)))
+                break;
+        } else {  // nearest even, as bfloat16::from_float (no NaN here)
+            bits_a += 0x7FFFu + ((bits_a >> 16) & 1u);
+            bits_b += 0x7FFFu + ((bits_b >> 16) & 1u);
+        }
+        const auto words = __builtin_ia32_packusdw256(reinterpret_cast<npybridge_v8i>(bits_a >> 16),
+                                                      reinterpret_cast<npybridge_v8i>(bits_b >> 16));
+        const npybridge_v4q ordered = __builtin_ia32_permdi256(reinterpret_cast<npybridge_v4q>(words), 0xD8);
+        std::memcpy(out + i, &ordered, sizeof ordered);
+    }
+    return i;
+}
+
 /// Integers of up to 16 bits, or int32, into float16 bits, eight a step (AVX2 and F16C): widened to float (exact below
 /// 2^24), rounded once by vcvtps2ph. With `exact`, stops before eight that hold a value float16 does not (low
 /// mantissa bits set, or past 65504): how many it did. The caller does the rest.
@@ -328,7 +364,9 @@ std::size_t integers_to_16_bit_floats(const Int* in, std::size_t n, std::uint16_
     std::size_t start = 0;
 #if defined(NPYBRIDGE_SSE2)
     if constexpr (sizeof(Int) < 4 || std::is_same_v<Int, std::int32_t>) {
-        if (!to_half) start = integers_to_bfloat16_sse2(in, n, out, exact);
+        if (!to_half)
+            start = cpu_has_avx2() ? integers_to_bfloat16_avx2(in, n, out, exact)
+                                   : integers_to_bfloat16_sse2(in, n, out, exact);
         if (to_half && cpu_has_avx2() && active_half_kernels().to_half == floats_to_half_f16c)
             start = integers_to_half_avx2(in, n, out, exact);
     }

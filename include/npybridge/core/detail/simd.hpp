@@ -52,6 +52,7 @@ inline bool cpu_has_avx2() noexcept {
 // Vectors for the AVX2 / F16C levels, in GCC's vector extensions (no <immintrin.h>).
 typedef float npybridge_v8f __attribute__((vector_size(32)));
 typedef std::int32_t npybridge_v8i __attribute__((vector_size(32)));
+typedef std::uint32_t npybridge_v8u __attribute__((vector_size(32)));
 typedef short npybridge_v8hi __attribute__((vector_size(16)));
 typedef short npybridge_v16h __attribute__((vector_size(32)));
 typedef long long npybridge_v4q __attribute__((vector_size(32)));
