@@ -438,6 +438,40 @@ std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* o
     return n;
 }
 
+/// store_gathered_within for a 2-D array whose rows step least through the source (a transpose): blocks of 64 rows
+/// by a part of each, so that the copy reads 64 values of each source row it visits, not a slab's few.
+template <class Source>
+std::size_t store_transposed_within(PyArrayObject* array, const Source* first, void* out, std::size_t size,
+                                    const value_bounds& bounds) {
+    const npy_intp* strides = PyArray_STRIDES(array);
+    const auto rows = static_cast<std::size_t>(PyArray_DIMS(array)[0]),
+               cols = static_cast<std::size_t>(PyArray_DIMS(array)[1]);
+    constexpr std::size_t block_rows = 64, block_cols = 1024;
+    const std::unique_ptr<Source[]> buffer(new Source[block_rows * block_cols]);
+    for (std::size_t r = 0; r < rows; r += block_rows) {
+        const std::size_t m = std::min(block_rows, rows - r);
+        for (std::size_t c = 0; c < cols; c += block_cols) {
+            const std::size_t w = std::min(block_cols, cols - c);
+            copy_plan plan;
+            plan.ndim = 2;
+            plan.shape[0] = m;
+            plan.shape[1] = w;
+            plan.src[0] = strides[0];
+            plan.src[1] = strides[1];
+            plan.dst[0] = static_cast<std::ptrdiff_t>(w * sizeof(Source));
+            plan.dst[1] = sizeof(Source);
+            const char* from = reinterpret_cast<const char*>(first) + static_cast<std::ptrdiff_t>(r) * strides[0] +
+                               static_cast<std::ptrdiff_t>(c) * strides[1];
+            if (plan.simplify()) copy_strided(plan, from, buffer.get(), sizeof(Source));
+            for (std::size_t i = 0; i < m; ++i) {
+                char* to = static_cast<char*>(out) + ((r + i) * cols + c) * size;
+                if (store_within(buffer.get() + i * w, w, to, size, bounds) != w) return 0;
+            }
+        }
+    }
+    return rows * cols;
+}
+
 /// store_within over any strides: slabs copied by the tiled copier into a buffer in cache, tested and stored from
 /// there. n when every value is held, else less.
 template <class Source>
@@ -448,6 +482,8 @@ std::size_t store_gathered_within(PyArrayObject* array, const Source* first, voi
     const npy_intp* strides = PyArray_STRIDES(array);
     const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
     if (n == 0) return n;
+    if (ndim == 2 && dims[0] >= 64 && dims[1] >= 1024 && std::abs(strides[0]) < std::abs(strides[1]))
+        return store_transposed_within(array, first, out, size, bounds);
     // A slab: whole trailing dimensions after `k`, and `chunk` indices of dimension k.
     const std::size_t slab = (std::size_t{256} << 10) / sizeof(Source);
     std::size_t k = ndim - 1, below = 1;  // below: elements of one index of dimension k
