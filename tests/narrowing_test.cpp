@@ -223,7 +223,8 @@ void check_integer_paths(const bounds_case& target) {
         });
         if constexpr (std::is_same_v<Source, std::int32_t> && sizeof(Target) <= 2) {
             check_store_checked<Source, Target>(lo, hi, [&](const Source* in, std::size_t n, Target* out) {
-                return npb::detail::store_checked_int32_avx2(in, n, out, lo, hi);
+                return npb::detail::store_checked_packed_avx2(in, n, out, static_cast<std::int32_t>(lo),
+                                                              static_cast<std::int32_t>(hi));
             });
         }
     }
@@ -252,7 +253,7 @@ void check_float_paths(const bounds_case& target) {
         if (__builtin_cpu_supports("avx2")) {
             check_store_checked<Source, Target>(
                 target.lo, target.hi, [&](const Source* in, std::size_t n, Target* out) {
-                    return npb::detail::store_checked_floats_avx2(in, n, out, static_cast<std::int32_t>(target.lo),
+                    return npb::detail::store_checked_packed_avx2(in, n, out, static_cast<std::int32_t>(target.lo),
                                                                   static_cast<std::int32_t>(target.hi));
                 });
         }

@@ -311,13 +311,6 @@ std::size_t store_checked(const Source* in, std::size_t n, Target* out, Wide lo,
 }
 
 #if defined(NPYBRIDGE_X86)
-/// Each lane clamped to [lo, hi] (vpmaxsd / vpminsd).
-__attribute__((target("avx2"), always_inline)) inline npybridge_v8i clamp_ints(npybridge_v8i value, npybridge_v8i lo,
-                                                                               npybridge_v8i hi) noexcept {
-    const npybridge_v8i raised = value < lo ? lo : value;
-    return raised > hi ? hi : raised;
-}
-
 /// 16 int32 in range as 16-bit values, in order (the packs work in 128-bit halves).
 __attribute__((target("avx2"), always_inline)) inline npybridge_v4q pack_words(npybridge_v8i a, npybridge_v8i b,
                                                                                bool unsigned_words) noexcept {
@@ -334,32 +327,50 @@ __attribute__((target("avx2"), always_inline)) inline npybridge_v8i pack_bytes(n
     return __builtin_ia32_permvarsi256(reinterpret_cast<npybridge_v8i>(bytes), npybridge_v8i{0, 4, 1, 5, 2, 6, 3, 7});
 }
 
-/// store_checked_avx2 for int32 into 8- or 16-bit storage, 32 a step: clamped, then packed (whose saturation
-/// changes nothing in range) instead of GCC's masks and shuffles.
-template <class Target>
-__attribute__((target("avx2"))) std::size_t store_checked_int32_avx2(const std::int32_t* in, std::size_t n, Target* out,
-                                                                     std::int32_t lo, std::int32_t hi) noexcept {
+/// Eight values clamped to [lo, hi] (NaN to lo), cut to int32; `changed` gains changed lanes.
+template <class Source>
+__attribute__((target("avx2"), always_inline)) inline npybridge_v8i clamp_eight(const Source* in, npybridge_v8i lo,
+                                                                                npybridge_v8i hi,
+                                                                                npybridge_v8i& changed) noexcept {
+    if constexpr (std::is_same_v<Source, float>) {
+        npybridge_v8f value;
+        std::memcpy(&value, in, sizeof value);
+        const npybridge_v8f low = __builtin_convertvector(lo, npybridge_v8f),
+                            high = __builtin_convertvector(hi, npybridge_v8f);
+        const npybridge_v8i held =
+            __builtin_convertvector(__builtin_ia32_minps256(__builtin_ia32_maxps256(value, low), high), npybridge_v8i);
+        changed |= __builtin_convertvector(held, npybridge_v8f) != value;  // max: NaN gives low
+        return held;
+    } else {
+        npybridge_v8i value;
+        std::memcpy(&value, in, sizeof value);
+        const npybridge_v8i raised = value < lo ? lo : value;  // vpmaxsd / vpminsd
+        const npybridge_v8i held = raised > hi ? hi : raised;
+        changed |= held ^ value;
+        return held;
+    }
+}
+
+/// store_checked for int32 or float32 into 8- or 16-bit storage, 32 a step (AVX2): clamped, then packed.
+template <class Source, class Target>
+__attribute__((target("avx2"))) std::size_t store_checked_packed_avx2(const Source* in, std::size_t n, Target* out,
+                                                                      std::int32_t lo, std::int32_t hi) noexcept {
     const npybridge_v8i zero{}, low = zero + lo, high = zero + hi;
     constexpr std::size_t block = 1024;
     std::size_t start = 0;
     for (; start + block <= n; start += block) {
         npybridge_v8i changed{};
         for (std::size_t i = start; i < start + block; i += 32) {
-            npybridge_v8i a, b, c, d;
-            std::memcpy(&a, in + i, sizeof a);
-            std::memcpy(&b, in + i + 8, sizeof b);
-            std::memcpy(&c, in + i + 16, sizeof c);
-            std::memcpy(&d, in + i + 24, sizeof d);
-            const npybridge_v8i held_a = clamp_ints(a, low, high), held_b = clamp_ints(b, low, high),
-                                held_c = clamp_ints(c, low, high), held_d = clamp_ints(d, low, high);
-            changed |= (held_a ^ a) | (held_b ^ b) | (held_c ^ c) | (held_d ^ d);
+            const npybridge_v8i a = clamp_eight(in + i, low, high, changed),
+                                b = clamp_eight(in + i + 8, low, high, changed),
+                                c = clamp_eight(in + i + 16, low, high, changed),
+                                d = clamp_eight(in + i + 24, low, high, changed);
             if constexpr (sizeof(Target) == 2) {
-                const npybridge_v4q first = pack_words(held_a, held_b, hi > 32767),
-                                    second = pack_words(held_c, held_d, hi > 32767);
+                const npybridge_v4q first = pack_words(a, b, hi > 32767), second = pack_words(c, d, hi > 32767);
                 std::memcpy(out + i, &first, sizeof first);
                 std::memcpy(out + i + 16, &second, sizeof second);
             } else {
-                const npybridge_v8i bytes = pack_bytes(held_a, held_b, held_c, held_d, lo < 0);
+                const npybridge_v8i bytes = pack_bytes(a, b, c, d, lo < 0);
                 std::memcpy(out + i, &bytes, sizeof bytes);
             }
         }
@@ -367,8 +378,7 @@ __attribute__((target("avx2"))) std::size_t store_checked_int32_avx2(const std::
                                       reinterpret_cast<npybridge_v4q>(changed)))
             return start;
     }
-    const std::size_t rest =
-        store_checked_blocks<std::int32_t, std::int32_t>(in + start, n - start, out + start, lo, hi);
+    const std::size_t rest = store_checked<std::int32_t, double>(in + start, n - start, out + start, lo, hi);
     return rest == n - start ? n : start + rest;
 }
 
@@ -385,7 +395,7 @@ template <class Source, class Target>
 std::size_t store_checked_integers(const Source* in, std::size_t n, Target* out, Source lo, Source hi) noexcept {
 #if defined(NPYBRIDGE_X86)
     if constexpr (std::is_same_v<Source, std::int32_t> && sizeof(Target) <= 2) {
-        if (cpu_has_avx2()) return store_checked_int32_avx2(in, n, out, lo, hi);
+        if (cpu_has_avx2()) return store_checked_packed_avx2(in, n, out, lo, hi);
     }
     if (cpu_has_avx2()) return store_checked_avx2(in, n, out, lo, hi);
 #endif
@@ -464,51 +474,6 @@ std::size_t store_checked_sse2(const Source* in, std::size_t n, Target* out, std
 }
 #endif
 
-#if defined(NPYBRIDGE_X86)
-/// clamp_to_int32 on eight floats (AVX2).
-__attribute__((target("avx2"), always_inline)) inline npybridge_v8i clamp_eight(const float* in, npybridge_v8f lo,
-                                                                                npybridge_v8f hi,
-                                                                                npybridge_v8i& changed) noexcept {
-    npybridge_v8f value;
-    std::memcpy(&value, in, sizeof value);
-    const npybridge_v8i held = __builtin_convertvector(__builtin_ia32_minps256(__builtin_ia32_maxps256(value, lo), hi),
-                                                       npybridge_v8i);  // max: NaN gives lo
-    changed |= __builtin_convertvector(held, npybridge_v8f) != value;
-    return held;
-}
-
-/// store_checked_sse2 for float32 into 8- or 16-bit storage (bounds exact in float), 32 a step (AVX2).
-template <class Target>
-__attribute__((target("avx2"))) std::size_t store_checked_floats_avx2(const float* in, std::size_t n, Target* out,
-                                                                      std::int32_t lo, std::int32_t hi) noexcept {
-    const npybridge_v8f zero{}, low = zero + static_cast<float>(lo), high = zero + static_cast<float>(hi);
-    constexpr std::size_t block = 1024;
-    std::size_t start = 0;
-    for (; start + block <= n; start += block) {
-        npybridge_v8i changed{};
-        for (std::size_t i = start; i < start + block; i += 32) {
-            const npybridge_v8i a = clamp_eight(in + i, low, high, changed),
-                                b = clamp_eight(in + i + 8, low, high, changed),
-                                c = clamp_eight(in + i + 16, low, high, changed),
-                                d = clamp_eight(in + i + 24, low, high, changed);
-            if constexpr (sizeof(Target) == 2) {
-                const npybridge_v4q first = pack_words(a, b, hi > 32767), second = pack_words(c, d, hi > 32767);
-                std::memcpy(out + i, &first, sizeof first);
-                std::memcpy(out + i + 16, &second, sizeof second);
-            } else {
-                const npybridge_v8i bytes = pack_bytes(a, b, c, d, lo < 0);
-                std::memcpy(out + i, &bytes, sizeof bytes);
-            }
-        }
-        if (!__builtin_ia32_ptestz256(reinterpret_cast<npybridge_v4q>(changed),
-                                      reinterpret_cast<npybridge_v4q>(changed)))
-            return start;
-    }
-    const std::size_t rest = store_checked<std::int32_t, double>(in + start, n - start, out + start, lo, hi);
-    return rest == n - start ? n : start + rest;
-}
-#endif
-
 /// store_checked for floats, SSE2 when the bounds fit int32 (AVX2 for float32 into 8 and 16 bits).
 template <class Source, class Target>
 std::size_t store_checked_floats(const Source* in, std::size_t n, Target* out, std::int64_t lo,
@@ -517,7 +482,7 @@ std::size_t store_checked_floats(const Source* in, std::size_t n, Target* out, s
 #if defined(NPYBRIDGE_X86)
     if constexpr (std::is_same_v<Source, float> && sizeof(Target) <= 2) {
         if (cpu_has_avx2())
-            return store_checked_floats_avx2(in, n, out, static_cast<std::int32_t>(lo), static_cast<std::int32_t>(hi));
+            return store_checked_packed_avx2(in, n, out, static_cast<std::int32_t>(lo), static_cast<std::int32_t>(hi));
     }
 #endif
 #if defined(NPYBRIDGE_SSE2)
