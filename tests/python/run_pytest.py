@@ -6,12 +6,35 @@ module the suite tests (conftest.py: NPYBRIDGE_EXAMPLE_MODULE, which fresh
 interpreters started by a test inherit); the default is npybridge_example.
 `--bindings=pybind11` (or nanobind, or both comma-separated, the default) picks
 the binding modules test_bindings.py tests (NPYBRIDGE_BINDINGS).
+Under Bazel's test sharding (shard_count in BUILD) each shard runs every
+TEST_TOTAL_SHARDS-th test of the collection, starting at TEST_SHARD_INDEX.
 """
 import os
 import pathlib
 import sys
 
 import pytest
+
+
+class Shard:
+    """Keeps the tests of one shard: every `total`-th of the collection, from `index`."""
+
+    def __init__(self, index, total):
+        self.index, self.total = index, total
+
+    def pytest_collection_modifyitems(self, config, items):
+        mine = [item for n, item in enumerate(items) if n % self.total == self.index]
+        config.hook.pytest_deselected(items=[item for n, item in enumerate(items) if n % self.total != self.index])
+        items[:] = mine
+
+
+def shard_plugins():
+    total = int(os.environ.get("TEST_TOTAL_SHARDS", "1"))
+    if total <= 1:
+        return []
+    if os.environ.get("TEST_SHARD_STATUS_FILE"):
+        pathlib.Path(os.environ["TEST_SHARD_STATUS_FILE"]).touch()  # tells Bazel this runner shards
+    return [Shard(int(os.environ["TEST_SHARD_INDEX"]), total)]
 
 
 def main():
@@ -27,7 +50,7 @@ def main():
     module = os.environ.get("NPYBRIDGE_EXAMPLE_MODULE", "npybridge_example")
     print(f"npybridge python tests: Python {sys.version.split()[0]}, NumPy {numpy.__version__}, module {module}")
     tests = args or [str(here)]
-    return pytest.main(["-q", "-p", "no:cacheprovider", *tests])
+    return pytest.main(["-q", "-p", "no:cacheprovider", *tests], plugins=shard_plugins())
 
 
 if __name__ == "__main__":
