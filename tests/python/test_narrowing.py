@@ -479,17 +479,19 @@ def test_checked_narrowing_of_views_names_the_first_bad_value(data, source, targ
 @settings(max_examples=30, deadline=None)
 @given(data=st.data(), source=st.sampled_from(BLOCK_SOURCES), target=st.sampled_from(sorted(INT_RANGES)))
 def test_checked_narrowing_of_a_large_transpose_tests_every_block_and_names_the_first_bad_value(data, source, target):
-    """A transpose with rows of 1024 values or more goes by blocks of 64 rows by 1024 values (ragged ones here on
-    both edges): every value stored as it was, or the first bad one in C order named by its index."""
+    """A transpose into narrower storage goes by blocks one destination line wide (64, 32, 16 values into 1-, 2-,
+    4-byte storage) by runs of up to 8192 rows, into storage of the source's width by blocks of 64 rows by 1024
+    values; ragged ones here on both edges: every value stored as it was, or the first bad one in C order named
+    by its index."""
     lo, hi = INT_RANGES[target]
     dtype = np.dtype(source)
     info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
     inside = (max(lo, int(max(info.min, -2 ** 24))), min(hi, int(min(info.max, 2 ** 24))))
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
-    view = rng.integers(*inside, (2100, 130), endpoint=True).astype(dtype).T
+    view = rng.integers(*inside, data.draw(st.sampled_from([(2100, 130), (70, 8300)])), endpoint=True).astype(dtype).T
     bad = _one_bad_value(source, lo, hi, data.draw)
     if bad is not None and data.draw(st.booleans()):
-        places = [(data.draw(st.integers(0, 129)), data.draw(st.integers(0, 2099))) for _ in range(data.draw(
+        places = [tuple(data.draw(st.integers(0, extent - 1)) for extent in view.shape) for _ in range(data.draw(
             st.integers(1, 3)))]
         for place in places:
             view[place] = bad

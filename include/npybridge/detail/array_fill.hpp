@@ -472,6 +472,41 @@ std::size_t store_transposed_within(PyArrayObject* array, const Source* first, v
     return rows * cols;
 }
 
+/// store_gathered_within for a transpose into narrower storage: each source run of a block stored (tested) into a
+/// buffer, then the block transposed into place, moving `size` bytes a value, not the source's.
+template <class Source>
+std::size_t store_narrowed_transposed(PyArrayObject* array, const Source* first, void* out, std::size_t size,
+                                      const value_bounds& bounds) {
+    const std::ptrdiff_t step = PyArray_STRIDES(array)[1];
+    const auto rows = static_cast<std::size_t>(PyArray_DIMS(array)[0]),
+               cols = static_cast<std::size_t>(PyArray_DIMS(array)[1]);
+    // Blocks one destination line wide by runs of up to 8192 rows.
+    const std::size_t block_cols = 64 / size, block_rows = 8192;
+    const std::unique_ptr<unsigned char[]> narrowed(new unsigned char[block_rows * block_cols * size]);
+    for (std::size_t r = 0; r < rows; r += block_rows) {
+        const std::size_t m = std::min(block_rows, rows - r);
+        for (std::size_t c = 0; c < cols; c += block_cols) {
+            const std::size_t w = std::min(block_cols, cols - c);
+            for (std::size_t j = 0; j < w; ++j) {
+                const Source* run = reinterpret_cast<const Source*>(reinterpret_cast<const char*>(first) +
+                                                                    static_cast<std::ptrdiff_t>(c + j) * step) +
+                                    r;
+                if (store_within(run, m, narrowed.get() + j * m * size, size, bounds) != m) return 0;
+            }
+            copy_plan plan;
+            plan.ndim = 2;
+            plan.shape[0] = m;
+            plan.shape[1] = w;
+            plan.src[0] = static_cast<std::ptrdiff_t>(size);
+            plan.src[1] = static_cast<std::ptrdiff_t>(m * size);
+            plan.dst[0] = static_cast<std::ptrdiff_t>(cols * size);
+            plan.dst[1] = static_cast<std::ptrdiff_t>(size);
+            copy_strided(plan, narrowed.get(), static_cast<char*>(out) + (r * cols + c) * size, size);
+        }
+    }
+    return rows * cols;
+}
+
 /// store_within over any strides: slabs copied by the tiled copier into a buffer in cache, tested and stored from
 /// there. n when every value is held, else less.
 template <class Source>
@@ -482,6 +517,9 @@ std::size_t store_gathered_within(PyArrayObject* array, const Source* first, voi
     const npy_intp* strides = PyArray_STRIDES(array);
     const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
     if (n == 0) return n;
+    if (ndim == 2 && strides[0] == static_cast<npy_intp>(sizeof(Source)) && size < sizeof(Source) && dims[0] >= 64 &&
+        dims[1] >= 64 && std::abs(strides[1]) > strides[0])
+        return store_narrowed_transposed(array, first, out, size, bounds);
     if (ndim == 2 && dims[0] >= 64 && dims[1] >= 1024 && std::abs(strides[0]) < std::abs(strides[1]))
         return store_transposed_within(array, first, out, size, bounds);
     // A slab: whole trailing dimensions after `k`, and `chunk` indices of dimension k.

@@ -186,6 +186,42 @@ struct simd_tile<copy_op<4>> {
     }
 };
 
+/// 16 x 16 bytes: interleaving 8-, 16-, 32- and 64-bit pairs; after the step of width w, each vector holds 2w / 8
+/// rows' values of 16 / (2w / 8) columns, column by column.
+template <>
+struct simd_tile<copy_op<1>> {
+    static constexpr std::size_t edge = 16;
+    static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
+                    std::size_t nj) noexcept {
+        for_each_block<16, 1, 1>(src, sj, dst, di, ni, nj, [sj, di](const unsigned char* s, unsigned char* row) {
+            __m128i a[16], b[16];
+            for (int k = 0; k < 16; ++k) a[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k * sj));
+            for (int k = 0; k < 16; k += 2) {
+                b[k] = _mm_unpacklo_epi8(a[k], a[k + 1]);
+                b[k + 1] = _mm_unpackhi_epi8(a[k], a[k + 1]);
+            }
+            for (int g = 0; g < 16; g += 4) {
+                a[g] = _mm_unpacklo_epi16(b[g], b[g + 2]);
+                a[g + 1] = _mm_unpackhi_epi16(b[g], b[g + 2]);
+                a[g + 2] = _mm_unpacklo_epi16(b[g + 1], b[g + 3]);
+                a[g + 3] = _mm_unpackhi_epi16(b[g + 1], b[g + 3]);
+            }
+            for (int h = 0; h < 16; h += 8) {
+                for (int q = 0; q < 4; ++q) {
+                    b[h + 2 * q] = _mm_unpacklo_epi32(a[h + q], a[h + 4 + q]);
+                    b[h + 2 * q + 1] = _mm_unpackhi_epi32(a[h + q], a[h + 4 + q]);
+                }
+            }
+            for (int t = 0; t < 8; ++t) {
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(row + 2 * t * di), _mm_unpacklo_epi64(b[t], b[8 + t]));
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(row + (2 * t + 1) * di),
+                                 _mm_unpackhi_epi64(b[t], b[8 + t]));
+            }
+        });
+        return true;
+    }
+};
+
 template <>
 struct simd_tile<copy_op<2>> {
     static constexpr std::size_t edge = 8;
