@@ -327,6 +327,18 @@ __attribute__((target("avx2"), always_inline)) inline npybridge_v8i pack_bytes(n
     return __builtin_ia32_permvarsi256(reinterpret_cast<npybridge_v8i>(bytes), npybridge_v8i{0, 4, 1, 5, 2, 6, 3, 7});
 }
 
+/// clamp_eight's half for float64.
+__attribute__((target("avx2"), always_inline)) inline npybridge_v4i clamp_four(const double* in, npybridge_v4d lo,
+                                                                               npybridge_v4d hi,
+                                                                               npybridge_v8i& changed) noexcept {
+    npybridge_v4d value;
+    std::memcpy(&value, in, sizeof value);
+    const npybridge_v4i held =
+        __builtin_convertvector(__builtin_ia32_minpd256(__builtin_ia32_maxpd256(value, lo), hi), npybridge_v4i);
+    changed |= reinterpret_cast<npybridge_v8i>(__builtin_convertvector(held, npybridge_v4d) != value);
+    return held;
+}
+
 /// Eight values clamped to [lo, hi] (NaN to lo), cut to int32; `changed` gains changed lanes.
 template <class Source>
 __attribute__((target("avx2"), always_inline)) inline npybridge_v8i clamp_eight(const Source* in, npybridge_v8i lo,
@@ -341,6 +353,10 @@ __attribute__((target("avx2"), always_inline)) inline npybridge_v8i clamp_eight(
             __builtin_convertvector(__builtin_ia32_minps256(__builtin_ia32_maxps256(value, low), high), npybridge_v8i);
         changed |= __builtin_convertvector(held, npybridge_v8f) != value;  // max: NaN gives low
         return held;
+    } else if constexpr (std::is_same_v<Source, double>) {
+        const npybridge_v4d low = npybridge_v4d{} + lo[0], high = npybridge_v4d{} + hi[0];
+        return __builtin_shufflevector(clamp_four(in, low, high, changed), clamp_four(in + 4, low, high, changed), 0, 1,
+                                       2, 3, 4, 5, 6, 7);
     } else {
         npybridge_v8i value;
         std::memcpy(&value, in, sizeof value);
@@ -351,7 +367,7 @@ __attribute__((target("avx2"), always_inline)) inline npybridge_v8i clamp_eight(
     }
 }
 
-/// store_checked for int32 or float32 into 8- or 16-bit storage, 32 a step (AVX2): clamped, then packed.
+/// store_checked for int32, float32 or float64 into 8- or 16-bit storage, 32 a step (AVX2): clamped, then packed.
 template <class Source, class Target>
 __attribute__((target("avx2"))) std::size_t store_checked_packed_avx2(const Source* in, std::size_t n, Target* out,
                                                                       std::int32_t lo, std::int32_t hi) noexcept {
@@ -474,13 +490,13 @@ std::size_t store_checked_sse2(const Source* in, std::size_t n, Target* out, std
 }
 #endif
 
-/// store_checked for floats, SSE2 when the bounds fit int32 (AVX2 for float32 into 8 and 16 bits).
+/// store_checked for floats, SSE2 when the bounds fit int32 (AVX2 into 8 and 16 bits).
 template <class Source, class Target>
 std::size_t store_checked_floats(const Source* in, std::size_t n, Target* out, std::int64_t lo,
                                  std::int64_t hi) noexcept {
     const bool fits_int32 = hi <= std::numeric_limits<std::int32_t>::max();
 #if defined(NPYBRIDGE_X86)
-    if constexpr (std::is_same_v<Source, float> && sizeof(Target) <= 2) {
+    if constexpr (sizeof(Target) <= 2) {
         if (cpu_has_avx2())
             return store_checked_packed_avx2(in, n, out, static_cast<std::int32_t>(lo), static_cast<std::int32_t>(hi));
     }

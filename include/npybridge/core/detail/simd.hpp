@@ -56,6 +56,8 @@ typedef std::uint32_t npybridge_v8u __attribute__((vector_size(32)));
 typedef short npybridge_v8hi __attribute__((vector_size(16)));
 typedef short npybridge_v16h __attribute__((vector_size(32)));
 typedef long long npybridge_v4q __attribute__((vector_size(32)));
+typedef double npybridge_v4d __attribute__((vector_size(32)));
+typedef std::int32_t npybridge_v4i __attribute__((vector_size(16)));
 #endif
 
 }  // namespace detail
