@@ -35,6 +35,8 @@ def rows(nbx, n, ml_dtypes):
     small = np.clip(ints, -128, 127).astype(np.int32)
     whole = np.rint(f32)
     small_square = small[: 4096 * 4096].reshape(4096, 4096) if n >= 4096 * 4096 else small.reshape(-1, 64)
+    tall = np.rint(f64).clip(-128, 127)
+    tall = tall[: 7000 * 1000].reshape(1000, 7000) if n >= 7000 * 1000 else tall[: n - n % 64].reshape(-1, 64)
     c128 = (f64[: n // 2] + 1j * f64[n // 2: 2 * (n // 2)]).astype(np.complex128)
     c128_square = c128[: 2048 * 2048].reshape(2048, 2048) if c128.size >= 2048 * 2048 else c128.reshape(-1, 64)
     made = []
@@ -77,6 +79,8 @@ def rows(nbx, n, ml_dtypes):
         ("int32 4096x4096 .T -> Int8, checked", small_square.T,
          lambda: Tensor.from_numpy(small_square.T, dtype="Int8"), lambda: small_square.T.astype(np.int8, order="C"),
          "astype(int8, order='C')"),
+        ("float64 1000x7000 .T -> Int8, checked", tall.T, lambda: Tensor.from_numpy(tall.T, dtype="Int8"),
+         lambda: tall.T.astype(np.int8, order="C"), "astype(int8, order='C')"),
         ("int32 [:, ::2] -> Int8, checked", small_square[:, ::2],
          lambda: Tensor.from_numpy(small_square[:, ::2], dtype="Int8"),
          lambda: small_square[:, ::2].astype(np.int8, order="C"), "astype(int8, order='C')"),
@@ -111,7 +115,10 @@ def rows(nbx, n, ml_dtypes):
         view_out = np.empty(view.shape, np.int16)
         made.insert(-1, ("int16 (64,512,512) .transpose(2,0,1) copy_into", view,
                          lambda: view_into.copy_from(view), lambda: np.copyto(view_out, view), "np.copyto"))
+    bytes_square = small_square.astype(np.int8)
     packed = Tensor.from_numpy(odd, dtype="IntB4")
+    made.insert(-1, ("int8 4096x4096 .T copy", bytes_square.T, lambda: Tensor.from_numpy(bytes_square.T, policy="copy"),
+                     lambda: np.ascontiguousarray(bytes_square.T), "np.ascontiguousarray"))
     made.append(("IntB4 -> int8 unpack", odd, lambda: packed.numpy(), lambda: odd.copy(), "a plain int8 copy"))
     return made
 
