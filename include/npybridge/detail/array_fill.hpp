@@ -481,7 +481,7 @@ std::size_t store_narrowed_transposed(PyArrayObject* array, const Source* first,
     const auto rows = static_cast<std::size_t>(PyArray_DIMS(array)[0]),
                cols = static_cast<std::size_t>(PyArray_DIMS(array)[1]);
     // Blocks one destination line wide by runs of up to 8192 rows.
-    const std::size_t block_cols = 64 / size, block_rows = 8192;
+    const std::size_t block_cols = 64 / size, block_rows = std::min<std::size_t>(rows, 8192);
     const std::unique_ptr<unsigned char[]> narrowed(new unsigned char[block_rows * block_cols * size]);
     for (std::size_t r = 0; r < rows; r += block_rows) {
         const std::size_t m = std::min(block_rows, rows - r);
