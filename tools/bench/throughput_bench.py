@@ -3,9 +3,12 @@ beside the floor, in one run: `throughput_bench.py BAZEL_BIN [--elements N] [--r
 examples/npybridge_example.so; tools/bench/run throughput_bench does this).
 
 Every row converts the same source three ways, interleaved round by round: npybridge, the peer (NumPy's or
-ml_dtypes' own call for the same job), and the floor (np.copyto of as many bytes as the source holds). GB/s
-counts source bytes. "vs peer" and "vs floor" divide npybridge's speed by theirs: best of the rounds (worst in
-parentheses; the machine is shared). Results go to throughput_bench.json with NPYBRIDGE_BENCH_RESULTS.
+ml_dtypes' own call for the same job), and the floor (np.copyto of as many bytes as the source holds, between two
+arrays already written). GB/s counts source bytes. "vs peer" and "vs floor" divide npybridge's speed by theirs: best
+of the rounds (worst in parentheses; the machine is shared). A conversion into a new array also writes its result
+into pages the kernel has just zeroed, which the floor never does: "new pages" is the time of np.full of the
+result's bytes (a fresh array written, nothing read) over npybridge's, both best of the rounds: the share of
+npybridge's time that any new result of that size costs ("-" where the result already exists). Results go to throughput_bench.json with NPYBRIDGE_BENCH_RESULTS.
 """
 import argparse
 import os
@@ -123,8 +126,11 @@ def rows(nbx, n, ml_dtypes):
     return made
 
 
-def best_and_worst(times):
-    return min(times), max(times)
+def result_bytes(result):
+    """The bytes a conversion made: an array's, a tensor's storage, none when it filled an existing one."""
+    if result is None:
+        return 0
+    return result.nbytes if isinstance(result, np.ndarray) else len(result.storage())
 
 
 def main(argv=None):
@@ -143,18 +149,24 @@ def main(argv=None):
     print(f"### Large conversions (NumPy {np.__version__}, ml_dtypes "
           f"{getattr(ml_dtypes, '__version__', 'absent')}; {args.elements:,} elements, best (worst) of "
           f"{args.rounds} interleaved rounds; GB/s of source bytes)\n")
-    print("| conversion | npybridge GB/s | peer | peer GB/s | vs peer | floor GB/s | vs floor |")
-    print("|---|---|---|---|---|---|---|")
+    print("| conversion | npybridge GB/s | peer | peer GB/s | vs peer | floor GB/s | vs floor | new pages |")
+    print("|---|---|---|---|---|---|---|---|")
     saved = []
     for name, source, ours, peer, peer_name in rows(nbx, args.elements, ml_dtypes):
         if args.only not in name:
             continue
         nbytes = source.nbytes
-        plain_from, plain_to = np.empty(nbytes, np.uint8), np.empty(nbytes, np.uint8)
+        # Both written first: pages never written read as the kernel's shared zero page, which stays in cache
+        # and made the floor 1.5x a real copy's speed.
+        plain_from, plain_to = np.full(nbytes, 1, np.uint8), np.full(nbytes, 2, np.uint8)
         floor = lambda: np.copyto(plain_to, plain_from)  # noqa: E731
-        times = {"ours": [], "peer": [], "floor": []}
+        made = result_bytes(ours())
+        calls = [("ours", ours), ("peer", peer), ("floor", floor)]
+        if made:
+            calls.append(("new pages", lambda: np.full(made, 3, np.uint8)))
+        times = {key: [] for key, _ in calls}
         for _ in range(args.rounds):
-            for key, call in (("ours", ours), ("peer", peer), ("floor", floor)):
+            for key, call in calls:
                 start = time.perf_counter()
                 result = call()
                 times[key].append(time.perf_counter() - start)
@@ -163,8 +175,9 @@ def main(argv=None):
         slow = {key: nbytes / max(value) / 1e9 for key, value in times.items()}
         vs_peer, vs_peer_worst = rate["ours"] / rate["peer"], slow["ours"] / slow["peer"]
         vs_floor, vs_floor_worst = rate["ours"] / rate["floor"], slow["ours"] / slow["floor"]
+        pages = f"{min(times['new pages']) / min(times['ours']):.2f}" if made else "-"
         print(f"| {name} | {rate['ours']:.2f} | `{peer_name}` | {rate['peer']:.2f} | {vs_peer:.2f} "
-              f"({vs_peer_worst:.2f}) | {rate['floor']:.2f} | {vs_floor:.2f} ({vs_floor_worst:.2f}) |")
+              f"({vs_peer_worst:.2f}) | {rate['floor']:.2f} | {vs_floor:.2f} ({vs_floor_worst:.2f}) | {pages} |")
         saved.append({"name": name, "bytes": nbytes, "peer": peer_name,
                       "seconds": {key: sorted(value) for key, value in times.items()}})
     results.save("throughput_bench", {"elements": args.elements, "rounds": args.rounds, "rows": saved})
