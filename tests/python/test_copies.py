@@ -173,3 +173,21 @@ def test_large_transposed_copies_equal_numpy_and_name_the_first_bad_value(dtype,
         bad[edge] = bad[at] = 2**40 if view.dtype.kind == "i" else 1e39
         with pytest.raises(nbx.ValueRangeError, match=re.escape(f"at index {at}")):
             Tensor.from_numpy(bad.transpose(perm).transpose(perm), dtype="Complex64" if code == "c16" else None)
+
+
+@pytest.mark.parametrize("dtype", ["<i1", "<i2", "<f4", "<c8"])
+@pytest.mark.parametrize("skip", [0, 1, 3, 8])
+def test_large_transposes_starting_anywhere_in_a_line_equal_numpy(dtype, skip):
+    # Source rows a multiple of 32 bytes apart start alike: the streamed tiles (destination rows of whole 16-byte
+    # units) start on a line and the values before it go on their own; `skip` moves the first byte (NumPy's data
+    # starts 16 bytes into a line).
+    itemsize = np.dtype(dtype).itemsize
+    columns = 4096 // itemsize
+    base = values((1056, columns + 64), dtype)
+    view = base[:, skip: skip + columns].T
+    got = Tensor.from_numpy(view, policy="copy").numpy()
+    assert got.nbytes >= 4 << 20
+    assert same_bits(got, np.ascontiguousarray(view))
+    existing = Tensor.from_numpy(np.zeros(view.shape, view.dtype))
+    existing.copy_from(view)
+    assert same_bits(existing.numpy(), got)

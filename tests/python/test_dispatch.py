@@ -76,6 +76,10 @@ for name, source in [("int64", ints), ("int32", ints.astype(np.int32)), ("int16"
         cases(source, target, small, 2**31 - 1 if source.itemsize == 8 else np.iinfo(source.dtype).max)
     results[name, "stepped rows"] = outcome(to(small[: 64 * 80].reshape(80, 64)[:, ::2], "Int8"))
     results[name, "transposed"] = outcome(to(small[: 64 * 80].reshape(80, 64).T, "Int16"))
+bytes_source = rng.integers(-128, 128, 2100 * 2100).astype(np.int8)
+for rows, columns in [(77, 203), (2100, 2100)]:  # ragged blocks; past 4 MiB, the streamed tiles
+    square = bytes_source[: rows * columns].reshape(rows, columns)
+    results["int8 transposed", rows] = outcome(to(square.T, "Int8"))
 for qname, params in [("QuantizedS8", {{"scale": 0.25}}), ("Quantized8Asymm", {{"scale": 0.5, "zero_point": 7}}),
                       ("QuantizedS4", {{"scale": 0.125}}), ("Quantized4Asymm", {{"scale": 0.5, "zero_point": 3}})]:
     dtype = np.dtype(np.int8 if "S" in qname else np.uint8, metadata={{"mgb_dtype": dict(name=qname, **params)}})

@@ -58,6 +58,8 @@ typedef short npybridge_v16h __attribute__((vector_size(32)));
 typedef long long npybridge_v4q __attribute__((vector_size(32)));
 typedef double npybridge_v4d __attribute__((vector_size(32)));
 typedef std::int32_t npybridge_v4i __attribute__((vector_size(16)));
+typedef unsigned char npybridge_v16b __attribute__((vector_size(16)));
+typedef unsigned char npybridge_v32b __attribute__((vector_size(32)));
 #endif
 
 }  // namespace detail

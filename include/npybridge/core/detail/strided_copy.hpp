@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
@@ -186,38 +187,88 @@ struct simd_tile<copy_op<4>> {
     }
 };
 
-/// 16 x 16 bytes: interleaving 8-, 16-, 32- and 64-bit pairs; after the step of width w, each vector holds 2w / 8
-/// rows' values of 16 / (2w / 8) columns, column by column.
+/// Byte p of _mm_unpacklo / hi_epi8 .. epi64 (w bytes a unit) of two n-byte vectors, 16-byte lanes; n and up: the
+/// second.
+constexpr int zip_index(std::size_t n, std::size_t w, bool high, std::size_t p) noexcept {
+    const std::size_t lane = p / 16, unit = p % 16 / w;
+    const std::size_t from = lane * 16 + ((high ? 8 / w : 0) + unit / 2) * w + p % w;
+    return static_cast<int>(from + (unit % 2 != 0 ? n : 0));
+}
+
+template <std::size_t W, bool High, class V, std::size_t... P>
+__attribute__((always_inline)) inline void zip(const V& a, const V& b, V& out, std::index_sequence<P...>) noexcept {
+    out = __builtin_shufflevector(a, b, zip_index(sizeof(V), W, High, P)...);
+}
+
+/// 16 rows `sj` apart, a 16 x 16 byte block per lane, transposed by interleaving 8-, 16-, 32- and 64-bit pairs (after
+/// width w each vector holds 2w / 8 rows' values of 16 / (2w / 8) columns); lane L of rows[t]: destination row 16L + t.
+template <class V>
+__attribute__((always_inline)) inline void transpose_bytes(const unsigned char* s, std::ptrdiff_t sj,
+                                                           V (&rows)[16]) noexcept {
+    constexpr auto all = std::make_index_sequence<sizeof(V)>();
+    V a[16];
+    _Pragma("GCC unroll 16") for (int k = 0; k < 16; ++k) std::memcpy(&a[k], s + k * sj, sizeof(V));
+    _Pragma("GCC unroll 16") for (int k = 0; k < 16; k += 2) {
+        zip<1, false>(a[k], a[k + 1], rows[k], all);
+        zip<1, true>(a[k], a[k + 1], rows[k + 1], all);
+    }
+    _Pragma("GCC unroll 16") for (int g = 0; g < 16; g += 4) {
+        zip<2, false>(rows[g], rows[g + 2], a[g], all);
+        zip<2, true>(rows[g], rows[g + 2], a[g + 1], all);
+        zip<2, false>(rows[g + 1], rows[g + 3], a[g + 2], all);
+        zip<2, true>(rows[g + 1], rows[g + 3], a[g + 3], all);
+    }
+    V b[16];
+    _Pragma("GCC unroll 16") for (int h = 0; h < 16; h += 8) {
+        _Pragma("GCC unroll 4") for (int q = 0; q < 4; ++q) {
+            zip<4, false>(a[h + q], a[h + 4 + q], b[h + 2 * q], all);
+            zip<4, true>(a[h + q], a[h + 4 + q], b[h + 2 * q + 1], all);
+        }
+    }
+    _Pragma("GCC unroll 16") for (int t = 0; t < 8; ++t) {
+        zip<8, false>(b[t], b[8 + t], rows[2 * t], all);
+        zip<8, true>(b[t], b[8 + t], rows[2 * t + 1], all);
+    }
+}
+
+/// 16 x 16 bytes a block.
+inline void copy_bytes_16(const unsigned char* s, std::ptrdiff_t sj, unsigned char* row, std::ptrdiff_t di) noexcept {
+    npybridge_v16b rows[16];
+    transpose_bytes(s, sj, rows);
+    _Pragma("GCC unroll 16") for (int t = 0; t < 16; ++t) std::memcpy(row + t * di, &rows[t], 16);
+}
+
+/// Blocks of 32 source bytes by 16 rows, a 16 x 16 one per lane (ni a multiple of 32).
+__attribute__((target("avx2"))) inline void copy_bytes_32(const unsigned char* src, std::ptrdiff_t sj,
+                                                          unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
+                                                          std::size_t nj) noexcept {
+    for (std::size_t j = 0; j + 16 <= nj; j += 16) {
+        const unsigned char* s = src + static_cast<std::ptrdiff_t>(j) * sj;
+        for (std::size_t i = 0; i < ni; i += 32) {
+            unsigned char* row = dst + j + static_cast<std::ptrdiff_t>(i) * di;
+            npybridge_v32b rows[16];
+            transpose_bytes(s + i, sj, rows);
+            _Pragma("GCC unroll 16") for (int t = 0; t < 16; ++t) {
+                std::memcpy(row + t * di, &rows[t], 16);
+                std::memcpy(row + (16 + t) * di, reinterpret_cast<const unsigned char*>(&rows[t]) + 16, 16);
+            }
+        }
+    }
+}
+
 template <>
 struct simd_tile<copy_op<1>> {
     static constexpr std::size_t edge = 16;
     static bool run(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di, std::size_t ni,
                     std::size_t nj) noexcept {
-        for_each_block<16, 1, 1>(src, sj, dst, di, ni, nj, [sj, di](const unsigned char* s, unsigned char* row) {
-            __m128i a[16], b[16];
-            for (int k = 0; k < 16; ++k) a[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + k * sj));
-            for (int k = 0; k < 16; k += 2) {
-                b[k] = _mm_unpacklo_epi8(a[k], a[k + 1]);
-                b[k + 1] = _mm_unpackhi_epi8(a[k], a[k + 1]);
-            }
-            for (int g = 0; g < 16; g += 4) {
-                a[g] = _mm_unpacklo_epi16(b[g], b[g + 2]);
-                a[g + 1] = _mm_unpackhi_epi16(b[g], b[g + 2]);
-                a[g + 2] = _mm_unpacklo_epi16(b[g + 1], b[g + 3]);
-                a[g + 3] = _mm_unpackhi_epi16(b[g + 1], b[g + 3]);
-            }
-            for (int h = 0; h < 16; h += 8) {
-                for (int q = 0; q < 4; ++q) {
-                    b[h + 2 * q] = _mm_unpacklo_epi32(a[h + q], a[h + 4 + q]);
-                    b[h + 2 * q + 1] = _mm_unpackhi_epi32(a[h + q], a[h + 4 + q]);
-                }
-            }
-            for (int t = 0; t < 8; ++t) {
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(row + 2 * t * di), _mm_unpacklo_epi64(b[t], b[8 + t]));
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(row + (2 * t + 1) * di),
-                                 _mm_unpackhi_epi64(b[t], b[8 + t]));
-            }
-        });
+        std::size_t from = 0;
+        if (cpu_has_avx2()) {
+            from = ni / 32 * 32;
+            copy_bytes_32(src, sj, dst, di, from, nj);
+        }
+        for_each_block<16, 1, 1>(
+            src + from, sj, dst + static_cast<std::ptrdiff_t>(from) * di, di, ni - from, nj,
+            [sj, di](const unsigned char* s, unsigned char* row) { copy_bytes_16(s, sj, row, di); });
         return true;
     }
 };
@@ -416,6 +467,17 @@ bool copy_tile_streamed(const unsigned char* src, std::ptrdiff_t sj, unsigned ch
     return fits;
 }
 
+/// How many values (of `in` bytes, `rows` a tile) to copy before the streamed tiles: rows alike, so that no tile's chunk
+/// of a row straddles two lines (NumPy's data starts 16 bytes into one).
+inline std::size_t stream_head(const unsigned char* src, std::ptrdiff_t sj, std::size_t ni, std::size_t in,
+                               std::size_t rows) noexcept {
+    const std::size_t chunk = rows * in;
+    if (sj % static_cast<std::ptrdiff_t>(chunk) != 0) return 0;
+    const std::size_t skew = reinterpret_cast<std::uintptr_t>(src) % chunk;
+    const std::size_t head = skew % in == 0 ? (chunk - skew) % chunk / in : 0;
+    return head + rows <= ni ? head : 0;
+}
+
 /// A 2-D plane by streamed tiles (unit strides, destination rows 16-byte aligned), its ragged edges by copy_block.
 template <class Op>
 bool copy_plane_streamed(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di,
@@ -486,7 +548,13 @@ bool copy_plane(const copy_plan& plan, std::size_t s, std::size_t d, const unsig
             plan.count() * Op::out >= stream_from_bytes && plan.dst[s] % 16 == 0 &&
             reinterpret_cast<std::uintptr_t>(dst) % 16 == 0 && ni >= stream_tile_i<Op> && nj >= stream_tile_j<Op> &&
             !(Op::in == 4 && Op::out == 4 && std::abs(plan.src[d]) > 8192)) {
-            return copy_plane_streamed<Op>(src, plan.src[d], dst, plan.dst[s], ni, nj);
+            const std::size_t head = stream_head(src, plan.src[d], ni, Op::in, stream_tile_i<Op>);
+            const bool ok =
+                head == 0 || copy_block<Op>(src, plan.src[s], plan.src[d], dst, plan.dst[s], plan.dst[d], head, nj);
+            return copy_plane_streamed<Op>(src + static_cast<std::ptrdiff_t>(head) * plan.src[s], plan.src[d],
+                                           dst + static_cast<std::ptrdiff_t>(head) * plan.dst[s], plan.dst[s],
+                                           ni - head, nj) &&
+                   ok;
         }
     }
 #endif
