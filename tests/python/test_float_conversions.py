@@ -214,6 +214,23 @@ def test_checked_refuses_the_first_finite_value_that_would_overflow(values, targ
         Tensor.from_numpy(array, dtype=name)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3000), st.data(), st.sampled_from(["float32", "float64"]))
+def test_checked_float16_refuses_values_from_65520_and_keeps_those_below(n, data, source):
+    """Between float16's largest finite value and 2^16, in among ordinary values: below 65520 they round to 65504,
+    from 65520 to infinity, whichever eight of a vector loop they fall in."""
+    edge = st.floats(65504.0, 65536.0, width=32) | st.sampled_from([65519.99609375, 65520.0, 65535.99609375])
+    array = np.full(n, 1.5, source)
+    for at in data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=3, unique=True)):
+        array[at] = data.draw(edge) * data.draw(st.sampled_from([1.0, -1.0]))
+    bad = np.nonzero(np.abs(array) >= 65520.0)[0]
+    if bad.size == 0:
+        assert np.array_equal(Tensor.from_numpy(array, dtype="Float16").numpy(), array.astype(np.float16))
+        return
+    with pytest.raises(nbx.ValueRangeError, match=rf"at index \({bad[0]},\)"):
+        Tensor.from_numpy(array, dtype="Float16")
+
+
 @pytest.mark.parametrize("library", ["own", "ml_dtypes"])
 @pytest.mark.parametrize("view", ["contiguous", "reversed", "0-d", "byte-swapped", "2-d"])
 def test_every_bfloat16_widens_to_float32_by_its_bits(library, view):

@@ -60,11 +60,20 @@ inline std::size_t doubles_to_half(const double* in, std::size_t n, std::uint16_
     return doubles_to_16_bit_floats<10, 15>(in, n, out, half_bits_of_double, check);
 }
 
-using floats_to_half_fn = void (*)(const float*, std::size_t, std::uint16_t*);
+/// Whether a float's half is infinite or NaN: NaN, or at least 65520 in magnitude.
+inline bool half_is_special(float value) noexcept { return !(std::fabs(value) < 65520.0f); }
+
+/// Whether a half came out infinite or NaN.
+using floats_to_half_fn = bool (*)(const float*, std::size_t, std::uint16_t*);
 using half_to_floats_fn = void (*)(const std::uint16_t*, std::size_t, float*);
 
-inline void floats_to_half_portable(const float* in, std::size_t n, std::uint16_t* out) noexcept {
-    for (std::size_t i = 0; i < n; ++i) out[i] = half_bits_like_numpy(in[i]);
+inline bool floats_to_half_portable(const float* in, std::size_t n, std::uint16_t* out) noexcept {
+    bool special = false;
+    for (std::size_t i = 0; i < n; ++i) {
+        out[i] = half_bits_like_numpy(in[i]);
+        special |= half_is_special(in[i]);
+    }
+    return special;
 }
 
 /// Exact (a NaN's payload moved up, as NumPy).
@@ -73,20 +82,24 @@ inline void half_to_floats_portable(const std::uint16_t* in, std::size_t n, floa
 }
 
 #if defined(NPYBRIDGE_X86)
-/// F16C's vcvtps2ph, eight a step; a block with a NaN goes the portable way, which keeps signalling NaNs.
-__attribute__((target("avx,f16c"))) inline void floats_to_half_f16c(const float* in, std::size_t n,
+/// F16C's vcvtps2ph, eight a step; eight with a special half go the portable way (keeps signalling NaNs).
+__attribute__((target("avx,f16c"))) inline bool floats_to_half_f16c(const float* in, std::size_t n,
                                                                     std::uint16_t* out) noexcept {
+    const npybridge_v8f high = npybridge_v8f{} + 65520.0f, low = -high;
     std::size_t i = 0;
+    bool special = false;
     for (; i + 8 <= n; i += 8) {
         npybridge_v8f x;
         std::memcpy(&x, in + i, sizeof x);
         const npybridge_v8hi h = __builtin_ia32_vcvtps2ph256(x, 0);
         std::memcpy(out + i, &h, sizeof h);
-        if (__builtin_ia32_movmskps256(__builtin_ia32_cmpps256(x, x, 3)) != 0) {  // 3: unordered
-            floats_to_half_portable(in + i, 8, out + i);
+        // 5: not less, 10: not greater (NaN: true)
+        if ((__builtin_ia32_movmskps256(__builtin_ia32_cmpps256(x, high, 5)) |
+             __builtin_ia32_movmskps256(__builtin_ia32_cmpps256(x, low, 10))) != 0) {
+            special |= floats_to_half_portable(in + i, 8, out + i);
         }
     }
-    floats_to_half_portable(in + i, n - i, out + i);
+    return floats_to_half_portable(in + i, n - i, out + i) || special;
 }
 
 /// F16C's vcvtph2ps, exact; NaN blocks the portable way (payload kept).
@@ -278,8 +291,8 @@ __attribute__((target("avx2"))) std::size_t integers_to_bfloat16_avx2(const Int*
 }
 
 /// Integers of up to 16 bits, or int32, into float16 bits, eight a step (AVX2 and F16C): widened to float (exact below
-/// 2^24), rounded once by vcvtps2ph. With `exact`, stops before eight that hold a value float16 does not (low
-/// mantissa bits set, or past 65504): how many it did. The caller does the rest.
+/// 2^24), rounded once. With `exact`, stops before eight that hold a value float16 does not (low mantissa bits set, or
+/// past 65504): how many it did. The caller does the rest.
 template <class Int>
 __attribute__((target("avx2,f16c"))) std::size_t integers_to_half_avx2(const Int* in, std::size_t n, std::uint16_t* out,
                                                                        bool exact) noexcept {

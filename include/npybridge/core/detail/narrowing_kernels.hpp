@@ -253,17 +253,16 @@ std::size_t first_overflow(const T* in, std::size_t n, T overflow) noexcept {
     return n;
 }
 
-/// Values converted a block at a time, each block (in cache) searched for overflow first when `check`: the first, else
-/// n.
+/// Values converted a block at a time; a block `convert` made an infinity or NaN in is searched for overflow when
+/// `check`: the first, else n.
 template <class T, class Out, class Convert>
 std::size_t convert_checking_overflow(const T* in, std::size_t n, Out* out, T overflow, bool check, Convert convert) {
     constexpr std::size_t block = 4096;
     for (std::size_t start = 0; start < n; start += block) {
         const std::size_t count = std::min(block, n - start);
-        if (check && any_overflow(in + start, count, overflow)) {
+        if (convert(in + start, count, out + start) && check && any_overflow(in + start, count, overflow)) {
             return start + first_overflow(in + start, count, overflow);
         }
-        convert(in + start, count, out + start);
     }
     return n;
 }

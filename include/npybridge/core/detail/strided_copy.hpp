@@ -187,8 +187,7 @@ struct simd_tile<copy_op<4>> {
     }
 };
 
-/// Byte p of _mm_unpacklo / hi_epi8 .. epi64 (w bytes a unit) of two n-byte vectors, 16-byte lanes; n and up: the
-/// second.
+/// Byte p of _mm_unpacklo / hi_epi8 .. epi64 (w-byte units) on n-byte vectors; n and up: the second.
 constexpr int zip_index(std::size_t n, std::size_t w, bool high, std::size_t p) noexcept {
     const std::size_t lane = p / 16, unit = p % 16 / w;
     const std::size_t from = lane * 16 + ((high ? 8 / w : 0) + unit / 2) * w + p % w;
@@ -231,7 +230,7 @@ __attribute__((always_inline)) inline void transpose_bytes(const unsigned char* 
     }
 }
 
-/// 16 x 16 bytes a block.
+/// A 16 x 16 byte block.
 inline void copy_bytes_16(const unsigned char* s, std::ptrdiff_t sj, unsigned char* row, std::ptrdiff_t di) noexcept {
     npybridge_v16b rows[16];
     transpose_bytes(s, sj, rows);
@@ -467,8 +466,8 @@ bool copy_tile_streamed(const unsigned char* src, std::ptrdiff_t sj, unsigned ch
     return fits;
 }
 
-/// How many values (of `in` bytes, `rows` a tile) to copy before the streamed tiles: rows alike, so that no tile's chunk
-/// of a row straddles two lines (NumPy's data starts 16 bytes into one).
+/// Values (`in` bytes, `rows` a tile) copied before the streamed tiles so that, rows alike, no tile's chunk of a row
+/// straddles two lines (NumPy's data starts 16 bytes in).
 inline std::size_t stream_head(const unsigned char* src, std::ptrdiff_t sj, std::size_t ni, std::size_t in,
                                std::size_t rows) noexcept {
     const std::size_t chunk = rows * in;
