@@ -164,6 +164,7 @@ std::vector<Source> values_around(std::size_t n, std::int64_t lo, std::int64_t h
         }
     }
     std::vector<Source> bad = {clip(static_cast<long double>(lo) - 1), clip(static_cast<long double>(hi) + 1)};
+    if constexpr (sizeof(Source) == 8) bad.push_back(clip(4294967296.0L + lo));  // past 32 bits, its low half held
     if constexpr (std::is_floating_point_v<Source>) {
         bad.insert(bad.end(), {limits::quiet_NaN(), limits::infinity(), -limits::infinity(), Source(0.5),
                                static_cast<Source>(hi) - Source(0.25), static_cast<Source>(lo) + Source(0.5)});
@@ -221,7 +222,10 @@ void check_integer_paths(const bounds_case& target) {
         check_store_checked<Source, Target>(lo, hi, [&](const Source* in, std::size_t n, Target* out) {
             return npb::detail::store_checked_avx2(in, n, out, lo, hi);
         });
-        if constexpr (std::is_same_v<Source, std::int32_t> && sizeof(Target) <= 2) {
+        constexpr bool packed = (std::is_same_v<Source, std::int32_t> && sizeof(Target) <= 2) ||
+                                (std::is_same_v<Source, std::int64_t> && sizeof(Target) <= 4);
+        if constexpr (packed) {
+            if (lo < INT32_MIN || hi > INT32_MAX) return;
             check_store_checked<Source, Target>(lo, hi, [&](const Source* in, std::size_t n, Target* out) {
                 return npb::detail::store_checked_packed_avx2(in, n, out, static_cast<std::int32_t>(lo),
                                                               static_cast<std::int32_t>(hi));
@@ -249,7 +253,7 @@ void check_float_paths(const bounds_case& target) {
 #endif
 #if defined(NPYBRIDGE_X86)
     __builtin_cpu_init();
-    if constexpr (std::is_same_v<Source, float> && sizeof(Target) <= 2) {
+    if (target.hi <= INT32_MAX) {
         if (__builtin_cpu_supports("avx2")) {
             check_store_checked<Source, Target>(
                 target.lo, target.hi, [&](const Source* in, std::size_t n, Target* out) {

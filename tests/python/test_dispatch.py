@@ -46,12 +46,16 @@ def to(array, dtype, narrowing="checked"):
     return lambda: Tensor.from_numpy(array, dtype=dtype, narrowing=narrowing).storage()
 
 
-def cases(array, target, fitting, unfit):
-    # Everything wrapped; every value fitting; fitting values, then one that does not (the whole loop runs).
+def cases(array, target, fitting, unfit, inside=None):
+    # Everything wrapped; every value fitting; fitting values, then one that does not (the whole loop runs); one
+    # that does not inside a vector loop's block.
     results[name, target, "wrap"] = outcome(to(array, target, "wrap"))
     results[name, target, "fits"] = outcome(to(fitting, target))
     late = np.concatenate([fitting, np.array([unfit]).astype(fitting.dtype)])
     results[name, target, "unfit last"] = outcome(to(late, target))
+    within = fitting.copy()
+    within[len(within) // 3] = unfit if inside is None else inside
+    results[name, target, "unfit inside"] = outcome(to(within, target))
 
 
 results = {{}}
@@ -62,7 +66,7 @@ for name, array in [("float64", floats), ("float32", f32)]:
             cases(array, target, np.where(np.abs(array) > largest, 1.0, array).astype(array.dtype), 1e300)
         whole = np.rint(np.clip(np.nan_to_num(array), -100, 100)).astype(array.dtype)
         for target in ["Int8", "Int16", "Uint8"]:
-            cases(array, target, np.abs(whole) if target == "Uint8" else whole, 1000.5)
+            cases(array, target, np.abs(whole) if target == "Uint8" else whole, 1000.5, 2.5)
     results[name, "stepped Float16"] = outcome(to(array[::3], "Float16", "wrap"))
 halves = f32.astype(np.float16)
 results["float16 -> Float32"] = outcome(to(halves, "Float32"))
@@ -73,7 +77,8 @@ for name, source in [("int64", ints), ("int32", ints.astype(np.int32)), ("int16"
                      ("int8", ints.astype(np.int8)), ("uint16", ints.astype(np.uint16))]:
     small = np.clip(source, -100, 100) if source.dtype.kind == "i" else np.clip(source, 0, 100)
     for target in ["Int8", "Int16", "Int32", "Float16", "BFloat16", "Float32"]:
-        cases(source, target, small, 2**31 - 1 if source.itemsize == 8 else np.iinfo(source.dtype).max)
+        cases(source, target, small, 2**31 - 1 if source.itemsize == 8 else np.iinfo(source.dtype).max,
+              2**32 + 5 if source.itemsize == 8 else None)  # its low half fits
     results[name, "stepped rows"] = outcome(to(small[: 64 * 80].reshape(80, 64)[:, ::2], "Int8"))
     results[name, "transposed"] = outcome(to(small[: 64 * 80].reshape(80, 64).T, "Int16"))
 bytes_source = rng.integers(-128, 128, 2100 * 2100).astype(np.int8)

@@ -401,7 +401,8 @@ def _one_bad_value(source, lo, hi, draw):
     if dtype.kind == "f":
         candidates += [np.nan, np.inf, -np.inf, 0.5, hi - 0.5, lo + 0.25]
     info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
-    candidates += [v for v in (lo - 1, hi + 1) if info.min <= v <= info.max]
+    # Past the range by one; and past 32 bits with low halves in it (lost by a check on those alone).
+    candidates += [v for v in (lo - 1, hi + 1, 2 ** 32 + 5, 5 - 2 ** 32, 2 ** 40 + hi) if info.min <= v <= info.max]
     def held(v):  # the value as the source dtype stores it (float32 rounds hi - 0.5 and the like)
         x = exact(v)
         return x is not None and x.denominator == 1 and lo <= x <= hi

@@ -326,61 +326,87 @@ __attribute__((target("avx2"), always_inline)) inline npybridge_v8i pack_bytes(n
     return __builtin_ia32_permvarsi256(reinterpret_cast<npybridge_v8i>(bytes), npybridge_v8i{0, 4, 1, 5, 2, 6, 3, 7});
 }
 
-/// clamp_eight's half for float64.
-__attribute__((target("avx2"), always_inline)) inline npybridge_v4i clamp_four(const double* in, npybridge_v4d lo,
-                                                                               npybridge_v4d hi,
-                                                                               npybridge_v8i& changed) noexcept {
-    npybridge_v4d value;
-    std::memcpy(&value, in, sizeof value);
-    const npybridge_v4i held =
-        __builtin_convertvector(__builtin_ia32_minpd256(__builtin_ia32_maxpd256(value, lo), hi), npybridge_v4i);
-    changed |= reinterpret_cast<npybridge_v8i>(__builtin_convertvector(held, npybridge_v4d) != value);
-    return held;
+/// vpminsd, vpmaxsd.
+__attribute__((target("avx2"), always_inline)) inline npybridge_v8i lanes_min(npybridge_v8i a,
+                                                                              npybridge_v8i b) noexcept {
+    return a < b ? a : b;
+}
+__attribute__((target("avx2"), always_inline)) inline npybridge_v8i lanes_max(npybridge_v8i a,
+                                                                              npybridge_v8i b) noexcept {
+    return a > b ? a : b;
 }
 
-/// Eight values clamped to [lo, hi] (NaN to lo), cut to int32; `changed` gains changed lanes.
-template <class Source>
-__attribute__((target("avx2"), always_inline)) inline npybridge_v8i clamp_eight(const Source* in, npybridge_v8i lo,
-                                                                                npybridge_v8i hi,
-                                                                                npybridge_v8i& changed) noexcept {
+/// Eight values cut to int32; `changed` gains floats not whole (NaN, infinities too) and int64 past int32. Floats
+/// past int32 cut to its lowest: a narrower range refuses them, `Exact` (int32 storage) compares cut and float.
+template <bool Exact, class Source>
+__attribute__((target("avx2"), always_inline)) inline npybridge_v8i truncate_eight(const Source* in,
+                                                                                   npybridge_v8i& changed) noexcept {
     if constexpr (std::is_same_v<Source, float>) {
         npybridge_v8f value;
         std::memcpy(&value, in, sizeof value);
-        const npybridge_v8f low = __builtin_convertvector(lo, npybridge_v8f),
-                            high = __builtin_convertvector(hi, npybridge_v8f);
-        const npybridge_v8i held =
-            __builtin_convertvector(__builtin_ia32_minps256(__builtin_ia32_maxps256(value, low), high), npybridge_v8i);
-        changed |= __builtin_convertvector(held, npybridge_v8f) != value;  // max: NaN gives low
-        return held;
+        const npybridge_v8i cut = __builtin_ia32_cvttps2dq256(value);
+        const npybridge_v8f whole = Exact ? __builtin_convertvector(cut, npybridge_v8f)
+                                          : __builtin_ia32_roundps256(value, 0xB);  // truncated, no inexact flag
+        changed |= whole != value;
+        return cut;
     } else if constexpr (std::is_same_v<Source, double>) {
-        const npybridge_v4d low = npybridge_v4d{} + lo[0], high = npybridge_v4d{} + hi[0];
-        return __builtin_shufflevector(clamp_four(in, low, high, changed), clamp_four(in + 4, low, high, changed), 0, 1,
-                                       2, 3, 4, 5, 6, 7);
+        npybridge_v4d first, second;
+        std::memcpy(&first, in, sizeof first);
+        std::memcpy(&second, in + 4, sizeof second);
+        const npybridge_v4i low = __builtin_ia32_cvttpd2dq256(first), high = __builtin_ia32_cvttpd2dq256(second);
+        if constexpr (Exact) {
+#if defined(__clang__)
+            changed |= reinterpret_cast<npybridge_v8i>((__builtin_convertvector(low, npybridge_v4d) != first) |
+                                                       (__builtin_convertvector(high, npybridge_v4d) != second));
+#else  // GCC splits convertvector's in two
+            changed |= reinterpret_cast<npybridge_v8i>((__builtin_ia32_cvtdq2pd256(low) != first) |
+                                                       (__builtin_ia32_cvtdq2pd256(high) != second));
+#endif
+        } else {
+            changed |= reinterpret_cast<npybridge_v8i>((__builtin_ia32_roundpd256(first, 0xB) != first) |
+                                                       (__builtin_ia32_roundpd256(second, 0xB) != second));
+        }
+        return __builtin_shufflevector(low, high, 0, 1, 2, 3, 4, 5, 6, 7);
+    } else if constexpr (std::is_same_v<Source, std::int64_t>) {
+        npybridge_v4q first, second;
+        std::memcpy(&first, in, sizeof first);
+        std::memcpy(&second, in + 4, sizeof second);
+        const npybridge_v4q bias = npybridge_v4q{} + 0x80000000LL;  // fits int32 when (x + 2^31) >> 32 == 0
+        changed |= reinterpret_cast<npybridge_v8i>(__builtin_ia32_psrlqi256(first + bias, 32) |
+                                                   __builtin_ia32_psrlqi256(second + bias, 32));
+        return __builtin_shufflevector(reinterpret_cast<npybridge_v8i>(first), reinterpret_cast<npybridge_v8i>(second),
+                                       0, 2, 4, 6, 8, 10, 12, 14);
     } else {
         npybridge_v8i value;
         std::memcpy(&value, in, sizeof value);
-        const npybridge_v8i raised = value < lo ? lo : value;  // vpmaxsd / vpminsd
-        const npybridge_v8i held = raised > hi ? hi : raised;
-        changed |= held ^ value;
-        return held;
+        return value;
     }
 }
 
-/// store_checked for int32, float32 or float64 into 8- or 16-bit storage, 32 a step (AVX2): clamped, then packed.
+/// store_checked for int32, int64, float32 or float64 into 8- to 32-bit storage, 32 a step (AVX2): cut to int32,
+/// packed; a block's least and most tested at its end.
 template <class Source, class Target>
 __attribute__((target("avx2"))) std::size_t store_checked_packed_avx2(const Source* in, std::size_t n, Target* out,
                                                                       std::int32_t lo, std::int32_t hi) noexcept {
-    const npybridge_v8i zero{}, low = zero + lo, high = zero + hi;
     constexpr std::size_t block = 1024;
     std::size_t start = 0;
     for (; start + block <= n; start += block) {
-        npybridge_v8i changed{};
+        const npybridge_v8i zero{};
+        npybridge_v8i changed = zero, least = zero + lo, most = zero + hi;
         for (std::size_t i = start; i < start + block; i += 32) {
-            const npybridge_v8i a = clamp_eight(in + i, low, high, changed),
-                                b = clamp_eight(in + i + 8, low, high, changed),
-                                c = clamp_eight(in + i + 16, low, high, changed),
-                                d = clamp_eight(in + i + 24, low, high, changed);
-            if constexpr (sizeof(Target) == 2) {
+            constexpr bool exact = sizeof(Target) == 4;
+            const npybridge_v8i a = truncate_eight<exact>(in + i, changed),
+                                b = truncate_eight<exact>(in + i + 8, changed),
+                                c = truncate_eight<exact>(in + i + 16, changed),
+                                d = truncate_eight<exact>(in + i + 24, changed);
+            least = lanes_min(least, lanes_min(lanes_min(a, b), lanes_min(c, d)));
+            most = lanes_max(most, lanes_max(lanes_max(a, b), lanes_max(c, d)));
+            if constexpr (sizeof(Target) == 4) {
+                std::memcpy(out + i, &a, sizeof a);
+                std::memcpy(out + i + 8, &b, sizeof b);
+                std::memcpy(out + i + 16, &c, sizeof c);
+                std::memcpy(out + i + 24, &d, sizeof d);
+            } else if constexpr (sizeof(Target) == 2) {
                 const npybridge_v4q first = pack_words(a, b, hi > 32767), second = pack_words(c, d, hi > 32767);
                 std::memcpy(out + i, &first, sizeof first);
                 std::memcpy(out + i + 16, &second, sizeof second);
@@ -389,11 +415,13 @@ __attribute__((target("avx2"))) std::size_t store_checked_packed_avx2(const Sour
                 std::memcpy(out + i, &bytes, sizeof bytes);
             }
         }
+        changed |= (least < lo) | (most > hi);
         if (!__builtin_ia32_ptestz256(reinterpret_cast<npybridge_v4q>(changed),
                                       reinterpret_cast<npybridge_v4q>(changed)))
             return start;
     }
-    const std::size_t rest = store_checked<std::int32_t, double>(in + start, n - start, out + start, lo, hi);
+    using Wide = std::conditional_t<std::is_same_v<Source, std::int64_t>, std::int64_t, std::int32_t>;
+    const std::size_t rest = store_checked<Wide, double>(in + start, n - start, out + start, lo, hi);
     return rest == n - start ? n : start + rest;
 }
 
@@ -411,6 +439,12 @@ std::size_t store_checked_integers(const Source* in, std::size_t n, Target* out,
 #if defined(NPYBRIDGE_X86)
     if constexpr (std::is_same_v<Source, std::int32_t> && sizeof(Target) <= 2) {
         if (cpu_has_avx2()) return store_checked_packed_avx2(in, n, out, lo, hi);
+    }
+    if constexpr (std::is_same_v<Source, std::int64_t> && sizeof(Target) <= 4) {
+        constexpr std::int64_t least = std::numeric_limits<std::int32_t>::min(),
+                               most = std::numeric_limits<std::int32_t>::max();
+        if (lo >= least && hi <= most && cpu_has_avx2())
+            return store_checked_packed_avx2(in, n, out, static_cast<std::int32_t>(lo), static_cast<std::int32_t>(hi));
     }
     if (cpu_has_avx2()) return store_checked_avx2(in, n, out, lo, hi);
 #endif
@@ -489,15 +523,14 @@ std::size_t store_checked_sse2(const Source* in, std::size_t n, Target* out, std
 }
 #endif
 
-/// store_checked for floats, SSE2 when the bounds fit int32 (AVX2 into 8 and 16 bits).
+/// store_checked for floats, AVX2 or SSE2 when the bounds fit int32.
 template <class Source, class Target>
 std::size_t store_checked_floats(const Source* in, std::size_t n, Target* out, std::int64_t lo,
                                  std::int64_t hi) noexcept {
     const bool fits_int32 = hi <= std::numeric_limits<std::int32_t>::max();
 #if defined(NPYBRIDGE_X86)
-    if constexpr (sizeof(Target) <= 2) {
-        if (cpu_has_avx2())
-            return store_checked_packed_avx2(in, n, out, static_cast<std::int32_t>(lo), static_cast<std::int32_t>(hi));
+    if (fits_int32 && cpu_has_avx2()) {
+        return store_checked_packed_avx2(in, n, out, static_cast<std::int32_t>(lo), static_cast<std::int32_t>(hi));
     }
 #endif
 #if defined(NPYBRIDGE_SSE2)
