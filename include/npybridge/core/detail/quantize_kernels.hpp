@@ -30,19 +30,17 @@ struct quantize_rule {
 };
 
 #if defined(NPYBRIDGE_SSE2)
-/// Four values as quantize_rule does them; the quotient is clamped to [-2^31, 2147483520] first so truncation fits
-/// int32 (rounding is monotonic).
+/// Four values as quantize_rule does them; the quotient clamped to [-2^31, 2147483520] first (NaN to -2^31, then lo)
+/// so truncation fits int32 (rounding is monotonic).
 inline __m128i quantize_four(__m128 x, const quantize_rule& rule) noexcept {
     const __m128 sign = _mm_set1_ps(-0.0f);
     __m128 v = _mm_div_ps(x, _mm_set1_ps(rule.scale));
-    const __m128 nan = _mm_cmpunord_ps(v, v);
     v = _mm_min_ps(_mm_max_ps(v, _mm_set1_ps(-2147483648.0f)), _mm_set1_ps(2147483520.0f));
     __m128 t = _mm_cvtepi32_ps(_mm_cvttps_epi32(v));
     const __m128 away = _mm_cmpge_ps(_mm_andnot_ps(sign, _mm_sub_ps(v, t)), _mm_set1_ps(0.5f));
     t = _mm_add_ps(t, _mm_and_ps(away, _mm_or_ps(_mm_and_ps(v, sign), _mm_set1_ps(1.0f))));
     __m128 q = _mm_add_ps(t, _mm_set1_ps(rule.zero_point));
     q = _mm_min_ps(_mm_max_ps(q, _mm_set1_ps(rule.lo)), _mm_set1_ps(rule.hi));
-    q = _mm_or_ps(_mm_and_ps(nan, _mm_set1_ps(rule.lo)), _mm_andnot_ps(nan, q));
     return _mm_cvttps_epi32(q);
 }
 
@@ -75,13 +73,6 @@ void store_sixteen(const float* in, const quantize_rule& rule, Code* out) noexce
 #endif
 
 #if defined(NPYBRIDGE_X86)
-/// `yes` where `mask` is set, else `no`, bitwise (NaN lanes move as they are).
-__attribute__((target("avx2"), always_inline)) inline npybridge_v8f select_lanes(npybridge_v8i mask, npybridge_v8f yes,
-                                                                                 npybridge_v8f no) noexcept {
-    return reinterpret_cast<npybridge_v8f>((mask & reinterpret_cast<npybridge_v8i>(yes)) |
-                                           (~mask & reinterpret_cast<npybridge_v8i>(no)));
-}
-
 /// A quantize_rule in eight lanes.
 struct quantize_lanes {
     npybridge_v8f scale, zero_point, lo, hi;
@@ -92,19 +83,15 @@ __attribute__((target("avx2"), always_inline)) inline npybridge_v8i quantize_eig
     npybridge_v8f x, const quantize_lanes& rule) noexcept {
     const npybridge_v8f zero{}, lowest = zero - 2147483648.0f, highest = zero + 2147483520.0f;
     npybridge_v8f v = x / rule.scale;
-    const npybridge_v8i nan = v != v;
-    v = select_lanes(v < lowest, lowest, v);
-    v = select_lanes(v > highest, highest, v);
-    npybridge_v8f t = __builtin_convertvector(__builtin_convertvector(v, npybridge_v8i), npybridge_v8f);
+    v = __builtin_ia32_minps256(__builtin_ia32_maxps256(v, lowest), highest);
+    npybridge_v8f t = __builtin_ia32_roundps256(v, 0xB);  // truncated
     const npybridge_v8i rest = reinterpret_cast<npybridge_v8i>(v - t) & 0x7FFFFFFF;
     const npybridge_v8i away = reinterpret_cast<npybridge_v8f>(rest) >= zero + 0.5f;
     const npybridge_v8i step = (reinterpret_cast<npybridge_v8i>(v) & static_cast<std::int32_t>(0x80000000u)) |
                                reinterpret_cast<npybridge_v8i>(zero + 1.0f);
     t = t + reinterpret_cast<npybridge_v8f>(away & step);
-    npybridge_v8f q = t + rule.zero_point;
-    q = select_lanes(q < rule.lo, rule.lo, q);
-    q = select_lanes(q > rule.hi, rule.hi, q);
-    return __builtin_convertvector(select_lanes(nan, rule.lo, q), npybridge_v8i);
+    const npybridge_v8f q = __builtin_ia32_minps256(__builtin_ia32_maxps256(t + rule.zero_point, rule.lo), rule.hi);
+    return __builtin_convertvector(q, npybridge_v8i);
 }
 
 /// The low (Half 0) or high (Half 1) four lanes.
