@@ -30,8 +30,7 @@ struct quantize_rule {
 };
 
 #if defined(NPYBRIDGE_SSE2)
-/// Four values as quantize_rule does them; the quotient clamped to [-2^31, 2147483520] first (NaN to -2^31, then lo)
-/// so truncation fits int32 (rounding is monotonic).
+/// quantize_rule on four values; the quotient clamped to [-2^31, 2147483520] (NaN to -2^31, then lo) to fit int32.
 inline __m128i quantize_four(__m128 x, const quantize_rule& rule) noexcept {
     const __m128 sign = _mm_set1_ps(-0.0f);
     __m128 v = _mm_div_ps(x, _mm_set1_ps(rule.scale));
