@@ -12,6 +12,8 @@
 #include <npybridge/core/detail/float_mode.hpp>
 #include <npybridge/core/detail/half_kernels.hpp>
 #include <npybridge/core/detail/narrowing_kernels.hpp>
+#include <npybridge/core/detail/fill_kernels.hpp>
+#include <npybridge/core/detail/kernel_table.hpp>
 #include <npybridge/core/detail/plan.hpp>
 #include <npybridge/detail/messages.hpp>
 #include <npybridge/python.hpp>
@@ -73,7 +75,7 @@ inline object bfloat16_as_float32(PyArrayObject* array) {
     return result;
 }
 
-/// The numpy type holding every value of (kind, itemsize) for fill_bfloat16; -1 for none.
+/// The numpy type holding every value of (kind, itemsize) for round_into_bfloat16; -1 for none.
 inline int bfloat16_source_type(char kind, npy_intp itemsize) noexcept {
     const npy_intp real = kind == 'c' ? itemsize / 2 : itemsize;
     const int precision = real <= 4 ? 0 : real == 8 ? 1 : 2;
@@ -94,36 +96,11 @@ void round_each_to_bfloat16(const void* data, std::size_t step, bfloat16* out, s
     for (std::size_t i = 0; i < count; ++i) out[i] = round_to_bfloat16(in[i * step]);
 }
 
-/// Builtin integers (contiguous, aligned, native) into float16 / bfloat16 bits: how many it held; else nothing.
+/// BFloat16 memory (C order) from a builtin-typed array of numbers, rounding once whatever the FPU mode (bools: 1 for
+/// nonzero; complex: real part, 'wrap' only).
 template <class = void>
-std::optional<std::size_t> integer_array_to_16_bit_floats(PyArrayObject* array, void* out, bool to_half, bool exact) {
-    const char kind = descr_kind(PyArray_DESCR(array));
-    if ((kind != 'i' && kind != 'u') || descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF ||
-        !PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) {
-        return std::nullopt;
-    }
-    const npy_intp itemsize = PyArray_ITEMSIZE(array);
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
-    return without_gil_if_large(n * static_cast<std::size_t>(itemsize), [&] {
-        return visit_numbers(kind, itemsize, PyArray_DATA(array), [&](const auto* in) -> std::size_t {
-            if constexpr (std::is_integral_v<std::remove_cv_t<std::remove_pointer_t<decltype(in)>>>) {
-                return integers_to_16_bit_floats(in, n, static_cast<std::uint16_t*>(out), to_half, exact);
-            } else {
-                return 0;  // integers only
-            }
-        });
-    });
-}
-
-/// Fills contiguous BFloat16 memory from a builtin-typed array, rounding once whatever the FPU mode (bools: 1 for
-/// nonzero; complex: real part, 'wrap' only). False for another kind.
-template <class = void>
-bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
-    if (integer_array_to_16_bit_floats(array, out, false, false)) return true;
-    const int wide = descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF
-                         ? -1
-                         : bfloat16_source_type(descr_kind(PyArray_DESCR(array)), PyArray_ITEMSIZE(array));
-    if (wide < 0) return false;
+void round_into_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
+    const int wide = bfloat16_source_type(descr_kind(PyArray_DESCR(array)), PyArray_ITEMSIZE(array));
     const object values = contiguous_as(array, wide, NPY_SAFE_CASTING, "bfloat16 conversion");
     const void* data = PyArray_DATA(reinterpret_cast<PyArrayObject*>(values.get()));
     auto* result = static_cast<bfloat16*>(out);
@@ -156,7 +133,6 @@ bool fill_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
             default: round_each_to_bfloat16<long double>(data, step, result, count); break;
         }
     });
-    return true;
 }
 
 /// The values a copy reads: a user dtype as plain numbers unless it goes into its own dtype. bfloat16 widens on first
@@ -165,10 +141,21 @@ struct copy_values {
     mutable object array;
     std::optional<numpy_dtype_match> match;
     object bfloat16;  ///< not widened yet
+    /// The caller's array when `array` stands in for it (ml_dtypes' sub-byte values unpacked): numpy's cast answers
+    /// are its.
+    object source;
 
     PyArrayObject* get() const {
         if (!array) array = bfloat16_as_float32(reinterpret_cast<PyArrayObject*>(bfloat16.get()));
         return reinterpret_cast<PyArrayObject*>(array.get());
+    }
+
+    /// The values as the kernels read them, bfloat16 not widened yet.
+    source_view view() const {
+        if (array) return source_view_of(reinterpret_cast<PyArrayObject*>(array.get()));
+        source_view unwidened = source_view_of(reinterpret_cast<PyArrayObject*>(bfloat16.get()));
+        unwidened.type = source_type::bfloat16;
+        return unwidened;
     }
 };
 
@@ -176,7 +163,8 @@ inline copy_values values_for(PyArrayObject* array, const std::optional<numpy_dt
                               const dtype& target) {
     if (const std::optional<ml_dtypes_subbyte> sub = ml_dtypes_subbyte_kind(PyArray_DESCR(array))) {
         return {low_bits_as_bytes(array, sub->bits, sub->is_signed),
-                numpy_dtype_match{dtype(sub->is_signed ? dtype_enum::Int8 : dtype_enum::Uint8), false}, object{}};
+                numpy_dtype_match{dtype(sub->is_signed ? dtype_enum::Int8 : dtype_enum::Uint8), false}, object{},
+                object::borrow(reinterpret_cast<PyObject*>(array))};
     }
     if (match && match->type.info().form == numpy_form::user_dtype && match->type.info().is_packed) {
         return {view_as(array, PyArray_DescrFromType(NPY_INT8)), numpy_dtype_match{dtype(dtype_enum::Int8), false},
@@ -208,8 +196,9 @@ inline value_facts value_facts_of(const copy_values& values, const dtype& target
         target.info().form != numpy_form::none) {
         const object descr = to_numpy_dtype(target, user_dtype_choice::own);
         auto* to = reinterpret_cast<PyArray_Descr*>(descr.get());
+        auto* asked = values.source ? reinterpret_cast<PyArrayObject*>(values.source.get()) : array;
         const auto can_cast = [&](NPY_CASTING casting) {
-            if (!widening) return PyArray_CanCastArrayTo(array, to, casting) != 0;
+            if (!widening) return PyArray_CanCastArrayTo(asked, to, casting) != 0;
             const object float32 = object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_FLOAT32)));
             return PyArray_CanCastTypeTo(reinterpret_cast<PyArray_Descr*>(float32.get()), to, casting) != 0;
         };
@@ -236,50 +225,6 @@ void cast_into(PyArrayObject* array, const dtype& target, void* out, const tenso
     }
 }
 
-/// The same values in another layout or byte order: the tiled copier, else numpy's copy.
-template <class = void>
-void copy_same(PyArrayObject* array, const dtype& target, void* out, const tensor_layout& into) {
-    const std::size_t itemsize = target.info().element_size;
-    copy_plan plan;
-    if (static_cast<std::size_t>(PyArray_ITEMSIZE(array)) == itemsize && copy_plan_of(array, into, itemsize, plan)) {
-        without_gil_if_large(plan.count() * itemsize,
-                             [&] { copy_strided(plan, PyArray_DATA(array), out, itemsize, swap_unit_of(array)); });
-        return;
-    }
-    cast_into(array, target, out, into);
-}
-
-/// 32- and 64-bit integers into Float32, checked while converted (contiguous, aligned, native, fresh memory); else
-/// false.
-template <class = void>
-bool convert_exact_into_float32(PyArrayObject* array, const std::string& array_dtype, void* out,
-                                const tensor_layout& layout) {
-    const char kind = descr_kind(PyArray_DESCR(array));
-    if (!PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array) ||
-        (kind != 'i' && kind != 'u') || PyArray_ITEMSIZE(array) < 4) {
-        return false;
-    }
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
-    const value_bounds bounds = *storage_bounds(info(dtype_enum::Float32));
-    const auto convert = [&](const auto* in) {
-        const std::size_t bad = without_gil_if_large(
-            n * sizeof(*in), [&] { return convert_exact_to_float32(in, static_cast<float*>(out), n); });
-        if (bad != n) {
-            throw_unfit_value(array_dtype, dtype(dtype_enum::Float32), value_check::exact,
-                              unfit_value{bad, inexact_text(in[bad], bounds)}, layout);
-        }
-    };
-    const void* data = PyArray_DATA(array);
-    if (kind == 'i') {
-        PyArray_ITEMSIZE(array) == 4 ? convert(static_cast<const std::int32_t*>(data))
-                                     : convert(static_cast<const std::int64_t*>(data));
-    } else {
-        PyArray_ITEMSIZE(array) == 4 ? convert(static_cast<const std::uint32_t*>(data))
-                                     : convert(static_cast<const std::uint64_t*>(data));
-    }
-    return true;
-}
-
 /// Where a fill writes, and the layout its messages index by.
 struct fill_target {
     const dtype& type;
@@ -289,333 +234,6 @@ struct fill_target {
     /// Check every value before writing one (existing memory).
     bool check_first = false;
 };
-
-/// An unwidened bfloat16 array (contiguous, aligned, native) widened straight into Float32; else false.
-inline bool widen_bfloat16_into(const copy_values& values, const fill_target& into) {
-    auto* array = reinterpret_cast<PyArrayObject*>(values.bfloat16.get());
-    if (values.array || into.type.id() != dtype_enum::Float32 || !PyArray_IS_C_CONTIGUOUS(array) ||
-        !PyArray_ISALIGNED(array) || !PyArray_ISNOTSWAPPED(array)) {
-        return false;
-    }
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
-    const auto* in = static_cast<const std::uint16_t*>(PyArray_DATA(array));
-    without_gil_if_large(n * sizeof(float), [&] { bfloat16_to_floats(in, n, static_cast<float*>(into.out)); });
-    return true;
-}
-
-/// float32 / float64 into BFloat16 or Float16: the index of the first overflow (checked), else n.
-template <class Out>
-std::size_t convert_floats(int type_num, dtype_enum target, const void* in, std::size_t n, Out* out, double overflow,
-                           bool check) {
-    if (target == dtype_enum::BFloat16 && type_num == NPY_FLOAT32) {
-        return floats_to_bfloat16(static_cast<const float*>(in), n, out, check);
-    }
-    if (type_num == NPY_DOUBLE) {
-        const auto* values = static_cast<const double*>(in);
-        return target == dtype_enum::BFloat16 ? doubles_to_bfloat16(values, n, out, check)
-                                              : doubles_to_half(values, n, out, check);
-    }
-    const auto* values = static_cast<const float*>(in);  // F16C, then a scan per block
-    return convert_checking_overflow(values, n, out, static_cast<float>(overflow), check,
-                                     active_half_kernels().to_half);
-}
-
-/// float32 / float64 into BFloat16 and Float16, float16 into Float32, with the overflow test, in one pass (contiguous,
-/// aligned, native, fresh memory); else false.
-template <class = void>
-bool convert_by_kernel(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
-                       const fill_target& into) {
-    const dtype_enum target = into.type.id();
-    const int type_num = descr_type_num(PyArray_DESCR(array));
-    const bool to_narrow = (target == dtype_enum::BFloat16 || target == dtype_enum::Float16) &&
-                           (type_num == NPY_FLOAT32 || type_num == NPY_DOUBLE);
-    const bool widen = target == dtype_enum::Float32 && type_num == NPY_HALF;
-    if ((!to_narrow && !widen) || into.check_first || !PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISALIGNED(array) ||
-        !PyArray_ISNOTSWAPPED(array) || (plan.check != value_check::none && plan.check != value_check::overflow)) {
-        return false;
-    }
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
-    const void* in = PyArray_DATA(array);
-    if (widen) {
-        without_gil_if_large(n * 2, [&] {
-            active_half_kernels().to_float(static_cast<const std::uint16_t*>(in), n, static_cast<float*>(into.out));
-        });
-        return true;
-    }
-    const double overflow = storage_bounds(into.type.info())->overflow;
-    const bool check = plan.check == value_check::overflow;
-    const std::size_t bad = without_gil_if_large(n * static_cast<std::size_t>(PyArray_ITEMSIZE(array)), [&] {
-        return convert_floats(type_num, target, in, n, static_cast<std::uint16_t*>(into.out), overflow, check);
-    });
-    if (bad != n) {
-        const double value = type_num == NPY_DOUBLE ? static_cast<const double*>(in)[bad]
-                                                    : static_cast<double>(static_cast<const float*>(in)[bad]);
-        throw_unfit_value(array_dtype, into.type, plan.check, unfit_value{bad, number_text(value)}, into.layout);
-    }
-    return true;
-}
-
-/// store_checked into 1-, 2- or 4-byte storage.
-template <class Source>
-std::size_t store_within(const Source* in, std::size_t n, void* out, std::size_t size, const value_bounds& bounds) {
-    const auto store_as = [&](auto* to, auto lo, auto hi) {
-        if constexpr (std::is_floating_point_v<Source>)
-            return store_checked_floats(in, n, to, lo, hi);
-        else
-            return store_checked_integers(in, n, to, lo, hi);
-    };
-    const auto into_size = [&](auto lo, auto hi) {
-        if (size == 1) return store_as(static_cast<std::uint8_t*>(out), lo, hi);
-        if (size == 2) return store_as(static_cast<std::uint16_t*>(out), lo, hi);
-        return store_as(static_cast<std::uint32_t*>(out), lo, hi);
-    };
-    if constexpr (std::is_floating_point_v<Source>) {
-        return into_size(bounds.lo, bounds.hi);
-    } else {
-        return into_size(integer_bound<Source>(bounds, false), integer_bound<Source>(bounds, true));
-    }
-}
-
-/// Whether rows are read straight: the last dimension long, stepping least and by at most 32 bytes.
-inline bool short_step_rows(PyArrayObject* array) {
-    const int ndim = PyArray_NDIM(array);
-    if (ndim == 0 || PyArray_DIMS(array)[ndim - 1] < 64) return false;
-    const npy_intp step = std::abs(PyArray_STRIDES(array)[ndim - 1]);
-    for (int k = 0; k + 1 < ndim; ++k) {
-        const npy_intp outer = std::abs(PyArray_STRIDES(array)[k]);
-        if (PyArray_DIMS(array)[k] > 1 && outer != 0 && outer < step) return false;
-    }
-    return step != 0 && step <= 32;
-}
-
-/// store_within of `count` values `step` bytes apart, gathered a block at a time into L1: count when all are held.
-template <class Source>
-std::size_t store_stepped_within(const char* in, std::ptrdiff_t step, std::size_t count, char* out, std::size_t size,
-                                 const value_bounds& bounds) {
-    constexpr std::size_t block = 1024;
-    Source gathered[block];
-    for (std::size_t at = 0; at < count; at += block) {
-        const std::size_t m = std::min(block, count - at);
-        const char* from = in + static_cast<std::ptrdiff_t>(at) * step;
-        if (step == 2 * static_cast<std::ptrdiff_t>(sizeof(Source))) {
-            gather_every_other(reinterpret_cast<const Source*>(from), m, gathered);
-        } else {
-            for (std::size_t i = 0; i < m; ++i) {
-                std::memcpy(&gathered[i], from + static_cast<std::ptrdiff_t>(i) * step, sizeof(Source));
-            }
-        }
-        if (store_within(gathered, m, out + at * size, size, bounds) != m) return at;
-    }
-    return count;
-}
-
-/// store_within row by row (stepped rows by store_stepped_within): n when every value is held, else less.
-template <class Source>
-std::size_t store_rows_within(PyArrayObject* array, const Source* first, void* out, std::size_t size,
-                              const value_bounds& bounds) {
-    const int ndim = PyArray_NDIM(array);
-    const npy_intp* dims = PyArray_DIMS(array);
-    const npy_intp* strides = PyArray_STRIDES(array);
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
-    const auto inner = static_cast<std::size_t>(dims[ndim - 1]);
-    const std::ptrdiff_t step = strides[ndim - 1];
-    npy_intp index[NPY_MAXDIMS] = {};
-    std::ptrdiff_t offset = 0;  // to the row's first element
-    for (std::size_t row = 0; row * inner < n; ++row) {
-        const char* in = reinterpret_cast<const char*>(first) + offset;
-        char* to = static_cast<char*>(out) + row * inner * size;
-        const std::size_t held = step == static_cast<std::ptrdiff_t>(sizeof(Source))
-                                     ? store_within(reinterpret_cast<const Source*>(in), inner, to, size, bounds)
-                                     : store_stepped_within<Source>(in, step, inner, to, size, bounds);
-        if (held != inner) return 0;
-        for (int k = ndim - 2; k >= 0; --k) {  // an odometer over the outer dimensions
-            offset += strides[k];
-            if (++index[k] < dims[k]) break;
-            offset -= strides[k] * dims[k];
-            index[k] = 0;
-        }
-    }
-    return n;
-}
-
-/// store_gathered_within for a 2-D array whose rows step least through the source (a transpose): blocks of 64 rows
-/// by a part of each, so that the copy reads 64 values of each source row it visits, not a slab's few.
-template <class Source>
-std::size_t store_transposed_within(PyArrayObject* array, const Source* first, void* out, std::size_t size,
-                                    const value_bounds& bounds) {
-    const npy_intp* strides = PyArray_STRIDES(array);
-    const auto rows = static_cast<std::size_t>(PyArray_DIMS(array)[0]),
-               cols = static_cast<std::size_t>(PyArray_DIMS(array)[1]);
-    constexpr std::size_t block_rows = 64, block_cols = 1024;
-    const std::unique_ptr<Source[]> buffer(new Source[block_rows * block_cols]);
-    for (std::size_t r = 0; r < rows; r += block_rows) {
-        const std::size_t m = std::min(block_rows, rows - r);
-        for (std::size_t c = 0; c < cols; c += block_cols) {
-            const std::size_t w = std::min(block_cols, cols - c);
-            copy_plan plan;
-            plan.ndim = 2;
-            plan.shape[0] = m;
-            plan.shape[1] = w;
-            plan.src[0] = strides[0];
-            plan.src[1] = strides[1];
-            plan.dst[0] = static_cast<std::ptrdiff_t>(w * sizeof(Source));
-            plan.dst[1] = sizeof(Source);
-            const char* from = reinterpret_cast<const char*>(first) + static_cast<std::ptrdiff_t>(r) * strides[0] +
-                               static_cast<std::ptrdiff_t>(c) * strides[1];
-            if (plan.simplify()) copy_strided(plan, from, buffer.get(), sizeof(Source));
-            for (std::size_t i = 0; i < m; ++i) {
-                char* to = static_cast<char*>(out) + ((r + i) * cols + c) * size;
-                if (store_within(buffer.get() + i * w, w, to, size, bounds) != w) return 0;
-            }
-        }
-    }
-    return rows * cols;
-}
-
-/// store_gathered_within for a transpose into narrower storage: each source run of a block stored (tested) into a
-/// buffer, then the block transposed into place, moving `size` bytes a value, not the source's.
-template <class Source>
-std::size_t store_narrowed_transposed(PyArrayObject* array, const Source* first, void* out, std::size_t size,
-                                      const value_bounds& bounds) {
-    const std::ptrdiff_t step = PyArray_STRIDES(array)[1];
-    const auto rows = static_cast<std::size_t>(PyArray_DIMS(array)[0]),
-               cols = static_cast<std::size_t>(PyArray_DIMS(array)[1]);
-    // Blocks one destination line wide by runs of up to 8192 rows.
-    const std::size_t block_cols = 64 / size, block_rows = std::min<std::size_t>(rows, 8192);
-    const std::unique_ptr<unsigned char[]> narrowed(new unsigned char[block_rows * block_cols * size]);
-    for (std::size_t r = 0; r < rows; r += block_rows) {
-        const std::size_t m = std::min(block_rows, rows - r);
-        for (std::size_t c = 0; c < cols; c += block_cols) {
-            const std::size_t w = std::min(block_cols, cols - c);
-            for (std::size_t j = 0; j < w; ++j) {
-                const Source* run = reinterpret_cast<const Source*>(reinterpret_cast<const char*>(first) +
-                                                                    static_cast<std::ptrdiff_t>(c + j) * step) +
-                                    r;
-                if (store_within(run, m, narrowed.get() + j * m * size, size, bounds) != m) return 0;
-            }
-            copy_plan plan;
-            plan.ndim = 2;
-            plan.shape[0] = m;
-            plan.shape[1] = w;
-            plan.src[0] = static_cast<std::ptrdiff_t>(size);
-            plan.src[1] = static_cast<std::ptrdiff_t>(m * size);
-            plan.dst[0] = static_cast<std::ptrdiff_t>(cols * size);
-            plan.dst[1] = static_cast<std::ptrdiff_t>(size);
-            copy_strided(plan, narrowed.get(), static_cast<char*>(out) + (r * cols + c) * size, size);
-        }
-    }
-    return rows * cols;
-}
-
-/// store_within over any strides: slabs copied by the tiled copier into a buffer in cache, tested and stored from
-/// there. n when every value is held, else less.
-template <class Source>
-std::size_t store_gathered_within(PyArrayObject* array, const Source* first, void* out, std::size_t size,
-                                  const value_bounds& bounds) {
-    const auto ndim = static_cast<std::size_t>(PyArray_NDIM(array));
-    const npy_intp* dims = PyArray_DIMS(array);
-    const npy_intp* strides = PyArray_STRIDES(array);
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
-    if (n == 0) return n;
-    if (ndim == 2 && strides[0] == static_cast<npy_intp>(sizeof(Source)) && size < sizeof(Source) && dims[0] >= 64 &&
-        dims[1] >= 64 && std::abs(strides[1]) > strides[0])
-        return store_narrowed_transposed(array, first, out, size, bounds);
-    if (ndim == 2 && dims[0] >= 64 && dims[1] >= 1024 && std::abs(strides[0]) < std::abs(strides[1]))
-        return store_transposed_within(array, first, out, size, bounds);
-    // A slab: whole trailing dimensions after `k`, and `chunk` indices of dimension k.
-    const std::size_t slab = (std::size_t{256} << 10) / sizeof(Source);
-    std::size_t k = ndim - 1, below = 1;  // below: elements of one index of dimension k
-    while (k > 0 && below * static_cast<std::size_t>(dims[k]) <= slab) below *= static_cast<std::size_t>(dims[k--]);
-    const std::size_t chunk = std::max<std::size_t>(1, std::min<std::size_t>(dims[k], slab / below));
-    const std::unique_ptr<Source[]> buffer(new Source[chunk * below]);  // every slab overwrites what it reads
-    npy_intp index[NPY_MAXDIMS] = {};
-    std::ptrdiff_t offset = 0;  // to the first element of the current index of dimensions 0..k-1
-    std::size_t written = 0;
-    for (;;) {
-        for (std::size_t at = 0; at < static_cast<std::size_t>(dims[k]); at += chunk) {
-            copy_plan plan;
-            plan.ndim = ndim - k;
-            std::ptrdiff_t step = sizeof(Source);
-            for (std::size_t d = ndim; d-- > k;) {
-                plan.shape[d - k] = d == k ? std::min(chunk, static_cast<std::size_t>(dims[k]) - at)
-                                           : static_cast<std::size_t>(dims[d]);
-                plan.src[d - k] = strides[d];
-                plan.dst[d - k] = step;
-                step *= static_cast<std::ptrdiff_t>(plan.shape[d - k]);
-            }
-            const std::size_t count = plan.count();
-            const char* from =
-                reinterpret_cast<const char*>(first) + offset + static_cast<std::ptrdiff_t>(at) * strides[k];
-            if (plan.simplify()) copy_strided(plan, from, buffer.get(), sizeof(Source));
-            if (store_within(buffer.get(), count, static_cast<char*>(out) + written * size, size, bounds) != count)
-                return 0;
-            written += count;
-        }
-        std::size_t d = k;
-        for (; d-- > 0;) {  // an odometer over dimensions 0..k-1
-            offset += strides[d];
-            if (++index[d] < dims[d]) break;
-            offset -= strides[d] * dims[d];
-            index[d] = 0;
-        }
-        if (d == static_cast<std::size_t>(-1)) return n;
-    }
-}
-
-/// Integers and floats into 1-, 2- or 4-byte integer storage under 'checked', tested as stored (aligned, native, any
-/// strides, fresh memory); else false.
-template <class = void>
-bool convert_checked_into_integers(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
-                                   const fill_target& into) {
-    const char kind = descr_kind(PyArray_DESCR(array));
-    const npy_intp itemsize = PyArray_ITEMSIZE(array);
-    const std::size_t size = into.type.info().element_size;
-    const bool source_fits = kind == 'i' || kind == 'u' || (kind == 'f' && (itemsize == 4 || itemsize == 8));
-    const bool contiguous = PyArray_IS_C_CONTIGUOUS(array);
-    const bool rows = short_step_rows(array);
-    if ((plan.check != value_check::range && plan.check != value_check::whole) || into.check_first ||
-        into.type.info().is_packed || size > 4 || !source_fits || !PyArray_ISALIGNED(array) ||
-        !PyArray_ISNOTSWAPPED(array)) {
-        return false;
-    }
-    const value_bounds bounds = *storage_bounds(into.type.info());
-    const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
-    const std::size_t held = without_gil_if_large(n * static_cast<std::size_t>(itemsize), [&] {
-        return visit_numbers(kind, itemsize, PyArray_DATA(array), [&](const auto* in) -> std::size_t {
-            if constexpr (std::is_same_v<std::remove_cv_t<std::remove_pointer_t<decltype(in)>>, long double>) {
-                return 0;  // long double: not taken
-            } else {
-                if (contiguous) return store_within(in, n, into.out, size, bounds);
-                return rows ? store_rows_within(array, in, into.out, size, bounds)
-                            : store_gathered_within(array, in, into.out, size, bounds);
-            }
-        });
-    });
-    if (held != n) {  // read again to name the value
-        throw_unfit_value(array_dtype, into.type, plan.check, *first_unfit_value(array, bounds), into.layout);
-    }
-    return true;
-}
-
-/// complex128 -> Complex64: both parts narrowed as float64 -> float32 by the tiled copier (any strides, either byte
-/// order, fresh memory), checked on the way; else false.
-template <class = void>
-bool narrow_complex_into(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
-                         const fill_target& into) {
-    copy_plan pairs;
-    if (into.type.id() != dtype_enum::Complex64 || into.check_first ||
-        descr_type_num(PyArray_DESCR(array)) != NPY_CDOUBLE || !copy_plan_c_order(array, 8, pairs)) {
-        return false;
-    }
-    const bool swap = !PyArray_ISNOTSWAPPED(array);
-    const bool all_fit = without_gil_if_large(
-        pairs.count() * 16, [&] { return narrow_pairs_strided(pairs, PyArray_DATA(array), into.out, swap); });
-    if (!all_fit && plan.check == value_check::overflow) {  // read again to name the value
-        throw_unfit_value(array_dtype, into.type, plan.check,
-                          *first_unfit_value(array, *storage_bounds(into.type.info())), into.layout);
-    }
-    return true;
-}
 
 /// The plan's value check, before anything is written.
 template <class = void>
@@ -630,43 +248,60 @@ void check_values(const fill_plan& plan, PyArrayObject* array, const std::string
     throw_unfit_value(array_dtype, into.type, plan.check, *unfit, into.layout);
 }
 
-/// Integers into Float16 or BFloat16 in one pass, exactness tested as stored (contiguous, aligned, native, fresh
-/// memory); else false. Unchecked Float16 only from 8- and 16-bit sources, as NumPy's cast rounds those.
-template <class = void>
-bool convert_integers_to_16_bit_floats(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
-                                       const fill_target& into) {
-    const bool to_half = into.type.id() == dtype_enum::Float16;
-    const bool exact = plan.check == value_check::exact;
-    if ((!to_half && into.type.id() != dtype_enum::BFloat16) || (!exact && plan.check != value_check::none) ||
-        (to_half && !exact && PyArray_ITEMSIZE(array) > 2) || into.check_first) {
-        return false;
-    }
-    const std::optional<std::size_t> held = integer_array_to_16_bit_floats(array, into.out, to_half, exact);
-    if (!held) return false;
-    if (*held != static_cast<std::size_t>(PyArray_SIZE(array))) {  // read again to name the value
-        throw_unfit_value(array_dtype, into.type, plan.check,
-                          *first_unfit_value(array, *storage_bounds(into.type.info())), into.layout);
-    }
-    return true;
+/// The facts kernel_table.hpp is asked of a plan, the values and where they go (`apart`: the values do not meet it).
+inline kernel_facts kernel_facts_of(const fill_plan& plan, const source_view& view, const fill_target& into,
+                                    bool apart) noexcept {
+    const dtype_info& to = into.type.info();
+    kernel_facts facts;
+    facts.route = plan.route;
+    facts.check = plan.check;
+    facts.source = view.type;
+    facts.layout = classify(view, to.element_size);
+    facts.target = target_class_of(to);
+    facts.native_aligned = view.native && view.aligned;
+    facts.same_size = view.itemsize == to.element_size;
+    facts.fresh = !into.check_first;
+    facts.apart = apart;
+    return facts;
 }
 
-/// The one-pass kernels, each testing values as it stores them; false when none takes this conversion.
+/// The kernel the table names for the values, and the view it reads (bfloat16 widened first unless the table widens
+/// it straight into the tensor).
+struct chosen_kernel {
+    kernel_id kernel;
+    source_view view;
+};
 template <class = void>
-bool convert_in_one_pass(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
-                         const fill_target& into) {
-    if (static_cast<std::size_t>(PyArray_NDIM(array)) != into.layout.ndim) return false;
-    if (plan.check == value_check::exact && !into.check_first && into.type.id() == dtype_enum::Float32 &&
-        convert_exact_into_float32(array, array_dtype, into.out, into.layout)) {
-        return true;
+chosen_kernel choose_kernel(const fill_plan& plan, const copy_values& values, const fill_target& into, bool apart) {
+    chosen_kernel chosen{kernel_id::refuse, values.view()};
+    chosen.kernel = plan_kernel(kernel_facts_of(plan, chosen.view, into, apart));
+    if (chosen.kernel == kernel_id::widen_first) {
+        chosen.view = source_view_of(values.get());
+        chosen.kernel = plan_kernel(kernel_facts_of(plan, chosen.view, into, apart));
     }
-    return plan.route == fill_route::convert &&
-           (convert_by_kernel(plan, array, array_dtype, into) || narrow_complex_into(plan, array, array_dtype, into) ||
-            convert_checked_into_integers(plan, array, array_dtype, into) ||
-            convert_integers_to_16_bit_floats(plan, array, array_dtype, into));
+    return chosen;
 }
 
-/// Runs a fill plan: the check, then the route; decides nothing. A template, like fill_existing, so a translation unit
-/// that converts nothing does not instantiate the kernels.
+/// Runs a kernel that reads without Python, with the GIL released from 1 MiB; an unfit value is named from one reading
+/// of the values (first_unfit_read_once), so the value named is one the array held.
+template <class = void>
+void run_native(const chosen_kernel& chosen, const fill_plan& plan, const fill_target& into,
+                const tensor_layout& written, const std::string& array_dtype) {
+    const dtype_info& to = into.type.info();
+    const kernel_target target{into.out,  to.id,      to.element_size,
+                               written,   plan.check, plan.check == value_check::none ? value_bounds{}
+                                                                                      : *storage_bounds(to)};
+    const source_view& view = chosen.view;
+    std::optional<unfit_value> unfit;
+    without_gil_if_large(view.count * std::max(view.itemsize, to.element_size), [&] {
+        if (run_kernel(chosen.kernel, view, target) != view.count)
+            unfit = first_unfit_read_once(chosen.kernel, view, target);
+    });
+    if (unfit) throw_unfit_value(array_dtype, into.type, plan.check, *unfit, into.layout);
+}
+
+/// Runs a fill plan with the kernel the table names (C order into `into.out`): one dispatch, decides nothing. A
+/// template, like fill_existing, so a translation unit that converts nothing does not instantiate the kernels.
 template <class = void>
 void run_fill(const fill_plan& plan, const copy_values& values, const std::string& array_dtype, const fill_target& into,
               narrowing mode) {
@@ -674,24 +309,32 @@ void run_fill(const fill_plan& plan, const copy_values& values, const std::strin
     const dtype& target = into.type;
     if (plan.route == fill_route::refuse) throw_refusal(plan.refused, array_dtype, values.match, target, mode);
     if (plan.route == fill_route::nothing) return;
-    if (plan.route == fill_route::same && !into.check_first && widen_bfloat16_into(values, into)) return;
-    PyArrayObject* array = values.get();
+    const chosen_kernel chosen = choose_kernel(plan, values, into, true);
     const tensor_layout contiguous = tensor_layout::contiguous(into.layout.shape.data(), into.layout.ndim);
-    if (plan.route == fill_route::pack) {
-        object bytes = lowbit_values(array, target, into.layout);
-        pack_values(reinterpret_cast<PyArrayObject*>(bytes.get()), target, into.out, into.packing, into.layout);
-        return;
-    }
-    if (plan.route == fill_route::narrow) {
-        narrow_into(array, target, into.out, mode, into.layout, into.check_first);
-        return;
-    }
-    if (convert_in_one_pass(plan, array, array_dtype, into)) return;
-    check_values(plan, array, array_dtype, into);
-    if (plan.route == fill_route::same) {
-        copy_same(array, target, into.out, contiguous);
-    } else if (!(target.id() == dtype_enum::BFloat16 && fill_bfloat16(array, into.out, into.layout.count()))) {
-        cast_into(array, target, into.out, contiguous);
+    switch (chosen.kernel) {
+        case kernel_id::nothing:
+        case kernel_id::refuse:
+        case kernel_id::widen_first: return;  // answered above
+        case kernel_id::pack_bytes: {
+            object bytes = lowbit_values(values.get(), target, into.layout);
+            pack_values(reinterpret_cast<PyArrayObject*>(bytes.get()), target, into.out, into.packing, into.layout);
+            return;
+        }
+        case kernel_id::narrow_wide:
+            narrow_into(values.get(), target, into.out, mode, into.layout, into.check_first);
+            return;
+        case kernel_id::round_to_bfloat16:
+            check_values(plan, values.get(), array_dtype, into);
+            round_into_bfloat16(values.get(), into.out, into.layout.count());
+            break;
+        case kernel_id::numpy_cast:
+            check_values(plan, values.get(), array_dtype, into);
+            cast_into(values.get(), target, into.out, contiguous);
+            break;
+        default:
+            if (checks_first(chosen.kernel)) check_values(plan, values.get(), array_dtype, into);
+            run_native(chosen, plan, into, contiguous, array_dtype);
+            break;
     }
     if (plan.settle_codes) settle_codes(into.out, target, mode, into.layout);
 }
@@ -737,9 +380,14 @@ void fill_existing(const fill_plan& plan, const copy_values& values, const std::
     const bool wraps_codes = plan.settle_codes && mode == narrowing::wrap;
     const byte_span span = packed ? byte_span{into.out, 0} : span_of(into.out, into.layout, target.info().element_size);
     const bool overlaps = !packed && array_overlaps(array, span.begin, span.bytes);
-    if (plan.route == fill_route::same && !wraps_codes) {
+    if (plan.route == fill_route::same && !wraps_codes) {  // into the tensor's own strides
         check_values(plan, array, array_dtype, into);
-        overlaps ? cast_into(array, target, into.out, into.layout) : copy_same(array, target, into.out, into.layout);
+        const chosen_kernel chosen = choose_kernel(plan, values, into, !overlaps);
+        if (chosen.kernel == kernel_id::copy_tiled) {
+            run_native(chosen, plan, into, into.layout, array_dtype);
+        } else {
+            cast_into(array, target, into.out, into.layout);
+        }
         return;
     }
     if (!packed && !wraps_codes && !overlaps && into.layout.is_contiguous()) {

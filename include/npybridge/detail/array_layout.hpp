@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/source_view.hpp>
 #include <npybridge/core/detail/strided_copy.hpp>
 #include <npybridge/core/tensor.hpp>
 #include <npybridge/detail/messages.hpp>
@@ -70,6 +71,31 @@ inline std::size_t swap_unit_of(PyArrayObject* array) noexcept {
     if (PyArray_ISNOTSWAPPED(array)) return 0;
     const auto size = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
     return descr_kind(PyArray_DESCR(array)) == 'c' ? size / 2 : size;
+}
+
+/// The array's values as the kernels read them; a user dtype's values are source_type::other.
+inline source_view source_view_of(PyArrayObject* array) noexcept {
+    source_view view;
+    PyArray_Descr* descr = PyArray_DESCR(array);
+    view.data = PyArray_DATA(array);
+    view.kind = descr_kind(descr);
+    view.itemsize = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
+    view.type = descr_type_num(descr) >= NPY_USERDEF ? source_type::other : source_type_of(view.kind, view.itemsize);
+    view.count = static_cast<std::size_t>(PyArray_SIZE(array));
+    view.native = PyArray_ISNOTSWAPPED(array);
+    view.aligned = PyArray_ISALIGNED(array);
+    view.ndim = static_cast<std::size_t>(PyArray_NDIM(array));
+    if (!view.described() && PyArray_IS_C_CONTIGUOUS(array)) {  // one run
+        view.ndim = 1;
+        view.shape[0] = view.count;
+        view.strides[0] = static_cast<std::ptrdiff_t>(view.itemsize);
+    }
+    if (!view.described()) return view;
+    for (std::size_t i = 0; i < view.ndim; ++i) {
+        view.shape[i] = static_cast<std::size_t>(PyArray_DIM(array, static_cast<int>(i)));
+        view.strides[i] = PyArray_STRIDE(array, static_cast<int>(i));
+    }
+    return view;
 }
 
 /// A copy plan from the array into memory of `into`'s element strides and `out_size`-byte elements (0-d: one element);

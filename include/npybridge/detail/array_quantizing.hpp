@@ -79,11 +79,15 @@ inline void quantize_into(const dtype& type, const quantize_rule& rule, const fl
     });
 }
 
-/// The first of n codes outside the dtype's (a QuantizedS1 byte above 1); n when none.
+/// The first of n codes outside the dtype's (a QuantizedS1 byte above 1), with the code as read; n when none.
 template <class Code>
-std::size_t first_invalid_code(const Code* codes, std::size_t n, const value_range& range) noexcept {
+std::size_t first_invalid_code(const Code* codes, std::size_t n, const value_range& range, long long& code) noexcept {
     for (std::size_t i = 0; i < n; ++i) {
-        if (codes[i] < range.lo || codes[i] > range.hi) return i;
+        const Code read = codes[i];
+        if (read < range.lo || read > range.hi) {
+            code = static_cast<long long>(read);
+            return i;
+        }
     }
     return n;
 }
@@ -95,16 +99,18 @@ inline void dequantize_into(const dtype& type, const void* data, std::size_t n, 
     const auto zero_point = static_cast<std::int32_t>(type.zero_point().value_or(0));
     const float scale = *type.scale();
     const auto run = [&](const auto* codes) {
-        if (codes_narrower_than_storage(info)) {
-            const std::size_t bad = first_invalid_code(codes, n, info.range);
-            if (bad != n) {
-                throw value_range_error("dequantize: code " + std::to_string(static_cast<long long>(codes[bad])) +
-                                        " at index " + index_text(bad, layout) + " is not a " + type.to_string() +
-                                        " code (" + std::to_string(static_cast<long long>(info.range.lo)) + ".." +
-                                        std::to_string(static_cast<long long>(info.range.hi)) + ")");
-            }
+        std::size_t bad = n;
+        long long code = 0;  // the invalid code, read once
+        without_gil_if_large(n * sizeof(float), [&] {
+            if (codes_narrower_than_storage(info)) bad = first_invalid_code(codes, n, info.range, code);
+            if (bad == n) dequantize_codes(codes, n, zero_point, scale, out);
+        });
+        if (bad != n) {
+            throw value_range_error("dequantize: code " + std::to_string(code) + " at index " + index_text(bad, layout) +
+                                    " is not a " + type.to_string() + " code (" +
+                                    std::to_string(static_cast<long long>(info.range.lo)) + ".." +
+                                    std::to_string(static_cast<long long>(info.range.hi)) + ")");
         }
-        without_gil_if_large(n * sizeof(float), [&] { dequantize_codes(codes, n, zero_point, scale, out); });
     };
     const std::size_t size = info.is_packed ? 1 : info.element_size;
     if (size == 1) {

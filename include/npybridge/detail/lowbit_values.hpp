@@ -31,11 +31,13 @@ object low_bits_as_bytes(PyArrayObject* bytes, unsigned bits, bool is_signed) {
     auto* data = static_cast<std::uint8_t*>(PyArray_DATA(array));
     const auto n = static_cast<std::size_t>(PyArray_SIZE(array));
     const unsigned shift = 8 - bits;
-    for (std::size_t i = 0; i < n; ++i) {
-        const auto low = static_cast<std::uint8_t>(data[i] << shift);
-        data[i] = is_signed ? static_cast<std::uint8_t>(static_cast<std::int8_t>(low) >> shift)
-                            : static_cast<std::uint8_t>(low >> shift);
-    }
+    without_gil_if_large(n, [&] {
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto low = static_cast<std::uint8_t>(data[i] << shift);
+            data[i] = is_signed ? static_cast<std::uint8_t>(static_cast<std::int8_t>(low) >> shift)
+                                : static_cast<std::uint8_t>(low >> shift);
+        }
+    });
     PyArray_Descr* descr = PyArray_DescrFromType(is_signed ? NPY_INT8 : NPY_UINT8);
     PyObject* typed = PyArray_View(array, descr, nullptr);
     if (typed == nullptr) throw_numpy_failure("low-bit values");

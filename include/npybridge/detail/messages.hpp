@@ -60,12 +60,6 @@ inline std::string strides_text(PyArrayObject* array) {
                             std::string(type.name) + " holds " + valid_set_text(type) + ")");
 }
 
-/// The first unfit value: its index in the array's coordinates, and its text.
-struct unfit_value {
-    std::size_t index = 0;
-    std::string text;
-};
-
 /// The copy reason for `cause` (must_borrow's refusal says the same).
 inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
                                     const std::optional<numpy_dtype_match>& source, const dtype& target,

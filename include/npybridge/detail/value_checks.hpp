@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/fill_kernels.hpp>
 #include <npybridge/core/detail/narrowing_kernels.hpp>
 #include <npybridge/core/detail/value_bounds.hpp>
 #include <npybridge/detail/array_layout.hpp>
@@ -13,92 +14,13 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
-
-/// An integer target's [lo, hi] clipped to T's range.
-template <class T>
-T integer_bound(const value_bounds& bounds, bool upper) noexcept {
-    using limits = std::numeric_limits<T>;
-    if (!upper) return bounds.lo <= static_cast<long double>(limits::min()) ? limits::min() : static_cast<T>(bounds.lo);
-    return bounds.hi >= static_cast<long double>(limits::max()) ? limits::max()
-           : bounds.hi < 0                                      ? T{0}
-                                                                : static_cast<T>(bounds.hi);
-}
-
-/// `visit(values)` with the values at `data` as numpy's (kind, size of a real part) C type.
-template <class Visit>
-auto visit_numbers(char kind, npy_intp size, const void* data, Visit visit) {
-    switch (kind == 'i' ? size : kind == 'u' ? -size : 100 + size) {
-        case 1: return visit(static_cast<const std::int8_t*>(data));
-        case 2: return visit(static_cast<const std::int16_t*>(data));
-        case 4: return visit(static_cast<const std::int32_t*>(data));
-        case 8: return visit(static_cast<const std::int64_t*>(data));
-        case -1: return visit(static_cast<const std::uint8_t*>(data));
-        case -2: return visit(static_cast<const std::uint16_t*>(data));
-        case -4: return visit(static_cast<const std::uint32_t*>(data));
-        case -8: return visit(static_cast<const std::uint64_t*>(data));
-        case 104: return visit(static_cast<const float*>(data));
-        case 108: return visit(static_cast<const double*>(data));
-        default: return visit(static_cast<const long double*>(data));
-    }
-}
-
-/// The first integer `bounds` does not hold: out of [lo, hi], or for float targets overflowing or inexact.
-template <class T>
-std::optional<unfit_value> first_unfit_integer(const T* in, std::size_t n, const value_bounds& bounds) {
-    using limits = std::numeric_limits<T>;
-    std::size_t bad = n;
-    if (!bounds.floating) {
-        bad = first_outside<T>(in, n, integer_bound<T>(bounds, false), integer_bound<T>(bounds, true));
-        if (bad != n) return unfit_value{bad, std::to_string(in[bad])};
-        return std::nullopt;
-    }
-    const double limit = std::ceil(bounds.overflow) - 1;  // the largest integer below it
-    if (limit < static_cast<double>(limits::max())) {
-        const auto top = static_cast<T>(limit);
-        bad = first_outside<T>(in, n, std::is_signed_v<T> ? static_cast<T>(-top) : T{0}, top);
-    }
-    // The first in C order: an inexact value before the first overflow comes first.
-    if (sizeof(T) * 8 - (std::is_signed_v<T> ? 1 : 0) > bounds.digits) {
-        const std::size_t inexact = first_inexact(in, bad, bounds.digits);
-        if (inexact != bad) return unfit_value{inexact, inexact_text(in[inexact], bounds)};
-    }
-    if (bad != n) return unfit_value{bad, std::to_string(in[bad])};
-    return std::nullopt;
-}
-
-/// The first float (complex: `parts` 2) `bounds` does not hold: overflowing, or for integer targets not whole in [lo,
-/// hi].
-template <class T>
-std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::size_t parts,
-                                             const value_bounds& bounds) {
-    const std::size_t count = n * parts;
-    std::size_t bad =
-        bounds.floating ? first_overflow<T>(in, count, static_cast<T>(bounds.overflow))
-                        : first_not_whole<T>(in, count, static_cast<double>(bounds.lo), static_cast<double>(bounds.hi));
-    if (bad == count) return std::nullopt;
-    bad -= bad % parts;
-    const auto text = [](T v) { return number_text(static_cast<double>(v)); };
-    return unfit_value{bad / parts, parts == 2 ? "(" + text(in[bad]) + "+" + text(in[bad + 1]) + "j)" : text(in[bad])};
-}
-
-/// The first unfit of `n` values at `data`.
-template <class = void>
-std::optional<unfit_value> first_unfit_in(char kind, npy_intp size, const void* data, std::size_t n, std::size_t parts,
-                                          const value_bounds& bounds) {
-    return visit_numbers(kind, size, data, [&](const auto* in) {
-        if constexpr (std::is_integral_v<std::remove_cv_t<std::remove_pointer_t<decltype(in)>>>) {
-            return first_unfit_integer(in, n, bounds);
-        } else {
-            return first_unfit_float(in, n, parts, bounds);
-        }
-    });
-}
 
 /// The numpy type first_unfit_value widens `kind` to.
 inline int widened_type(char kind, std::size_t real_size) noexcept {
@@ -155,34 +77,35 @@ void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing
     const void* data = PyArray_DATA(src);
     const std::size_t n = plan.count();
     const std::size_t bad = without_gil_if_large(n * 8, [&]() -> std::size_t {
-        auto first_bad = [&] {
-            return to_int ? first_unfit_strided<std::int64_t, std::int32_t>(plan, data, swap)
-                          : first_unfit_strided<double, float>(plan, data, swap);
-        };
         if (check_first && mode == narrowing::checked) {
-            const std::size_t found = first_bad();
+            const std::size_t found = to_int ? first_unfit_strided<std::int64_t, std::int32_t>(plan, data, swap)
+                                             : first_unfit_strided<double, float>(plan, data, swap);
             if (found != n) return found;
         }
         const bool all_fit = to_int ? narrow_strided<std::int64_t, std::int32_t>(plan, data, out, swap)
                                     : narrow_strided<double, float>(plan, data, out, swap);
-        return all_fit || mode != narrowing::checked ? n : first_bad();
+        return all_fit || mode != narrowing::checked ? n : 0;  // named below
     });
-    if (bad != n) {
-        std::ptrdiff_t offset = 0;
-        std::size_t rest = bad;
-        for (std::size_t k = plan.ndim; k-- > 0;) {
-            offset += static_cast<std::ptrdiff_t>(rest % plan.shape[k]) * plan.src[k];
-            rest /= plan.shape[k];
+    if (bad == n) return;
+    // Named from one reading of the values; when that finds none (another thread changed them), the values
+    // written stand.
+    std::unique_ptr<unsigned char[]> copy;
+    const value_bounds bounds = *storage_bounds(target.info());
+    std::optional<unfit_value> unfit;
+    without_gil_if_large(n * 8, [&] { unfit = first_unfit_copied(source_view_of(src), bounds, copy); });
+    if (!unfit) {
+        if (check_first) {
+            without_gil_if_large(n * 8, [&] {
+                to_int ? narrow_strided<std::int64_t, std::int32_t>(plan, data, out, swap)
+                       : narrow_strided<double, float>(plan, data, out, swap);
+            });
         }
-        const auto* at = static_cast<const unsigned char*>(data) + offset;
-        const std::string value = to_int ? std::to_string(swap ? narrow_op<std::int64_t, std::int32_t, true>::load(at)
-                                                               : narrow_op<std::int64_t, std::int32_t, false>::load(at))
-                                         : number_text(swap ? narrow_op<double, float, true>::load(at)
-                                                            : narrow_op<double, float, false>::load(at));
-        throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
-                                ": value " + value + " at index " + index_text(bad, layout) + " does not fit " +
-                                std::string(target.name()) + " (narrowing='checked'; 'wrap' casts anyway)");
+        return;
     }
+    throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
+                            ": value " + unfit->text + " at index " + index_text(unfit->index, layout) +
+                            " does not fit " + std::string(target.name()) +
+                            " (narrowing='checked'; 'wrap' casts anyway)");
 }
 
 /// Fresh QuantizedS1 memory, after any cast: checked / reject refuse the first non-code by index; wrap wraps into the
@@ -194,21 +117,27 @@ void settle_codes(void* out, const dtype& target, narrowing narrow, const tensor
     const std::size_t n = layout.count();
     const auto lo = static_cast<long long>(type.range.lo), hi = static_cast<long long>(type.range.hi);
     const long long span = hi - lo + 1;
-    const auto settle = [&](auto* values) {
+    const auto settle = [&](auto* values) -> std::optional<unfit_value> {
         for (std::size_t i = 0; i < n; ++i) {
             const auto v = static_cast<long long>(values[i]);
             if (v >= lo && v <= hi) continue;
-            if (narrow != narrowing::wrap) throw_invalid_code(type, std::to_string(v), index_text(i, layout));
+            if (narrow != narrowing::wrap) return unfit_value{i, std::to_string(v)};
             using value_t = std::remove_reference_t<decltype(values[i])>;
             values[i] = static_cast<value_t>(lo + (((v - lo) % span) + span) % span);
         }
+        return std::nullopt;
     };
     const bool is_signed = type.is_signed;
-    switch (type.element_size) {
-        case 1: is_signed ? settle(static_cast<std::int8_t*>(out)) : settle(static_cast<std::uint8_t*>(out)); break;
-        case 2: is_signed ? settle(static_cast<std::int16_t*>(out)) : settle(static_cast<std::uint16_t*>(out)); break;
-        default: is_signed ? settle(static_cast<std::int32_t*>(out)) : settle(static_cast<std::uint32_t*>(out)); break;
-    }
+    const std::optional<unfit_value> invalid = without_gil_if_large(n * type.element_size, [&] {
+        switch (type.element_size) {
+            case 1: return is_signed ? settle(static_cast<std::int8_t*>(out)) : settle(static_cast<std::uint8_t*>(out));
+            case 2:
+                return is_signed ? settle(static_cast<std::int16_t*>(out)) : settle(static_cast<std::uint16_t*>(out));
+            default:
+                return is_signed ? settle(static_cast<std::int32_t*>(out)) : settle(static_cast<std::uint32_t*>(out));
+        }
+    });
+    if (invalid) throw_invalid_code(type, invalid->text, index_text(invalid->index, layout));
 }
 
 }  // namespace detail

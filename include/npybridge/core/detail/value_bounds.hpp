@@ -25,6 +25,12 @@ struct value_bounds {
     unsigned digits = 0;  ///< float32 24, float16 11, bfloat16 8
 };
 
+/// The first unfit value: its index in the array's coordinates (C order), and its text.
+struct unfit_value {
+    std::size_t index = 0;
+    std::string text;
+};
+
 /// A dtype's storage bounds: quantized codes, [0, 1] for Bool, a byte for packed dtypes; none for Byte and 64-bit
 /// storage.
 inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
