@@ -89,7 +89,20 @@ def routes():
         "quantize whole floats -> QuantizedS8": (lambda d=mgb_dtype(np.int8, "QuantizedS8", 0.5):
                                                  Tensor.from_numpy(whole, dtype=d)),
     }
+    s1 = mgb_dtype(np.int8, "QuantizedS1", 0.5)
+    s1_tensor = Tensor.from_numpy(np.ones(N, np.int8).view(s1))
+    made["dequantize QuantizedS1"] = lambda: nbx.dequantize(s1_tensor)
+    made["int16 -> QuantizedS1, checked"] = lambda a=np.ones(N, np.int16): Tensor.from_numpy(a, dtype=s1)
+    made["int16 -> QuantizedS1, wrap"] = (lambda a=np.ones(N, np.int16):
+                                          Tensor.from_numpy(a, dtype=s1, narrowing="wrap"))
+    rows_of_three = Tensor.from_numpy(np.ones((N // 3, 3), np.int8), dtype="IntB4", layout="compact")
+    made["DLPack packed IntB4, repacked"] = (lambda: Tensor.from_dlpack(
+        rows_of_three.__dlpack__(max_version=(1, 1), codes=True), dtype="IntB4", layout="row_aligned"))
+    made["DLPack packed IntB4, copied"] = (lambda t=Tensor.from_numpy(np.ones(4 * N, np.int8), dtype="IntB4"):
+                                           Tensor.from_dlpack(t.__dlpack__(max_version=(1, 1), codes=True),
+                                                              dtype="IntB4"))
     if ml_dtypes is not None:
+        made["ml_dtypes int4 -> Int8"] = (lambda a=np.ones(N, ml_dtypes.int4): Tensor.from_numpy(a, dtype="Int8"))
         made["ml_dtypes bfloat16 -> Float32"] = (
             lambda a=float32.astype(ml_dtypes.bfloat16): Tensor.from_numpy(a, dtype="Float32"))
     return made

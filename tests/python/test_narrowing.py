@@ -175,6 +175,50 @@ def test_reject_takes_casts_that_lose_nothing():
     assert Tensor.from_numpy(np.array([1.5], np.float16), dtype="Float32", narrowing="reject").numpy().tolist() == [1.5]
 
 
+def reject_sources():
+    """Every NumPy number type, npybridge's own bfloat16 and intbN, and ml_dtypes' types where it is installed."""
+    sources = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+               np.float16, np.float32, np.float64, np.longdouble, np.complex64, np.complex128, np.clongdouble,
+               nbx.bfloat16, nbx.intb1, nbx.intb2, nbx.intb4]
+    try:
+        import ml_dtypes
+    except ImportError:
+        return sources
+    return sources + [getattr(ml_dtypes, name) for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "int4",
+                                                             "uint4", "int2", "uint2") if hasattr(ml_dtypes, name)]
+
+
+# The targets NumPy has an answer for: every unpacked MegDNN dtype with a NumPy form, quantized ones aside.
+REJECT_TARGETS = {row["name"]: (nbx.bfloat16 if row["numpy"] == "bfloat16" else np.dtype(row["numpy"]))
+                  for row in nbx.dtype_table()
+                  if not row["packed"] and row["numpy"] and row["category"] not in ("quantized", "other")}
+
+
+@pytest.mark.hardening
+@pytest.mark.guarantee
+@settings(max_examples=800, deadline=None)
+@given(source=st.sampled_from(reject_sources()), target=st.sampled_from(sorted(REJECT_TARGETS)),
+       order=st.sampled_from(["=", "byteswapped"]), step=st.sampled_from([1, 2]))
+def test_reject_converts_exactly_the_casts_numpy_calls_safe(source, target, order, step):
+    # NumPy's answer for the caller's dtype decides, also where npybridge reads a stand-in (ml_dtypes' int4 / uint4
+    # / int2 / uint2 unpacked to bytes, intbN viewed as int8).
+    dtype = np.dtype(source)
+    odd = dtype.type in (nbx.intb1, nbx.intb2, nbx.intb4)
+    values = np.array([1, -1, 1, 1] if odd else [0, 1, 1, 0], dtype=dtype)
+    if order == "byteswapped" and dtype.isbuiltin:
+        values = values.astype(dtype.newbyteorder())
+    values = values[::step]
+    safe = np.can_cast(values.dtype, REJECT_TARGETS[target], "safe")
+    if safe:
+        tensor = Tensor.from_numpy(values, dtype=target, narrowing="reject")
+        assert tensor.dtype_name == target
+        assert np.array_equal(tensor.numpy().astype(np.float64), values.astype(np.float64))
+    else:
+        with pytest.raises(nbx.DTypeError, match=r"cannot cast numpy %s to %s with casting='safe'"
+                                                  % (re.escape(str(values.dtype)), target)):
+            Tensor.from_numpy(values, dtype=target, narrowing="reject")
+
+
 @pytest.mark.hardening
 @pytest.mark.parametrize("values, target, shown, index", NARROWER)
 def test_wrap_casts_anyway(values, target, shown, index):

@@ -168,7 +168,7 @@ inline copy_values values_for(PyArrayObject* array, const std::optional<numpy_dt
     }
     if (match && match->type.info().form == numpy_form::user_dtype && match->type.info().is_packed) {
         return {view_as(array, PyArray_DescrFromType(NPY_INT8)), numpy_dtype_match{dtype(dtype_enum::Int8), false},
-                object{}};  // intbN
+                object{}, object::borrow(reinterpret_cast<PyObject*>(array))};  // intbN
     }
     if (!match || match->type.info().form != numpy_form::user_dtype || match->type == target) {
         return {through_own_user_dtype(array, match), match, object{}};
@@ -184,7 +184,8 @@ inline value_facts value_facts_of(const copy_values& values, const dtype& target
     const bool widening = !values.array;  // bfloat16 not widened yet: float32's facts
     auto* array = reinterpret_cast<PyArrayObject*>(widening ? values.bfloat16.get() : values.array.get());
     value_facts facts;
-    facts.type = values.match ? &values.match->type : nullptr;
+    // Under 'reject' a stand-in's dtype is not the caller's: NumPy's answer for the source decides.
+    facts.type = values.match && !(values.source && mode == narrowing::reject) ? &values.match->type : nullptr;
     facts.narrowed = values.match && values.match->narrowed;
     facts.kind = widening                                              ? 'f'
                  : descr_type_num(PyArray_DESCR(array)) >= NPY_USERDEF ? 'V'
@@ -288,9 +289,9 @@ template <class = void>
 void run_native(const chosen_kernel& chosen, const fill_plan& plan, const fill_target& into,
                 const tensor_layout& written, const std::string& array_dtype) {
     const dtype_info& to = into.type.info();
-    const kernel_target target{into.out,  to.id,      to.element_size,
-                               written,   plan.check, plan.check == value_check::none ? value_bounds{}
-                                                                                      : *storage_bounds(to)};
+    const kernel_target target{into.out,        to.id,
+                               to.element_size, written,
+                               plan.check,      plan.check == value_check::none ? value_bounds{} : *storage_bounds(to)};
     const source_view& view = chosen.view;
     std::optional<unfit_value> unfit;
     without_gil_if_large(view.count * std::max(view.itemsize, to.element_size), [&] {

@@ -106,8 +106,8 @@ inline void dequantize_into(const dtype& type, const void* data, std::size_t n, 
             if (bad == n) dequantize_codes(codes, n, zero_point, scale, out);
         });
         if (bad != n) {
-            throw value_range_error("dequantize: code " + std::to_string(code) + " at index " + index_text(bad, layout) +
-                                    " is not a " + type.to_string() + " code (" +
+            throw value_range_error("dequantize: code " + std::to_string(code) + " at index " +
+                                    index_text(bad, layout) + " is not a " + type.to_string() + " code (" +
                                     std::to_string(static_cast<long long>(info.range.lo)) + ".." +
                                     std::to_string(static_cast<long long>(info.range.hi)) + ")");
         }

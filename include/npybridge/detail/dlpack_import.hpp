@@ -264,6 +264,23 @@ inline object array_over_dlpack(const dlpack::DLTensor& view, PyObject* descr_ob
     return result;
 }
 
+/// The packing of packed DLPack data of `layout`'s shape: compact or MegBrain's row-aligned, else an error.
+inline lowbit_layout packing_of(const dlpack::DLTensor& view, const tensor_layout& layout, const std::string& what) {
+    std::int64_t compact[copy_max_ndim], aligned[copy_max_ndim];
+    packed_strides(layout, view.dtype.bits, lowbit_layout::compact, compact);
+    packed_strides(layout, view.dtype.bits, lowbit_layout::row_aligned, aligned);
+    auto matches = [&](const std::int64_t* expected) {
+        if (view.strides == nullptr) return expected == compact;
+        for (std::int32_t i = 0; i < view.ndim; ++i) {
+            if (view.shape[i] > 1 && view.strides[i] != expected[i]) return false;
+        }
+        return true;
+    };
+    if (matches(compact)) return lowbit_layout::compact;
+    if (matches(aligned)) return lowbit_layout::row_aligned;
+    throw conversion_error(what + " has strides that are neither compact nor row-aligned packing");
+}
+
 /// Packed sub-byte DLPack data into a packed dtype: copied bytewise when compact or MegBrain's row-aligned layout, else
 /// repacked.
 template <class Tensor>
@@ -294,35 +311,22 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::DLTensor& view, const 
     std::size_t shape[copy_max_ndim] = {};
     for (std::int32_t i = 0; i < view.ndim; ++i) shape[i] = static_cast<std::size_t>(view.shape[i]);
     const tensor_layout contiguous = tensor_layout::contiguous(shape, static_cast<std::size_t>(view.ndim));
-    std::int64_t compact[copy_max_ndim], aligned[copy_max_ndim];
-    packed_strides(contiguous, view.dtype.bits, lowbit_layout::compact, compact);
-    packed_strides(contiguous, view.dtype.bits, lowbit_layout::row_aligned, aligned);
-    auto matches = [&](const std::int64_t* expected) {
-        if (view.strides == nullptr) return expected == compact;
-        for (std::int32_t i = 0; i < view.ndim; ++i) {
-            if (view.shape[i] > 1 && view.strides[i] != expected[i]) return false;
-        }
-        return true;
-    };
-    std::optional<lowbit_layout> found;
-    if (matches(compact))
-        found = lowbit_layout::compact;
-    else if (matches(aligned))
-        found = lowbit_layout::row_aligned;
-    if (!found) throw conversion_error(what + " has strides that are neither compact nor row-aligned packing");
+    const lowbit_layout found = packing_of(view, contiguous, what);
     Tensor made = make_dense<Tensor>(target, contiguous, options.layout.value_or(default_layout(target.id())), where);
     const lowbit_layout wanted = adapter::packed_layout(made);
     const std::size_t count = contiguous.count(), inner = contiguous.innermost();
     const auto* in = reinterpret_cast<const std::uint8_t*>(dlpack_first_byte(view));
     auto* out = static_cast<std::uint8_t*>(adapter::data(made));
-    if (count == 0) {
-        // nothing to copy (NULL data is valid)
-    } else if (*found == wanted) {
-        std::memcpy(out, in, packed_bytes(target.id(), count, inner, wanted));
-    } else {
-        std::vector<std::int8_t> values(count);
-        unpack(target.id(), in, {count, inner}, values.data(), *found);
-        pack_fresh(target.id(), values.data(), {count, inner}, out, wanted);
+    if (count != 0) {  // (NULL data is valid when empty)
+        std::vector<std::int8_t> values(found == wanted ? 0 : count);
+        without_gil_if_large(count, [&] {
+            if (found == wanted) {
+                std::memcpy(out, in, packed_bytes(target.id(), count, inner, wanted));
+                return;
+            }
+            unpack(target.id(), in, {count, inner}, values.data(), found);
+            pack_fresh(target.id(), values.data(), {count, inner}, out, wanted);
+        });
     }
     return to_tensor_result<Tensor>(std::move(made), false,
                                     "packed DLPack data is copied into the tensor's own packing");

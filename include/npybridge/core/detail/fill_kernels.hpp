@@ -1,5 +1,4 @@
-// npybridge/core/detail/fill_kernels.hpp — the kernels kernel_table.hpp names, over a source_view: none declines,
-// none needs Python, and an unfit value is named from one reading of the source.
+// npybridge/core/detail/fill_kernels.hpp — the kernels kernel_table.hpp names, over a source_view: none declines.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -178,7 +177,7 @@ std::size_t store_rows_within(const source_view& view, void* out, std::size_t si
     return n;
 }
 
-/// A 2-D block of `m` x `w` values from `from` (the view's strides) into `to` (C order, `size`-byte elements).
+/// `m` x `w` values from `from` (the view's strides) into `to` (C order).
 inline void copy_block(const source_view& view, const char* from, std::size_t m, std::size_t w, void* to,
                        std::size_t size) noexcept {
     copy_plan plan;
@@ -192,8 +191,7 @@ inline void copy_block(const source_view& view, const char* from, std::size_t m,
     if (plan.simplify()) copy_strided(plan, from, to, size);
 }
 
-/// A transpose (rows stepping least): blocks of 64 rows by a part of each, so that the copy reads 64 values of each
-/// source row it visits, not a slab's few.
+/// A transpose: blocks of 64 rows by 1024 values, so the copy reads 64 values of each source row, not a slab's few.
 template <class Source>
 std::size_t store_transposed_within(const source_view& view, void* out, std::size_t size, const value_bounds& bounds) {
     const std::size_t rows = view.shape[0], cols = view.shape[1];
@@ -215,8 +213,8 @@ std::size_t store_transposed_within(const source_view& view, void* out, std::siz
     return rows * cols;
 }
 
-/// A transpose into narrower storage: each source run of a block stored (tested) into a buffer, then the block
-/// transposed into place, moving `size` bytes a value, not the source's.
+/// A transpose into narrower storage: each source run stored (tested) into a buffer, then the block transposed, moving
+/// `size` bytes a value.
 template <class Source>
 std::size_t store_narrowed_transposed(const source_view& view, void* out, std::size_t size,
                                       const value_bounds& bounds) {
@@ -249,7 +247,7 @@ std::size_t store_narrowed_transposed(const source_view& view, void* out, std::s
     return rows * cols;
 }
 
-/// Any strides: slabs copied by the tiled copier into a buffer in cache, tested and stored from there.
+/// Any strides: slabs copied into a buffer in cache, tested and stored from there.
 template <class Source>
 std::size_t store_slabs_within(const source_view& view, void* out, std::size_t size, const value_bounds& bounds) {
     const std::size_t ndim = view.ndim, n = view.count;
@@ -299,10 +297,10 @@ std::size_t store_slabs_within(const source_view& view, void* out, std::size_t s
 struct kernel_target {
     void* out;
     dtype_enum id;
-    std::size_t size;              ///< element size
-    const tensor_layout& layout;   ///< element strides (copy_tiled); the other kernels write C order
+    std::size_t size;             ///< element size
+    const tensor_layout& layout;  ///< element strides (copy_tiled); the other kernels write C order
     value_check check;
-    value_bounds bounds;           ///< the storage's bounds when `check` is not none
+    value_bounds bounds;  ///< the storage's bounds when `check` is not none
 };
 
 /// Bytes to reverse per element of a non-native source (a complex number's halves); 0 when native.
@@ -343,8 +341,7 @@ std::size_t store_checked_by_layout(kernel_id kernel, const source_view& view, c
     }
 }
 
-/// Runs one of the kernels that read without Python (reads_without_python): how many values it held, view.count when
-/// all. A kernel given `value_check::none` holds every value.
+/// Runs a kernel that reads without Python: view.count when it held every value (always, unchecked).
 template <class = void>
 std::size_t run_kernel(kernel_id kernel, const source_view& view, const kernel_target& into) {
     const std::size_t n = view.count;
@@ -374,7 +371,7 @@ std::size_t run_kernel(kernel_id kernel, const source_view& view, const kernel_t
     return visit_numbers(view.kind, static_cast<std::ptrdiff_t>(view.itemsize), in, [&](const auto* values) {
         using source = pointee_t<decltype(values)>;
         if constexpr (std::is_same_v<source, long double>) {
-            return std::size_t{0};  // the table gives long double to none of these
+            return std::size_t{0};  // never chosen
         } else if constexpr (std::is_floating_point_v<source>) {
             return store_checked_by_layout<source>(kernel, view, into);
         } else {
@@ -391,8 +388,8 @@ std::size_t run_kernel(kernel_id kernel, const source_view& view, const kernel_t
     });
 }
 
-/// The first value of `view` (C order) `bounds` does not hold, read once: the source copied, the copy searched.
-/// `copy` keeps the copy (count x itemsize bytes, C order, native).
+/// The first value of `view` (C order) `bounds` does not hold, read once: the source copied (into `copy`, C order,
+/// native), the copy searched.
 template <class = void>
 std::optional<unfit_value> first_unfit_copied(const source_view& view, const value_bounds& bounds,
                                               std::unique_ptr<unsigned char[]>& copy) {
@@ -403,16 +400,14 @@ std::optional<unfit_value> first_unfit_copied(const source_view& view, const val
     return first_unfit_in(view.kind, static_cast<std::ptrdiff_t>(size / parts), copy.get(), n, parts, bounds);
 }
 
-/// After a kernel stopped short: the first value the storage does not hold, read once (first_unfit_copied). When the
-/// copy holds none (another thread changed the source meanwhile), the kernel runs again over the copy, so the memory
-/// holds values the source held, and nothing is returned.
+/// After a kernel stopped short: first_unfit_copied. When the copy holds none (another thread changed the source), the
+/// kernel runs again over the copy and nothing is returned.
 template <class = void>
-std::optional<unfit_value> first_unfit_read_once(kernel_id kernel, const source_view& view,
-                                                 const kernel_target& into) {
+std::optional<unfit_value> first_unfit_read_once(kernel_id kernel, const source_view& view, const kernel_target& into) {
     const std::size_t n = view.count, size = view.itemsize;
     std::unique_ptr<unsigned char[]> copy;
     if (std::optional<unfit_value> unfit = first_unfit_copied(view, into.bounds, copy)) return unfit;
-    source_view same = view;  // the copy: C order, native, aligned
+    source_view same = view;
     same.data = copy.get();
     same.native = same.aligned = true;
     auto step = static_cast<std::ptrdiff_t>(size);

@@ -1,4 +1,4 @@
-// npybridge/core/detail/kernel_table.hpp — which code fills a tensor: one table, read in order, first row that fits.
+// npybridge/core/detail/kernel_table.hpp — which code fills a tensor: one table, first row that fits.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -14,27 +14,27 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// The code that fills a tensor's memory from a source (docs/performance.md names what each one is).
+/// The code that fills a tensor (docs/performance.md's kernel table).
 enum class kernel_id : std::uint8_t {
-    nothing,                      ///< no elements
-    refuse,                       ///< the planner's refusal
-    pack_bytes,                   ///< one byte a value, checked, packed
-    narrow_wide,                  ///< int64 → Int32, float64 → Float32 while gathered
-    widen_first,                  ///< bfloat16 widened to float32 first, then the table again
-    widen_bfloat16,               ///< bfloat16 bits straight into Float32
-    copy_tiled,                   ///< the same values by the tiled copier
-    exact_to_float32,             ///< 32- and 64-bit integers into Float32, exactness tested as stored
-    floats_to_16_bit,             ///< float32 / float64 into Float16 / BFloat16, overflow tested as stored
-    half_to_float32,              ///< float16 into Float32
-    complex_narrow,               ///< complex128 into Complex64 by the tiled copier, both parts tested
-    checked_contiguous,           ///< checked into integer storage, straight
-    checked_rows,                 ///< the same, row by row (short steps gathered a block at a time)
-    checked_narrowing_transpose,  ///< the same, each column narrowed, then the block transposed
-    checked_transposed,           ///< the same, by blocks of 64 rows by 1024 values
-    checked_slab,                 ///< the same, slabs gathered into a buffer in cache
-    integers_to_16_bit,           ///< integers into Float16 / BFloat16, exactness tested as stored
-    round_to_bfloat16,            ///< numbers into BFloat16 rounded once by npybridge, after the check
-    numpy_cast,                   ///< numpy's cast, after the check
+    nothing,
+    refuse,
+    pack_bytes,
+    narrow_wide,
+    widen_first,
+    widen_bfloat16,
+    copy_tiled,
+    exact_to_float32,
+    floats_to_16_bit,
+    half_to_float32,
+    complex_narrow,
+    checked_contiguous,
+    checked_rows,
+    checked_narrowing_transpose,
+    checked_transposed,
+    checked_slab,
+    integers_to_16_bit,
+    round_to_bfloat16,
+    numpy_cast,
 };
 inline constexpr std::size_t kernel_count = static_cast<std::size_t>(kernel_id::numpy_cast) + 1;
 
@@ -44,7 +44,7 @@ enum class target_class : std::uint8_t {
     float16,
     bfloat16,
     complex64,
-    storage,  ///< unpacked integer, bool or quantized storage of at most 4 bytes
+    storage,  ///< unpacked integer, bool or quantized, at most 4 bytes
     other,
 };
 inline constexpr std::size_t target_class_count = static_cast<std::size_t>(target_class::other) + 1;
@@ -69,13 +69,13 @@ struct kernel_facts {
     source_type source = source_type::other;
     source_layout layout = source_layout::undescribed;
     target_class target = target_class::other;
-    bool native_aligned = false;  ///< native byte order, aligned elements
-    bool same_size = false;       ///< the source's item size is the target's element size
-    bool fresh = true;            ///< fresh memory: a kernel may stop halfway, leaving garbage behind
-    bool apart = true;            ///< the source does not meet the memory written
+    bool native_aligned = false;
+    bool same_size = false;  ///< item size equals element size
+    bool fresh = true;       ///< new memory: a kernel may stop halfway
+    bool apart = true;       ///< the source does not meet the memory written
 };
 
-/// One row: a kernel and the facts it takes, each a set (a bit per enumerator); the flags, when set, are required.
+/// A kernel and the facts it takes: sets (a bit per enumerator), and flags it requires.
 struct kernel_row {
     kernel_id kernel;
     std::uint32_t routes, checks, sources, targets, layouts;
@@ -107,44 +107,45 @@ inline constexpr std::uint32_t no_check_or_overflow = set_of({value_check::none,
 inline constexpr std::uint32_t checked_sources = integers | set_of({st::float32, st::float64});
 }  // namespace kernel_sets
 
-/// The rows, in order: the first that takes the facts names the kernel; the last takes everything.
+/// In order: the first row that takes the facts names the kernel; the last takes all.
 inline constexpr auto kernel_rows = [] {
     using namespace kernel_sets;
     using tc = target_class;
     using vc = value_check;
     using k = kernel_id;
     const auto checked = [](k kernel, sl layout) {
-        return kernel_row{kernel, convert,         checked_storage, checked_sources,
-                          set_of({tc::storage}), set_of({layout}), true, false, true, false};
+        return kernel_row{
+            kernel, convert, checked_storage, checked_sources, set_of({tc::storage}), set_of({layout}), true, false,
+            true,   false};
     };
     return std::array<kernel_row, 21>{{
         {k::nothing, set_of({fill_route::nothing}), any_of, any_of, any_of, any_of, false, false, false, false},
         {k::refuse, set_of({fill_route::refuse}), any_of, any_of, any_of, any_of, false, false, false, false},
         {k::pack_bytes, set_of({fill_route::pack}), any_of, any_of, any_of, any_of, false, false, false, false},
         {k::narrow_wide, set_of({fill_route::narrow}), any_of, any_of, any_of, any_of, false, false, false, false},
-        {k::widen_bfloat16, set_of({fill_route::same}), any_of, set_of({st::bfloat16}), set_of({tc::float32}),
-         contiguous, true, false, true, false},
+        {k::widen_bfloat16, set_of({fill_route::same}), set_of({vc::none}), set_of({st::bfloat16}),
+         set_of({tc::float32}), contiguous, true, false, true, false},
         {k::widen_first, any_of, any_of, set_of({st::bfloat16}), any_of, any_of, false, false, false, false},
         {k::copy_tiled, set_of({fill_route::same}), any_of, any_of, any_of, described, false, true, false, true},
         {k::exact_to_float32, convert, set_of({vc::exact}), set_of({st::int32, st::int64, st::uint32, st::uint64}),
          set_of({tc::float32}), contiguous, true, false, true, false},
         {k::floats_to_16_bit, convert, no_check_or_overflow, set_of({st::float32, st::float64}),
          set_of({tc::bfloat16, tc::float16}), contiguous, true, false, true, false},
-        {k::half_to_float32, convert, no_check_or_overflow, set_of({st::float16}), set_of({tc::float32}), contiguous,
+        {k::half_to_float32, convert, set_of({vc::none}), set_of({st::float16}), set_of({tc::float32}), contiguous,
          true, false, true, false},
-        {k::complex_narrow, convert, any_of, set_of({st::complex128}), set_of({tc::complex64}), described, false,
-         false, true, false},
+        {k::complex_narrow, convert, no_check_or_overflow, set_of({st::complex128}), set_of({tc::complex64}), described,
+         false, false, true, false},
         checked(k::checked_contiguous, sl::contiguous),
         checked(k::checked_rows, sl::rows),
         checked(k::checked_narrowing_transpose, sl::narrowing_transpose),
         checked(k::checked_transposed, sl::transposed),
         checked(k::checked_slab, sl::slab),
-        {k::integers_to_16_bit, convert, set_of({vc::exact}), integers, set_of({tc::float16, tc::bfloat16}),
-         contiguous, true, false, true, false},
+        {k::integers_to_16_bit, convert, set_of({vc::exact}), integers, set_of({tc::float16, tc::bfloat16}), contiguous,
+         true, false, true, false},
         {k::integers_to_16_bit, convert, set_of({vc::none}), set_of({st::int8, st::int16, st::uint8, st::uint16}),
          set_of({tc::float16}), contiguous, true, false, false, false},
-        {k::integers_to_16_bit, convert, set_of({vc::none}), integers, set_of({tc::bfloat16}), contiguous, true,
-         false, false, false},
+        {k::integers_to_16_bit, convert, set_of({vc::none}), integers, set_of({tc::bfloat16}), contiguous, true, false,
+         false, false},
         {k::round_to_bfloat16, convert, any_of, numbers, set_of({tc::bfloat16}), any_of, false, false, false, false},
         {k::numpy_cast, any_of, any_of, any_of, any_of, any_of, false, false, false, false},
     }};
@@ -167,24 +168,37 @@ constexpr kernel_id plan_kernel(const kernel_facts& facts) noexcept {
     return kernel_id::numpy_cast;
 }
 
-/// Whether a kernel reads the source straight from memory without Python (run with the GIL released from 1 MiB).
+/// Whether a kernel reads memory without Python.
 constexpr bool reads_without_python(kernel_id kernel) noexcept {
     return kernel >= kernel_id::widen_bfloat16 && kernel <= kernel_id::integers_to_16_bit;
 }
 
-/// Whether the plan's value check runs over the whole source before the kernel writes (the others test as they store).
+/// Whether the plan's check runs before the kernel (the others test as they store).
 constexpr bool checks_first(kernel_id kernel) noexcept {
-    return kernel == kernel_id::copy_tiled || kernel == kernel_id::round_to_bfloat16 ||
-           kernel == kernel_id::numpy_cast;
+    return kernel == kernel_id::copy_tiled || kernel == kernel_id::round_to_bfloat16 || kernel == kernel_id::numpy_cast;
 }
 
 constexpr std::string_view kernel_name(kernel_id kernel) noexcept {
     constexpr std::string_view names[kernel_count] = {
-        "nothing",          "refuse",           "pack_bytes",        "narrow_wide",
-        "widen_first",      "widen_bfloat16",   "copy_tiled",        "exact_to_float32",
-        "floats_to_16_bit", "half_to_float32",  "complex_narrow",    "checked_contiguous",
-        "checked_rows",     "checked_narrowing_transpose",           "checked_transposed",
-        "checked_slab",     "integers_to_16_bit", "round_to_bfloat16", "numpy_cast",
+        "nothing",
+        "refuse",
+        "pack_bytes",
+        "narrow_wide",
+        "widen_first",
+        "widen_bfloat16",
+        "copy_tiled",
+        "exact_to_float32",
+        "floats_to_16_bit",
+        "half_to_float32",
+        "complex_narrow",
+        "checked_contiguous",
+        "checked_rows",
+        "checked_narrowing_transpose",
+        "checked_transposed",
+        "checked_slab",
+        "integers_to_16_bit",
+        "round_to_bfloat16",
+        "numpy_cast",
     };
     return names[static_cast<std::size_t>(kernel)];
 }

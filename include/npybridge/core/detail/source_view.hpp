@@ -11,7 +11,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// The number types the kernels read: numpy's builtin types by kind and size; bfloat16 before it is widened.
+/// numpy's builtin number types by kind and size; bfloat16 before it is widened; other.
 enum class source_type : std::uint8_t {
     boolean,
     int8,
@@ -30,11 +30,10 @@ enum class source_type : std::uint8_t {
     complex128,
     complex_long,
     bfloat16,
-    other,  ///< a type only numpy knows
+    other,
 };
 inline constexpr std::size_t source_type_count = static_cast<std::size_t>(source_type::other) + 1;
 
-/// numpy's (kind, itemsize) of a builtin type as a source_type.
 constexpr source_type source_type_of(char kind, std::size_t itemsize) noexcept {
     const auto by_size = [itemsize](source_type s1, source_type s2, source_type s4, source_type s8) {
         return itemsize == 1 ? s1 : itemsize == 2 ? s2 : itemsize == 4 ? s4 : itemsize == 8 ? s8 : source_type::other;
@@ -44,9 +43,9 @@ constexpr source_type source_type_of(char kind, std::size_t itemsize) noexcept {
         case 'i': return by_size(source_type::int8, source_type::int16, source_type::int32, source_type::int64);
         case 'u': return by_size(source_type::uint8, source_type::uint16, source_type::uint32, source_type::uint64);
         case 'f':
-            return itemsize > 8 ? source_type::long_double
-                                : by_size(source_type::other, source_type::float16, source_type::float32,
-                                          source_type::float64);
+            return itemsize > 8
+                       ? source_type::long_double
+                       : by_size(source_type::other, source_type::float16, source_type::float32, source_type::float64);
         case 'c':
             return itemsize == 8    ? source_type::complex64
                    : itemsize == 16 ? source_type::complex128
@@ -56,24 +55,24 @@ constexpr source_type source_type_of(char kind, std::size_t itemsize) noexcept {
     }
 }
 
-/// How a source's elements lie, as the kernels tell layouts apart.
+/// The layouts the kernels tell apart.
 enum class source_layout : std::uint8_t {
-    contiguous,           ///< C order without gaps
+    contiguous,
     rows,                 ///< a long last dimension stepping least, by at most 32 bytes
-    narrowing_transpose,  ///< 2-D, 64+ by 64+, each column one run, into narrower storage
-    transposed,           ///< 2-D, 64+ rows of 1024+ values, the rows stepping least
-    slab,                 ///< any other strides
-    undescribed,          ///< more dimensions than a copy plan holds
+    narrowing_transpose,  ///< 2-D, 64+ by 64+, columns of one run, into narrower storage
+    transposed,           ///< 2-D, 64+ rows of 1024+ values, rows stepping least
+    slab,
+    undescribed,  ///< more dimensions than a copy plan holds
 };
 inline constexpr std::size_t source_layout_count = static_cast<std::size_t>(source_layout::undescribed) + 1;
 
-/// An array's values as the kernels read them: where, what, and how laid out (byte strides).
+/// An array's values as the kernels read them (byte strides).
 struct source_view {
     const void* data = nullptr;
     source_type type = source_type::other;
-    char kind = 0;  ///< numpy's kind letter
+    char kind = 0;
     std::size_t itemsize = 0;
-    std::size_t ndim = 0;  ///< above copy_max_ndim: undescribed
+    std::size_t ndim = 0;
     std::size_t shape[copy_max_ndim] = {};
     std::ptrdiff_t strides[copy_max_ndim] = {};
     std::size_t count = 0;
@@ -93,7 +92,7 @@ struct source_view {
         return true;
     }
 
-    /// A copy plan of the values into C-ordered memory of `out_size`-byte elements.
+    /// A copy plan into C order, `out_size`-byte elements.
     copy_plan c_order_plan(std::size_t out_size) const noexcept {
         copy_plan plan;
         plan.ndim = ndim;
@@ -108,7 +107,7 @@ struct source_view {
     }
 };
 
-/// Whether rows are read straight: the last dimension long, stepping least and by at most 32 bytes.
+/// Whether rows are read straight (source_layout::rows).
 constexpr bool short_step_rows(const source_view& view) noexcept {
     if (view.ndim == 0 || view.shape[view.ndim - 1] < 64) return false;
     const std::ptrdiff_t step = std::abs(view.strides[view.ndim - 1]);

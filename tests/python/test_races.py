@@ -1,0 +1,105 @@
+"""Another Python thread rewriting an array while a checked conversion of it runs without the GIL: the conversion
+either succeeds or raises ValueRangeError naming a value the array held and its index. Never a crash, a
+MemoryError or an empty value (docs/copies.md, "Threads").
+
+A kernel that meets a bad value stops; the error then names the first bad value of one reading of the array. A
+thread that puts the value back in between must not leave the error path with nothing to name.
+"""
+import re
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import nbx
+
+Tensor = nbx.Tensor
+MIB = 1 << 20
+
+# (source dtype, target, a value the target does not hold, one it holds, the bad value as the message shows it)
+CASES = {
+    "float64 -> Int8": (np.float64, "Int8", 300.0, 3.0, "300"),
+    "float64 -> Int8, not whole": (np.float64, "Int8", 2.5, 3.0, "2.5"),
+    "float32 -> Int16": (np.float32, "Int16", 1e6, 3.0, "1000000"),
+    "int64 -> Int8": (np.int64, "Int8", 1 << 40, 3, str(1 << 40)),
+    "int32 -> Uint8": (np.int32, "Uint8", -1, 3, "-1"),
+    "int64 -> Float16": (np.int64, "Float16", 2049, 2048, "2049"),
+    "int32 -> BFloat16": (np.int32, "BFloat16", 257, 256, "257"),
+    "int64 -> Float32": (np.int64, "Float32", (1 << 24) + 1, 1 << 24, str((1 << 24) + 1)),
+    "float32 -> Float16": (np.float32, "Float16", 1e6, 3.0, "1000000"),
+    "float64 -> BFloat16": (np.float64, "BFloat16", 1e300, 3.0, "1e+300"),
+    "complex128 -> Complex64": (np.complex128, "Complex64", 1e300 + 0j, 3 + 0j, "(1e+300+0j)"),
+    "float64 -> Float32": (np.float64, "Float32", 1e300, 3.0, "1e+300"),
+    "int64 -> Int32": (np.int64, "Int32", 1 << 40, 3, str(1 << 40)),
+}
+
+# How the source is laid out: each picks another kernel or layout class of the kernel table.
+LAYOUTS = {
+    "contiguous": lambda a: a,
+    "every other": lambda a: a.reshape(-1, 2)[:, 0],
+    "transposed": lambda a: a.reshape(512, -1).T,
+    "rows of a transpose": lambda a: a.reshape(-1, 64).T,
+    "permuted 3-D": lambda a: a.reshape(16, 32, -1).transpose(2, 0, 1),
+}
+
+
+def raced(case, layout, where, tries):
+    """Checked conversions of the case's array while a thread flips one element between the bad and the good value;
+    what each call gave."""
+    numpy_type, target, bad, good, shown = CASES[case]
+    count = 2 * MIB // np.dtype(numpy_type).itemsize  # 2 MiB: the GIL is released, the slab kernels see several
+    base = np.full(count, good, dtype=numpy_type)
+    view = LAYOUTS[layout](base)
+    flat = np.unravel_index(int(where * view.size) % view.size, view.shape)
+    stop = threading.Event()
+
+    def flip():  # as long bad as good
+        while not stop.is_set():
+            view[flat] = bad
+            for _ in range(50):
+                pass
+            view[flat] = good
+            for _ in range(50):
+                pass
+
+    outcomes = []
+    thread = threading.Thread(target=flip)
+    thread.start()
+    try:
+        for _ in range(tries):
+            try:
+                Tensor.from_numpy(view, dtype=target, narrowing="checked")
+                outcomes.append(None)
+            except nbx.ValueRangeError as error:
+                outcomes.append(str(error))
+    finally:
+        stop.set()
+        thread.join()
+    index = ", ".join(str(int(i)) for i in flat)
+    return outcomes, shown, index
+
+
+@pytest.mark.hardening
+@pytest.mark.guarantee
+@settings(max_examples=12, deadline=None)
+@given(case=st.sampled_from(sorted(CASES)), layout=st.sampled_from(sorted(LAYOUTS)),
+       where=st.floats(0, 1, exclude_max=True))
+def test_a_thread_changing_the_array_never_makes_a_checked_conversion_crash(case, layout, where):
+    outcomes, shown, index = raced(case, layout, where, tries=20)
+    for message in outcomes:
+        if message is None:
+            continue
+        # The value named is the bad one (a value the array held), at its index, as the source holds it.
+        pattern = r"value %s( \(not held exactly[^)]*\))? at index \(%s,?\)" % (re.escape(shown), re.escape(index))
+        assert re.search(pattern, message), message
+
+
+@pytest.mark.hardening
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_kernel_survives_a_racing_thread(case):
+    # Each case through every layout, many calls: the error path runs while the element changes under it.
+    for layout in LAYOUTS:
+        outcomes, shown, index = raced(case, layout, 0.37, tries=30)
+        for message in outcomes:
+            assert message is None or re.search(r"value %s[ (]" % re.escape(shown), message), message
