@@ -108,10 +108,9 @@ TEST_CASE("every combination of facts gets the first row that takes it, and the 
 TEST_CASE("each kernel is chosen only for facts it can serve", "[kernel]") {
     every_facts([&](const kernel_facts& facts) {
         const kernel_id kernel = npb::detail::plan_kernel(facts);
-        INFO("kernel " << npb::detail::kernel_name(kernel) << ", route " << static_cast<int>(facts.route)
-                       << ", check " << static_cast<int>(facts.check) << ", source "
-                       << static_cast<int>(facts.source) << ", layout " << static_cast<int>(facts.layout)
-                       << ", target " << static_cast<int>(facts.target));
+        INFO("kernel " << npb::detail::kernel_name(kernel) << ", route " << static_cast<int>(facts.route) << ", check "
+                       << static_cast<int>(facts.check) << ", source " << static_cast<int>(facts.source) << ", layout "
+                       << static_cast<int>(facts.layout) << ", target " << static_cast<int>(facts.target));
         // The routes that are not conversions have a kernel each.
         if (facts.route == fill_route::nothing) REQUIRE(kernel == kernel_id::nothing);
         if (facts.route == fill_route::refuse) REQUIRE(kernel == kernel_id::refuse);
@@ -182,8 +181,8 @@ TEST_CASE("the kernels the docs name for their rows", "[kernel]") {
     CHECK(plan_kernel(checked_fresh(source_type::float64, source_layout::narrowing_transpose, storage,
                                     value_check::whole)) == kernel_id::checked_narrowing_transpose);
     // The same into an existing tensor: the check first, then numpy's cast.
-    kernel_facts existing = checked_fresh(source_type::float64, source_layout::narrowing_transpose, storage,
-                                          value_check::whole);
+    kernel_facts existing =
+        checked_fresh(source_type::float64, source_layout::narrowing_transpose, storage, value_check::whole);
     existing.fresh = false;
     CHECK(plan_kernel(existing) == kernel_id::numpy_cast);
     // int32 -> Float32 exact; int64 -> Float16 exact; float32 -> BFloat16; complex128 -> Complex64 of any strides.
@@ -193,8 +192,8 @@ TEST_CASE("the kernels the docs name for their rows", "[kernel]") {
                                     value_check::exact)) == kernel_id::integers_to_16_bit);
     CHECK(plan_kernel(checked_fresh(source_type::float32, source_layout::contiguous, target_class::bfloat16,
                                     value_check::none)) == kernel_id::floats_to_16_bit);
-    kernel_facts swapped = checked_fresh(source_type::complex128, source_layout::slab, target_class::complex64,
-                                         value_check::overflow);
+    kernel_facts swapped =
+        checked_fresh(source_type::complex128, source_layout::slab, target_class::complex64, value_check::overflow);
     swapped.native_aligned = false;
     CHECK(plan_kernel(swapped) == kernel_id::complex_narrow);
     // A long double source into BFloat16 is rounded once by npybridge, never by numpy's double rounding.
@@ -214,8 +213,9 @@ TEST_CASE("an unfit value is named from one reading, and a copy that holds none 
     view.data = values.data();
     std::vector<std::int8_t> out(64 * 80);
     const npb::tensor_layout layout = npb::tensor_layout::contiguous(view.shape, 2);
-    npb::detail::kernel_target target{out.data(), npb::dtype_enum::Int8, 1, layout, value_check::whole,
-                                      *npb::detail::storage_bounds(npb::info(npb::dtype_enum::Int8))};
+    npb::detail::kernel_target target{
+        out.data(), npb::dtype_enum::Int8, 1,
+        layout,     value_check::whole,    *npb::detail::storage_bounds(npb::info(npb::dtype_enum::Int8))};
     const kernel_id kernel = npb::detail::plan_kernel(
         checked_fresh(source_type::float64, npb::detail::classify(view, 1), target_class::storage, value_check::whole));
     REQUIRE(kernel == kernel_id::checked_narrowing_transpose);

@@ -85,6 +85,11 @@ TEST_CASE("the borrow checks run in the order of docs/policies.md's table, the f
     };
     // Fix the facts one at a time, in the table's order: each fix reveals the next row's cause.
     npb::detail::memory_facts facts = all_wrong;
+    facts.sub_byte = npb::detail::sub_byte_source::packed;
+    CHECK(cause(facts, npb::dtype(npb::dtype_enum::IntB4)) == copy_cause::packed_source);
+    facts.sub_byte = npb::detail::sub_byte_source::padded;
+    CHECK(cause(facts, npb::dtype(npb::dtype_enum::IntB4)) == copy_cause::padded_source);
+    facts.sub_byte = npb::detail::sub_byte_source::none;
     CHECK(cause(facts, npb::dtype(npb::dtype_enum::IntB4)) == copy_cause::packed_target);
     facts.type = nullptr;
     CHECK(cause(facts, f32) == copy_cause::foreign_dtype);
@@ -113,11 +118,11 @@ TEST_CASE("the borrow checks run in the order of docs/policies.md's table, the f
 
     // The table lists every cause once per row, in this order.
     const copy_cause order[] = {
-        copy_cause::copy_requested,  copy_cause::packed_target,      copy_cause::foreign_dtype,
-        copy_cause::narrowing,       copy_cause::other_dtype,        copy_cause::byte_order,
-        copy_cause::partial_strides, copy_cause::misaligned,         copy_cause::refused_strides,
-        copy_cause::invalid_codes,   copy_cause::read_only_writable, copy_cause::read_only_unmarked,
-        copy_cause::read_only_scoped};
+        copy_cause::copy_requested,     copy_cause::packed_source,      copy_cause::padded_source,
+        copy_cause::packed_target,      copy_cause::foreign_dtype,      copy_cause::narrowing,
+        copy_cause::other_dtype,        copy_cause::byte_order,         copy_cause::partial_strides,
+        copy_cause::misaligned,         copy_cause::refused_strides,    copy_cause::invalid_codes,
+        copy_cause::read_only_writable, copy_cause::read_only_unmarked, copy_cause::read_only_scoped};
     REQUIRE(std::size(npb::detail::borrow_causes) == std::size(order));
     for (std::size_t i = 0; i < std::size(order); ++i) CHECK(npb::detail::borrow_causes[i].cause == order[i]);
 }

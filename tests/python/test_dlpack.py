@@ -465,16 +465,29 @@ def test_a_byte_offset_that_reaches_past_memory_is_refused():
 
 @pytest.mark.hardening
 def test_padded_sub_byte_data_is_a_copy_and_says_so():
+    # The planner's reason (docs/policies.md's `packing:` row), and under must_borrow its refusal.
     codes = np.array([1, 2, 3, 4], np.uint8)  # int4, one element per byte
-    with pytest.raises(nbx.ConversionError, match="must_borrow: padded sub-byte DLPack int4"):
-        Tensor.from_dlpack(capsule(codes, [4], bits=4, flags=SUBBYTE_PADDED),
-                           dtype=np.dtype(np.int8, metadata={"mgb_dtype": {"name": "QuantizedS4", "scale": 1.0}}),
-                           policy="must_borrow")
-    t = Tensor.from_dlpack(capsule(codes, [4], bits=4, flags=SUBBYTE_PADDED),
-                           dtype=np.dtype(np.int8, metadata={"mgb_dtype": {"name": "QuantizedS4", "scale": 1.0}}))
+    qs4 = np.dtype(np.int8, metadata={"mgb_dtype": {"name": "QuantizedS4", "scale": 1.0}})
+    with pytest.raises(nbx.ConversionError, match=r"must_borrow: cannot share the memory of the padded DLPack int4 "
+                                                  r"tensor: packing: DLPack int4 values one per byte are unpacked"):
+        Tensor.from_dlpack(capsule(codes, [4], bits=4, flags=SUBBYTE_PADDED), dtype=qs4, policy="must_borrow")
+    t = Tensor.from_dlpack(capsule(codes, [4], bits=4, flags=SUBBYTE_PADDED), dtype=qs4)
     assert not t.borrowed
-    assert "padded sub-byte" in t.copy_reason
+    assert t.copy_reason == "packing: DLPack int4 values one per byte are unpacked into a copy"
     np.testing.assert_array_equal(t.numpy(), [1, 2, 3, 4])
+    t = Tensor.from_dlpack(capsule(codes, [4], bits=4, flags=SUBBYTE_PADDED), dtype=qs4, policy="copy")
+    assert t.copy_reason == "copy requested"
+
+
+def test_packed_sub_byte_data_is_a_copy_and_says_so():
+    t = Tensor.from_numpy(np.array([1, -1, 3, -3, 5, -5], np.int8), dtype="IntB4")
+    with pytest.raises(nbx.ConversionError, match=r"must_borrow: cannot share the memory of the packed DLPack uint4 "
+                                                  r"tensor: packing: packed DLPack uint4 data is copied into the "
+                                                  r"tensor's own packing \(tensor types borrow unpacked memory only\)"):
+        Tensor.from_dlpack(t.__dlpack__(max_version=(1, 1), codes=True), dtype="IntB4", policy="must_borrow")
+    back = Tensor.from_dlpack(t.__dlpack__(max_version=(1, 1), codes=True), dtype="IntB4")
+    assert not back.borrowed and back.copy_reason.startswith("packing: packed DLPack uint4 data is copied")
+    assert back.storage() == t.storage()
 
 
 @pytest.mark.hardening

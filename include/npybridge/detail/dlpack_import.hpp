@@ -281,6 +281,22 @@ inline lowbit_layout packing_of(const dlpack::DLTensor& view, const tensor_layou
     throw conversion_error(what + " has strides that are neither compact nor row-aligned packing");
 }
 
+/// The planner's copy reason for sub-byte DLPack data; under must_borrow, its refusal.
+inline std::string sub_byte_copy_reason(sub_byte_source kind, const dlpack::DLTensor& view,
+                                        const to_tensor_options& options) {
+    memory_facts facts;
+    facts.sub_byte = kind;
+    const dtype any(dtype_enum::Int8);  // the facts decide before the target is asked
+    const borrow_verdict verdict = plan_borrow(facts, options.type.value_or(any), options, read_only_marking::unknown);
+    const std::string type = "DLPack " + dlpack::type_text(view.dtype);
+    const std::string reason = sub_byte_reason_text(verdict.cause, type);
+    if (verdict.refused) {
+        throw_must_borrow(std::string(kind == sub_byte_source::packed ? "packed " : "padded ") + type + " tensor",
+                          reason);
+    }
+    return reason;
+}
+
 /// Packed sub-byte DLPack data into a packed dtype: copied bytewise when compact or MegBrain's row-aligned layout, else
 /// repacked.
 template <class Tensor>
@@ -300,9 +316,7 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::DLTensor& view, const 
                           (fits.empty() ? std::string("none has it") : fits) + "; quantized ones with their params)" +
                           (options.type ? ", got " + options.type->to_string() : std::string()));
     }
-    if (options.policy == borrow_policy::must_borrow) {
-        throw conversion_error("must_borrow: " + what + " is copied (tensor adapters borrow unpacked memory only)");
-    }
+    const std::string reason = sub_byte_copy_reason(sub_byte_source::packed, view, options);
     if (view.ndim < 0 || static_cast<std::size_t>(view.ndim) > ndim_limit<Tensor>) {
         throw conversion_error(what + " has " + std::to_string(view.ndim) +
                                " dimensions; the tensor type holds at most " + std::to_string(ndim_limit<Tensor>));
@@ -328,8 +342,7 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::DLTensor& view, const 
             pack_fresh(target.id(), values.data(), {count, inner}, out, wanted);
         });
     }
-    return to_tensor_result<Tensor>(std::move(made), false,
-                                    "packed DLPack data is copied into the tensor's own packing");
+    return to_tensor_result<Tensor>(std::move(made), false, reason);
 }
 
 /// Checks an imported tensor npybridge can read (CPU, at most copy_max_ndim dimensions, sane shape and lanes); returns
@@ -394,9 +407,7 @@ template <class Tensor>
 to_tensor_result<Tensor> padded_from_dlpack(consumed_capsule& taken, const to_tensor_options& options,
                                             const placement_t<Tensor>& where) {
     const dlpack::DLTensor& view = taken.view;
-    const std::string what = "padded sub-byte DLPack " + dlpack::type_text(view.dtype) +
-                             " data (one element per byte) is unpacked into a copy";
-    if (options.policy == borrow_policy::must_borrow) throw conversion_error("must_borrow: " + what);
+    const std::string reason = sub_byte_copy_reason(sub_byte_source::padded, view, options);
     object descr = object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_UINT8)));
     const bool writable = (taken.flags & dlpack::flag_read_only) == 0;
     object bytes = array_over_dlpack(view, descr.get(), 1, writable, taken.owner);
@@ -404,7 +415,7 @@ to_tensor_result<Tensor> padded_from_dlpack(consumed_capsule& taken, const to_te
                                       view.dtype.code == dlpack::kDLInt);
     to_tensor_result<Tensor> result = to_tensor<Tensor>(values.get(), options, where);
     result.borrowed = false;  // it may have borrowed the extracted values
-    result.copy_reason = what;
+    result.copy_reason = reason;
     return result;
 }
 

@@ -60,6 +60,17 @@ inline std::string strides_text(PyArrayObject* array) {
                             std::string(type.name) + " holds " + valid_set_text(type) + ")");
 }
 
+/// The copy reason of sub-byte source data (`type`: its DLPack type's text).
+inline std::string sub_byte_reason_text(copy_cause cause, const std::string& type) {
+    if (cause == copy_cause::packed_source) {
+        return "packing: packed " + type +
+               " data is copied into the tensor's own packing (tensor types borrow "
+               "unpacked memory only)";
+    }
+    if (cause == copy_cause::padded_source) return "packing: " + type + " values one per byte are unpacked into a copy";
+    return cause == copy_cause::copy_requested ? "copy requested" : std::string();
+}
+
 /// The copy reason for `cause` (must_borrow's refusal says the same).
 inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
                                     const std::optional<numpy_dtype_match>& source, const dtype& target,
@@ -67,7 +78,9 @@ inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
     const std::string descr = descr_text(PyArray_DESCR(array));
     switch (cause) {
         case copy_cause::none: return {};
-        case copy_cause::copy_requested: return "copy requested";
+        case copy_cause::copy_requested:
+        case copy_cause::packed_source:
+        case copy_cause::padded_source: return sub_byte_reason_text(cause, descr);
         case copy_cause::packed_target:
             return "dtype: " + std::string(target.name()) + " is packed (" + std::to_string(target.info().bits) +
                    " bits per element); numpy holds one byte per element";
@@ -103,8 +116,11 @@ inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
 }
 
 /// must_borrow's error: the array, then why.
+[[noreturn]] inline void throw_must_borrow(const std::string& what, const std::string& reason) {
+    throw conversion_error("must_borrow: cannot share the memory of the " + what + ": " + reason);
+}
 [[noreturn]] inline void throw_must_borrow(PyArrayObject* array, const std::string& reason) {
-    throw conversion_error("must_borrow: cannot share the memory of the " + array_text(array) + ": " + reason);
+    throw_must_borrow(array_text(array), reason);
 }
 
 /// A checked value the dtype does not hold: the caller's array dtype, value, index, the way out.

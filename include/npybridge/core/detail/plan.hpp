@@ -18,6 +18,8 @@ namespace detail {
 enum class copy_cause : std::uint8_t {
     none,  ///< borrowed
     copy_requested,
+    packed_source,
+    padded_source,
     packed_target,
     foreign_dtype,
     narrowing,
@@ -42,6 +44,11 @@ struct cause_row {
 /// The borrow checks in plan_borrow's order.
 inline constexpr cause_row borrow_causes[] = {
     {copy_cause::copy_requested, "copy requested", "`borrow_policy::copy` was asked for"},
+    {copy_cause::packed_source, "packing:",
+     "the source is packed sub-byte data (DLPack): tensor types borrow unpacked memory only, so the bytes are copied "
+     "into the tensor's own packing"},
+    {copy_cause::padded_source,
+     "packing:", "the source holds sub-byte values one per byte (DLPack's padded flag): they are unpacked into a copy"},
     {copy_cause::packed_target, "dtype:", "the tensor's dtype is packed (numpy holds one byte per element)"},
     {copy_cause::foreign_dtype, "dtype:", "the array's dtype has no MegBrain dtype and must be cast"},
     {copy_cause::narrowing, "dtype:", "int64 / float64 must be narrowed to Int32 / Float32"},
@@ -69,8 +76,12 @@ inline constexpr cause_row borrow_causes[] = {
 /// checked).
 enum class read_only_marking : std::uint8_t { unknown, marks, cannot };
 
+/// Sub-byte source data: packed (several values a byte) or padded (a value a byte).
+enum class sub_byte_source : std::uint8_t { none, packed, padded };
+
 /// What the planner knows of the array's memory.
 struct memory_facts {
+    sub_byte_source sub_byte = sub_byte_source::none;
     const dtype* type = nullptr;  ///< nullptr: no MegBrain dtype (a cast)
     bool narrowed = false;        ///< int64 / float64 read as Int32 / Float32
     bool native_order = true;
@@ -140,6 +151,8 @@ inline borrow_verdict plan_borrow(const memory_facts& facts, const dtype& target
         return {copy_cause::other_dtype, false, true, false, quantized};
     }
     if (options.policy == borrow_policy::copy) return {copy_cause::copy_requested};
+    if (facts.sub_byte == sub_byte_source::packed) return refuse_or_copy(copy_cause::packed_source, options);
+    if (facts.sub_byte == sub_byte_source::padded) return refuse_or_copy(copy_cause::padded_source, options);
     if (target.info().is_packed) return refuse_or_copy(copy_cause::packed_target, options);
     if (facts.type == nullptr) return refuse_or_copy(copy_cause::foreign_dtype, options);
     if (facts.narrowed) return refuse_or_copy(copy_cause::narrowing, options);
