@@ -3,7 +3,7 @@
 
 #include <npybridge/python_errors.hpp>
 #include <npybridge/tracker.hpp>
-#include <npybridge/detail/tag_table.hpp>
+#include <npybridge/core/detail/tag_table.hpp>
 
 #include "tests/support/python.hpp"
 

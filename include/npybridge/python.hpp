@@ -6,7 +6,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <npybridge/detail/thread_end.hpp>
+#include <npybridge/core/detail/thread_end.hpp>
 
 #include <cstdio>
 #include <string>

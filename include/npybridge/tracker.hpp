@@ -5,7 +5,7 @@
 #include <npybridge/core/errors.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
-#include <npybridge/detail/tag_table.hpp>
+#include <npybridge/core/detail/tag_table.hpp>
 
 #include <string>
 #include <string_view>

@@ -1,5 +1,6 @@
 """docs/README.md, the map of the code, names every header of include/npybridge/ by its path there, so a new
-header cannot go unexplained; and every header under core/ is listed in the map's Python-free part.
+header cannot go unexplained; every header under core/ is listed in the map's Python-free part; and a header that
+reaches no Python API lives under core/.
 
 Header length is a review signal, not a rule: CONTRIBUTING.md says when a long header deserves a second look.
 
@@ -42,6 +43,9 @@ SYNOPSIS = [
     "python_errors.hpp", "python_owner.hpp", "tracker.hpp", "user_dtypes.hpp",
 ]
 MANY_DETAIL_BLOCKS = set()
+# Python-free headers outside core/: the core's umbrella, and a part of arg.hpp that needs its declarations (to move
+# with arg.hpp's Python-free tags). Only moves one way.
+PYTHON_FREE_OUTSIDE_CORE = {"core.hpp", "detail/arg_typing.hpp"}
 COMMENT_WORDS_PER_1000_LINES = 1100
 COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
 MEASUREMENT = re.compile(r"\d(\.\d+)? ?(GB/s|MB/s|ms|ns|µs|MB|%)(?!\w)|\d ?s of parse")
@@ -153,6 +157,27 @@ class HeaderMapTest(unittest.TestCase):
         self.assertGreaterEqual(len(core), 15)
         self.assertEqual([name for name in core if not named(name, core_part)], [],
                          "docs/README.md lists these core/ headers outside its Python-free part")
+
+    def test_every_header_outside_core_needs_python(self):
+        # A header that reaches no CPython or NumPy header (through npybridge's includes) belongs under core/.
+        root = include_root() / "npybridge"
+        includes = {name: re.findall(r"#include <npybridge/([\w/]+\.hpp)>", (root / name).read_text())
+                    for name in self.headers()}
+        python_facing = {"python.hpp", "numpy.hpp"}
+        python_api = re.compile(r"\bPy[A-Z_]\w*|\bNPY_\w+|<Python\.h>")
+
+        def reaches_python(name, seen):
+            if name in python_facing or python_api.search((root / name).read_text()):
+                return True
+            seen.add(name)
+            return any(reaches_python(inc, seen) for inc in includes.get(name, []) if inc not in seen)
+
+        for name in self.headers():
+            if (name.startswith("core/") or name in PYTHON_FREE_OUTSIDE_CORE or
+                    re.search(r"^#error ", (root / name).read_text(), re.MULTILINE)):
+                continue
+            with self.subTest(header=name):
+                self.assertTrue(reaches_python(name, set()), f"{name} needs no Python: it belongs under core/")
 
 
 if __name__ == "__main__":

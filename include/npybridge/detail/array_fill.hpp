@@ -1,4 +1,4 @@
-// npybridge/detail/array_fill.hpp — a copy's executors: the values read, the planner's facts, a function per route.
+// npybridge/detail/array_fill.hpp — a copy: the values read, the facts the planner and the kernel table ask, one dispatch.
 #pragma once
 
 #include <npybridge/core/config.hpp>

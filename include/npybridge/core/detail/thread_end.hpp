@@ -1,4 +1,4 @@
-// npybridge/detail/thread_end.hpp — whether Python has ended a thread inside npybridge.
+// npybridge/core/detail/thread_end.hpp — whether Python has ended a thread inside npybridge.
 #pragma once
 
 #include <npybridge/core/config.hpp>

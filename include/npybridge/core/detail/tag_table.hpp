@@ -1,4 +1,4 @@
-// npybridge/detail/tag_table.hpp — the origin tracker's table: keys to tags, without <unordered_map>'s parse time.
+// npybridge/core/detail/tag_table.hpp — the origin tracker's table: keys to tags, without <unordered_map>'s parse time.
 #pragma once
 
 #include <npybridge/core/config.hpp>
