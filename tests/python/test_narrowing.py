@@ -22,7 +22,7 @@ NARROWER = [
     (np.array([5, 2**64 - 1], np.uint64), "Int32", "18446744073709551615", "(1,)"),
     (np.array([5, 65536], np.uint32), "Uint16", "65536", "(1,)"),
     (np.array([1.0, 1e39]), "Float16", "1e+39", "(1,)"),
-    (np.array([1.0, 70000.0], np.float32), "Float16", "70000", "(1,)"),
+    (np.array([1.0, 70000.0], np.float32), "Float16", "70000.0", "(1,)"),
     (np.array([1.0, 1e39]), "BFloat16", "1e+39", "(1,)"),
     (np.array([[1, 2], [3, 100000]]), "Float16", "100000", "(1, 1)"),
     (np.array([1 + 1j, 1e39 + 0j]), "Complex64", "(1e+39+0j)", "(1,)"),
@@ -173,6 +173,78 @@ def test_reject_refuses_every_cast_that_can_lose_values(values, target, shown, i
 def test_reject_takes_casts_that_lose_nothing():
     assert Tensor.from_numpy(np.array([1, -2], np.int8), dtype="Int32", narrowing="reject").numpy().tolist() == [1, -2]
     assert Tensor.from_numpy(np.array([1.5], np.float16), dtype="Float32", narrowing="reject").numpy().tolist() == [1.5]
+
+
+EXACT_TEXT_CASES = [
+    # (values, dtype, target, the value named): never a value the target holds, never inf for a finite value.
+    ([1.000000000001], np.float64, "Int8", "1.000000000001"),
+    ([123456789.5], np.float64, "Int32", "123456789.5"),
+    ([1e-05 + 1], np.float64, "Int8", "1.00001"),
+    ([300.0], np.float64, "Int8", "300.0"),
+    ([0.1], np.float32, "Int8", "0.1"),
+    ([0.1], np.float16, "Int8", "0.099975586"),  # float16 as its value
+    ([70000.0], np.float32, "Float16", "70000.0"),
+    ([3 - 1e300j], np.complex128, "Complex64", "(3-1e+300j)"),
+]
+
+
+@pytest.mark.hardening
+@pytest.mark.parametrize("values, dtype, target, shown", EXACT_TEXT_CASES)
+def test_a_refusal_names_the_value_exactly_as_the_source_holds_it(values, dtype, target, shown):
+    with pytest.raises(nbx.ValueRangeError, match=r": value %s at index \(0,\)" % re.escape(shown)):
+        Tensor.from_numpy(np.array(values, dtype), dtype=target)
+
+
+@pytest.mark.hardening
+def test_a_long_double_is_named_with_the_digits_it_needs():
+    if np.finfo(np.longdouble).nmant <= 52:
+        pytest.skip("long double is double here")
+    near = np.longdouble(127) + np.longdouble(2) ** -55
+    with pytest.raises(nbx.ValueRangeError) as caught:
+        Tensor.from_numpy(np.array([near]), dtype="Int8")
+    named = re.search(r": value (\S+) at index", str(caught.value)).group(1)
+    assert np.longdouble(named) == near and named != "127" and named != "127.0"
+    with pytest.raises(nbx.ValueRangeError, match=r": value 1e\+600 at index"):  # finite: never "inf"
+        Tensor.from_numpy(np.array([np.longdouble("1e600")]), dtype="Float32")
+
+
+@pytest.mark.hardening
+@pytest.mark.guarantee
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from([np.float16, np.float32, np.float64, np.longdouble, np.complex64,
+                                              np.complex128]),
+       target=st.sampled_from(["Int8", "Int16", "Uint8", "Float16", "BFloat16"]), step=st.sampled_from([1, 2]))
+def test_the_value_named_reads_back_as_the_refused_value_in_its_own_type(data, dtype, target, step):
+    # The text is the shortest that reads back as the source value in the source's type (Python's repr for float64,
+    # as NumPy prints the others), whatever kernel or widening named it.
+    real = np.dtype(dtype).type(0).real.dtype
+    if np.dtype(dtype).kind == "c" and not target.startswith("Complex"):
+        target = "Complex64"
+    bits = data.draw(st.integers(0, 2 ** (8 * real.itemsize) - 1)) if real.itemsize <= 8 else None
+    if bits is None:
+        value = np.longdouble(data.draw(st.floats(allow_nan=False, allow_infinity=False))) * np.longdouble(
+            data.draw(st.sampled_from([1, 1.1, 3.3, 1e300])))
+    else:
+        value = np.array([bits], np.dtype("u%d" % real.itemsize)).view(real)[0]
+    assume(np.isfinite(value))
+    values = np.zeros(6, dtype)
+    values[2 * step] = value * (1 + 1j) if np.dtype(dtype).kind == "c" else value
+    try:
+        with np.errstate(all="ignore"):
+            Tensor.from_numpy(values[::step], dtype=target)
+        return
+    except nbx.ValueRangeError as error:
+        named = re.search(r": value (.+) at index \(2,\)", str(error)).group(1)
+    held = values[2 * step]
+    part = np.float32 if real == np.float16 else real.type  # float16 as its value, which float32 holds
+    if np.dtype(dtype).kind == "c":
+        parsed = complex(named)  # Python's complex repr: "(a+bj)"
+        assert named.startswith("(") and part(parsed.real) == held.real and part(parsed.imag) == held.imag, named
+    else:
+        assert part(named) == held, (named, held)
+        # The shortest such text: one digit fewer does not read back.
+        digits = re.sub(r"e.*|[-.]", "", named).strip("0")
+        assert len(digits) <= {np.float16: 9, np.float32: 9, np.float64: 17}.get(real.type, 40), named
 
 
 def reject_sources():

@@ -17,17 +17,17 @@ from conftest import nbx
 Tensor = nbx.Tensor
 MIB = 1 << 20
 
-# (source dtype, target, a value the target does not hold, one it holds, the bad value as the message shows it)
+# (source dtype, target, a value the target does not hold, one it holds, the bad value as the message names it)
 CASES = {
-    "float64 -> Int8": (np.float64, "Int8", 300.0, 3.0, "300"),
+    "float64 -> Int8": (np.float64, "Int8", 300.0, 3.0, "300.0"),
     "float64 -> Int8, not whole": (np.float64, "Int8", 2.5, 3.0, "2.5"),
-    "float32 -> Int16": (np.float32, "Int16", 1e6, 3.0, "1000000"),
+    "float32 -> Int16": (np.float32, "Int16", 1e6, 3.0, "1000000.0"),
     "int64 -> Int8": (np.int64, "Int8", 1 << 40, 3, str(1 << 40)),
     "int32 -> Uint8": (np.int32, "Uint8", -1, 3, "-1"),
     "int64 -> Float16": (np.int64, "Float16", 2049, 2048, "2049"),
     "int32 -> BFloat16": (np.int32, "BFloat16", 257, 256, "257"),
     "int64 -> Float32": (np.int64, "Float32", (1 << 24) + 1, 1 << 24, str((1 << 24) + 1)),
-    "float32 -> Float16": (np.float32, "Float16", 1e6, 3.0, "1000000"),
+    "float32 -> Float16": (np.float32, "Float16", 1e6, 3.0, "1000000.0"),
     "float64 -> BFloat16": (np.float64, "BFloat16", 1e300, 3.0, "1e+300"),
     "complex128 -> Complex64": (np.complex128, "Complex64", 1e300 + 0j, 3 + 0j, "(1e+300+0j)"),
     "float64 -> Float32": (np.float64, "Float32", 1e300, 3.0, "1e+300"),

@@ -154,8 +154,13 @@ struct copy_values {
     source_view view() const {
         if (array) return source_view_of(reinterpret_cast<PyArrayObject*>(array.get()));
         source_view unwidened = source_view_of(reinterpret_cast<PyArrayObject*>(bfloat16.get()));
-        unwidened.type = source_type::bfloat16;
+        unwidened.type = unwidened.shown = source_type::bfloat16;
         return unwidened;
+    }
+
+    /// The type messages show the values in: bfloat16 for widened bfloat16, else the values' own.
+    std::optional<source_type> shown() const {
+        return bfloat16 ? std::optional<source_type>(source_type::bfloat16) : std::nullopt;
     }
 };
 
@@ -238,10 +243,10 @@ struct fill_target {
 
 /// The plan's value check, before anything is written.
 template <class = void>
-void check_values(const fill_plan& plan, PyArrayObject* array, const std::string& array_dtype,
+void check_values(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
                   const fill_target& into) {
     if (plan.check == value_check::none) return;
-    const auto unfit = first_unfit_value(array, *storage_bounds(into.type.info()));
+    const auto unfit = first_unfit_value(values.get(), *storage_bounds(into.type.info()), values.shown());
     if (!unfit) return;
     if (plan.route == fill_route::same) {
         throw_invalid_code(into.type.info(), unfit->text, index_text(unfit->index, into.layout));
@@ -278,6 +283,7 @@ chosen_kernel choose_kernel(const fill_plan& plan, const copy_values& values, co
     chosen.kernel = plan_kernel(kernel_facts_of(plan, chosen.view, into, apart));
     if (chosen.kernel == kernel_id::widen_first) {
         chosen.view = source_view_of(values.get());
+        chosen.view.shown = source_type::bfloat16;
         chosen.kernel = plan_kernel(kernel_facts_of(plan, chosen.view, into, apart));
     }
     return chosen;
@@ -325,15 +331,15 @@ void run_fill(const fill_plan& plan, const copy_values& values, const std::strin
             narrow_into(values.get(), target, into.out, mode, into.layout, into.check_first);
             return;
         case kernel_id::round_to_bfloat16:
-            check_values(plan, values.get(), array_dtype, into);
+            check_values(plan, values, array_dtype, into);
             round_into_bfloat16(values.get(), into.out, into.layout.count());
             break;
         case kernel_id::numpy_cast:
-            check_values(plan, values.get(), array_dtype, into);
+            check_values(plan, values, array_dtype, into);
             cast_into(values.get(), target, into.out, contiguous);
             break;
         default:
-            if (checks_first(chosen.kernel)) check_values(plan, values.get(), array_dtype, into);
+            if (checks_first(chosen.kernel)) check_values(plan, values, array_dtype, into);
             run_native(chosen, plan, into, contiguous, array_dtype);
             break;
     }
@@ -382,7 +388,7 @@ void fill_existing(const fill_plan& plan, const copy_values& values, const std::
     const byte_span span = packed ? byte_span{into.out, 0} : span_of(into.out, into.layout, target.info().element_size);
     const bool overlaps = !packed && array_overlaps(array, span.begin, span.bytes);
     if (plan.route == fill_route::same && !wraps_codes) {  // into the tensor's own strides
-        check_values(plan, array, array_dtype, into);
+        check_values(plan, values, array_dtype, into);
         const chosen_kernel chosen = choose_kernel(plan, values, into, !overlaps);
         if (chosen.kernel == kernel_id::copy_tiled) {
             run_native(chosen, plan, into, into.layout, array_dtype);
@@ -391,7 +397,8 @@ void fill_existing(const fill_plan& plan, const copy_values& values, const std::
         }
         return;
     }
-    if (!packed && !wraps_codes && !overlaps && into.layout.is_contiguous()) {
+    // Settling codes may refuse after the cast: staged.
+    if (!packed && !plan.settle_codes && !overlaps && into.layout.is_contiguous()) {
         run_fill(plan, values, array_dtype, into, mode);
         return;
     }

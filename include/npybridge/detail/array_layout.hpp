@@ -81,6 +81,7 @@ inline source_view source_view_of(PyArrayObject* array) noexcept {
     view.kind = descr_kind(descr);
     view.itemsize = static_cast<std::size_t>(PyArray_ITEMSIZE(array));
     view.type = descr_type_num(descr) >= NPY_USERDEF ? source_type::other : source_type_of(view.kind, view.itemsize);
+    view.shown = view.type;
     view.count = static_cast<std::size_t>(PyArray_SIZE(array));
     view.native = PyArray_ISNOTSWAPPED(array);
     view.aligned = PyArray_ISALIGNED(array);

@@ -30,10 +30,11 @@ inline int widened_type(char kind, std::size_t real_size) noexcept {
     return long_real ? NPY_CLONGDOUBLE : NPY_CDOUBLE;
 }
 
-/// The array's first value (C order) `bounds` does not hold, with index and text: in place when contiguous, aligned and
-/// native, else widened by numpy.
+/// The array's first value (C order) `bounds` does not hold, with index and text (a float's exact in `shown`, else
+/// in the array's own type): in place when contiguous, aligned and native, else widened by numpy.
 template <class = void>
-std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds) {
+std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds,
+                                             std::optional<source_type> shown = std::nullopt) {
     const char kind = descr_kind(PyArray_DESCR(array));
     if (kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c') return std::nullopt;
     const std::size_t parts = kind == 'c' ? 2 : 1;
@@ -45,9 +46,10 @@ std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_b
                  : contiguous_as(array, widened_type(kind, real_size), NPY_SAFE_CASTING, "checked narrowing");
     auto* read = reinterpret_cast<PyArrayObject*>(values.get());
     const auto n = static_cast<std::size_t>(PyArray_SIZE(read));
+    const source_type own = source_type_of(kind, static_cast<std::size_t>(PyArray_ITEMSIZE(array)));
     return without_gil_if_large(n * static_cast<std::size_t>(PyArray_ITEMSIZE(read)), [&] {
         return first_unfit_in(kind, PyArray_ITEMSIZE(read) / static_cast<npy_intp>(parts), PyArray_DATA(read), n, parts,
-                              bounds);
+                              bounds, shown.value_or(own));
     });
 }
 

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -80,30 +82,73 @@ std::optional<unfit_value> first_unfit_integer(const T* in, std::size_t n, const
     return std::nullopt;
 }
 
+/// Whether `text` reads back as `value` in `type` (float16 and bfloat16: as float32, which holds their values).
+inline bool reads_back(const char* text, long double value, source_type type) noexcept {
+    switch (type) {
+        case source_type::float16:
+        case source_type::bfloat16:
+        case source_type::float32:
+        case source_type::complex64: return std::strtof(text, nullptr) == static_cast<float>(value);
+        case source_type::float64:
+        case source_type::complex128: return std::strtod(text, nullptr) == static_cast<double>(value);
+        default: return std::strtold(text, nullptr) == value;
+    }
+}
+
+/// The shortest text that reads back as `value` in `type`, laid out as Python's repr: positional from 1e-4 to 1e16,
+/// else d.ddde+XX; whole values end in ".0" unless `bare` (a complex number's parts).
+inline std::string float_text(long double value, source_type type, bool bare = false) {
+    if (value != value) return "nan";
+    const std::string sign = std::signbit(value) ? "-" : "";
+    if (value == 0 || value - value != 0) return sign + (value == 0 ? (bare ? "0" : "0.0") : "inf");
+    char buffer[64];
+    for (int digits = 1; digits < 40; ++digits) {
+        std::snprintf(buffer, sizeof buffer, "%.*Le", digits - 1, value);
+        if (reads_back(buffer, value, type)) break;
+    }
+    std::string mantissa(buffer + sign.size(), std::strchr(buffer, 'e'));
+    mantissa.erase(std::remove(mantissa.begin(), mantissa.end(), '.'), mantissa.end());
+    mantissa.erase(mantissa.find_last_not_of('0') + 1);
+    const int exponent = std::atoi(std::strchr(buffer, 'e') + 1);
+    const auto size = static_cast<int>(mantissa.size());
+    if (exponent < -4 || exponent >= 16) {
+        std::snprintf(buffer, sizeof buffer, "e%c%02d", exponent < 0 ? '-' : '+', exponent < 0 ? -exponent : exponent);
+        return sign + mantissa.substr(0, 1) + (size > 1 ? "." + mantissa.substr(1) : "") + buffer;
+    }
+    if (exponent < 0) return sign + "0." + std::string(static_cast<std::size_t>(-exponent - 1), '0') + mantissa;
+    if (size <= exponent + 1) {
+        return sign + mantissa + std::string(static_cast<std::size_t>(exponent + 1 - size), '0') + (bare ? "" : ".0");
+    }
+    return sign + mantissa.substr(0, static_cast<std::size_t>(exponent + 1)) + "." +
+           mantissa.substr(static_cast<std::size_t>(exponent + 1));
+}
+
 /// The first float (complex: `parts` 2) `bounds` does not hold: overflowing, or for integer targets not whole in [lo,
-/// hi].
+/// hi]; its text exact in `shown`, the caller's type.
 template <class T>
-std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::size_t parts,
-                                             const value_bounds& bounds) {
+std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::size_t parts, const value_bounds& bounds,
+                                             source_type shown) {
     const std::size_t count = n * parts;
     std::size_t bad =
         bounds.floating ? first_overflow<T>(in, count, static_cast<T>(bounds.overflow))
                         : first_not_whole<T>(in, count, static_cast<double>(bounds.lo), static_cast<double>(bounds.hi));
     if (bad == count) return std::nullopt;
     bad -= bad % parts;
-    const auto text = [](T v) { return number_text(static_cast<double>(v)); };
-    return unfit_value{bad / parts, parts == 2 ? "(" + text(in[bad]) + "+" + text(in[bad + 1]) + "j)" : text(in[bad])};
+    if (parts == 1) return unfit_value{bad, float_text(in[bad], shown)};
+    const std::string imaginary = float_text(in[bad + 1], shown, true);
+    return unfit_value{bad / parts,
+                       "(" + float_text(in[bad], shown, true) + (imaginary[0] == '-' ? "" : "+") + imaginary + "j)"};
 }
 
-/// The first unfit of `n` values at `data` (aligned, native).
+/// The first unfit of `n` values at `data` (aligned, native), a float's text exact in `shown`.
 template <class = void>
 std::optional<unfit_value> first_unfit_in(char kind, std::ptrdiff_t size, const void* data, std::size_t n,
-                                          std::size_t parts, const value_bounds& bounds) {
+                                          std::size_t parts, const value_bounds& bounds, source_type shown) {
     return visit_numbers(kind, size, data, [&](const auto* in) {
         if constexpr (std::is_integral_v<pointee_t<decltype(in)>>) {
             return first_unfit_integer(in, n, bounds);
         } else {
-            return first_unfit_float(in, n, parts, bounds);
+            return first_unfit_float(in, n, parts, bounds, shown);
         }
     });
 }
@@ -297,10 +342,10 @@ std::size_t store_slabs_within(const source_view& view, void* out, std::size_t s
 struct kernel_target {
     void* out;
     dtype_enum id;
-    std::size_t size;             ///< element size
-    const tensor_layout& layout;  ///< element strides (copy_tiled); the other kernels write C order
+    std::size_t size;
+    const tensor_layout& layout;  ///< copy_tiled's; the others write C order
     value_check check;
-    value_bounds bounds;  ///< the storage's bounds when `check` is not none
+    value_bounds bounds;
 };
 
 /// Bytes to reverse per element of a non-native source (a complex number's halves); 0 when native.
@@ -397,7 +442,8 @@ std::optional<unfit_value> first_unfit_copied(const source_view& view, const val
     copy.reset(new unsigned char[n * size]);
     copy_strided(view.c_order_plan(size), view.data, copy.get(), size, swap_unit_of(view));
     const std::size_t parts = view.kind == 'c' ? 2 : 1;
-    return first_unfit_in(view.kind, static_cast<std::ptrdiff_t>(size / parts), copy.get(), n, parts, bounds);
+    return first_unfit_in(view.kind, static_cast<std::ptrdiff_t>(size / parts), copy.get(), n, parts, bounds,
+                          view.shown);
 }
 
 /// After a kernel stopped short: first_unfit_copied. When the copy holds none (another thread changed the source), the

@@ -70,6 +70,7 @@ inline constexpr std::size_t source_layout_count = static_cast<std::size_t>(sour
 struct source_view {
     const void* data = nullptr;
     source_type type = source_type::other;
+    source_type shown = source_type::other;  ///< the caller's type, for messages
     char kind = 0;
     std::size_t itemsize = 0;
     std::size_t ndim = 0;
