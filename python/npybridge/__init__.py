@@ -107,7 +107,10 @@ def _shell_word(flag):
 
 
 def _shell_line(flags):
-    """Flags as one line for a command substitution (each word by _shell_word)."""
+    """Flags as one line: for a command substitution (each word by _shell_word); when one of them needs `eval`
+    (_needs_eval), every flag is quoted for it, so `$ ( & ' #` in another folder survive the eval too."""
+    if _needs_eval(flags):
+        return " ".join(shlex.quote(flag) for flag in flags)
     return " ".join(_shell_word(flag) for flag in flags)
 
 
