@@ -211,14 +211,19 @@ def test_a_long_double_is_named_with_the_digits_it_needs():
 @pytest.mark.hardening
 @pytest.mark.guarantee
 @settings(max_examples=200, deadline=None)
-@given(data=st.data(), dtype=st.sampled_from([np.float16, np.float32, np.float64, np.longdouble, np.complex64,
-                                              np.complex128]),
-       target=st.sampled_from(["Int8", "Int16", "Uint8", "Float16", "BFloat16"]), step=st.sampled_from([1, 2]))
+@given(data=st.data(), dtype=st.sampled_from([np.float16, bf.type, np.float32, np.float64, np.longdouble,
+                                              np.complex64, np.complex128]),
+       target=st.sampled_from(["Int8", "Int16", "Int32", "Uint8", "Uint16", "Bool", "Float16", "BFloat16", "Float32",
+                               "QuantizedS8", "Quantized8Asymm", "QuantizedS32"]),
+       step=st.sampled_from([1, 2]))
 def test_the_value_named_reads_back_as_the_refused_value_in_its_own_type(data, dtype, target, step):
-    # The text is the shortest that reads back as the source value in the source's type (Python's repr for float64,
-    # as NumPy prints the others), whatever kernel or widening named it.
-    real = np.dtype(dtype).type(0).real.dtype
-    if np.dtype(dtype).kind == "c" and not target.startswith("Complex"):
+    # The text is the shortest that reads back as the source value in the source's type (laid out as Python's repr;
+    # float16 and bfloat16 as float32 writes their value), whatever kernel or widening named it.
+    if target.startswith("Quantized"):
+        target = mgb_dtype(np.int32 if target == "QuantizedS32" else np.int8 if target == "QuantizedS8" else np.uint8,
+                           target, 0.5, 3 if target == "Quantized8Asymm" else None)
+    real = bf if dtype is bf.type else np.dtype(dtype).type(0).real.dtype
+    if np.dtype(dtype).kind == "c":
         target = "Complex64"
     bits = data.draw(st.integers(0, 2 ** (8 * real.itemsize) - 1)) if real.itemsize <= 8 else None
     if bits is None:
@@ -236,15 +241,15 @@ def test_the_value_named_reads_back_as_the_refused_value_in_its_own_type(data, d
     except nbx.ValueRangeError as error:
         named = re.search(r": value (.+) at index \(2,\)", str(error)).group(1)
     held = values[2 * step]
-    part = np.float32 if real == np.float16 else real.type  # float16 as its value, which float32 holds
+    part = np.float32 if real in (np.float16, bf) else real.type  # 16-bit floats as their value, as float32
     if np.dtype(dtype).kind == "c":
         parsed = complex(named)  # Python's complex repr: "(a+bj)"
         assert named.startswith("(") and part(parsed.real) == held.real and part(parsed.imag) == held.imag, named
     else:
-        assert part(named) == held, (named, held)
+        assert part(named) == part(held), (named, held)
         # The shortest such text: one digit fewer does not read back.
         digits = re.sub(r"e.*|[-.]", "", named).strip("0")
-        assert len(digits) <= {np.float16: 9, np.float32: 9, np.float64: 17}.get(real.type, 40), named
+        assert len(digits) <= {np.float16: 9, bf.type: 9, np.float32: 9, np.float64: 17}.get(real.type, 40), named
 
 
 def reject_sources():
