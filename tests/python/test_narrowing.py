@@ -252,6 +252,41 @@ def test_the_value_named_reads_back_as_the_refused_value_in_its_own_type(data, d
         assert len(digits) <= {np.float16: 9, bf.type: 9, np.float32: 9, np.float64: 17}.get(real.type, 40), named
 
 
+def quantized_numpy_dtype(row):
+    """A table row's numpy dtype, quantized ones with params (scale 0.5, zero point 3 where they take one)."""
+    if row["category"] != "quantized":
+        return None if row["numpy"] is None else (bf if row["numpy"] == "bfloat16" else row["numpy"])
+    base = np.uint8 if row["name"].startswith("Quantized8") or row["name"].startswith("Quantized4") else (
+        np.int32 if row["name"] == "QuantizedS32" else np.int16 if row["name"] == "QuantizedS16" else np.int8)
+    return mgb_dtype(base, row["name"], 0.5, 3 if "Asymm" in row["name"] else None)
+
+
+@pytest.mark.hardening
+@pytest.mark.guarantee
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), mode=st.sampled_from(["checked", "wrap", "reject"]),
+       shape=st.sampled_from([(0,), (0, 3), (2, 0), (3, 0, 2)]))
+def test_an_empty_array_passes_every_value_rule_but_not_the_dtype_rules(data, mode, shape):
+    # docs/policies.md: an empty array has no value to refuse; strings and objects are not numbers, and quantized
+    # codes go only into their own dtype, empty or not.
+    rows = nbx.dtype_table()
+    source = data.draw(st.sampled_from(reject_sources() + ["U3", "S2", object] +
+                                       [quantized_numpy_dtype(r) for r in rows if r["category"] == "quantized"]))
+    target_row = data.draw(st.sampled_from(rows))
+    target = quantized_numpy_dtype(target_row) if target_row["category"] == "quantized" else target_row["name"]
+    array = np.zeros(shape, source)
+    quantized_source = array.dtype.metadata is not None
+    refused = array.dtype.kind in "USO" or (quantized_source and not (
+        target_row["category"] == "quantized" and np.dtype(target) == array.dtype and
+        np.dtype(target).metadata == array.dtype.metadata))
+    if refused:
+        with pytest.raises(nbx.DTypeError):
+            Tensor.from_numpy(array, dtype=target, narrowing=mode)
+    else:
+        tensor = Tensor.from_numpy(array, dtype=target, narrowing=mode)
+        assert tensor.dtype_name == target_row["name"] and tuple(tensor.shape) == shape
+
+
 def reject_sources():
     """Every NumPy number type, npybridge's own bfloat16 and intbN, and ml_dtypes' types where it is installed."""
     sources = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
