@@ -68,11 +68,13 @@ REMOVED = [
             use=ARG + "using a = npybridge::arg<npybridge::tensor>;\n"
                       "const char* name() { return a::python_name.data(); }\n"),
     *(Removed(f"dlpack::{old}", f"dlpack::{new}", "0.6.0",
+              # A pointer: it names the type without making one.
               use="#include <npybridge/core/dlpack_abi.hpp>\n"
-                  f"npybridge::dlpack::{old} made{{}};\n") for old, new in DLPACK_TYPES),
+                  f"npybridge::dlpack::{old}* pointer = nullptr;\n") for old, new in DLPACK_TYPES),
     *(Removed(f"dlpack::{old}", f"dlpack::{new}", "0.6.0",
+              # A copy: it converts to nothing.
               use="#include <npybridge/core/dlpack_abi.hpp>\n"
-                  f"int value() {{ return npybridge::dlpack::{old}; }}\n") for old, new in DLPACK_VALUES),
+                  f"auto value = npybridge::dlpack::{old};\n") for old, new in DLPACK_VALUES),
     Removed("npybridge::megengine", "npybridge::npy", "0.6.0", status="deprecated",
             use="#pragma GCC diagnostic error \"-Wdeprecated-declarations\"\n"
                 "#include <npybridge/megengine_compat.hpp>\n"

@@ -121,24 +121,35 @@ inline std::string type_text(DLDataType type) {
 /// }
 /// ```
 
-// The names before 0.6: a compile error naming dlpack.h's name.
-#define NPYBRIDGE_REMOVED_TYPE(old, now)                                                        \
-    template <class... Use>                                                                     \
-    struct old##_removed {                                                                      \
-        static_assert(detail::always_false<Use...>,                                             \
-                      "npybridge: dlpack::" #old " was removed in 0.6.0: write dlpack::" #now); \
-    };                                                                                          \
+// The names before 0.6: a compile error naming dlpack.h's name, at any use (a pointer, a copy) where the compiler
+// has `unavailable` (GCC 12, Clang); else where the name is used as a type's object or a value.
+#define NPYBRIDGE_REMOVED_TEXT(old, now) "npybridge: dlpack::" #old " was removed in 0.6.0: write dlpack::" #now
+#if defined(__has_attribute)
+#if __has_attribute(unavailable)
+#define NPYBRIDGE_REMOVED_UNAVAILABLE
+#endif
+#endif
+#if defined(NPYBRIDGE_REMOVED_UNAVAILABLE)
+#define NPYBRIDGE_REMOVED_TYPE(old, now) typedef now old __attribute__((unavailable(NPYBRIDGE_REMOVED_TEXT(old, now))));
+#define NPYBRIDGE_REMOVED_VALUE(old, now) \
+    inline constexpr decltype(now) old __attribute__((unavailable(NPYBRIDGE_REMOVED_TEXT(old, now)))) = now;
+#else
+#define NPYBRIDGE_REMOVED_TYPE(old, now)                                               \
+    template <class... Use>                                                            \
+    struct old##_removed {                                                             \
+        static_assert(detail::always_false<Use...>, NPYBRIDGE_REMOVED_TEXT(old, now)); \
+    };                                                                                 \
     using old = old##_removed<>;
-#define NPYBRIDGE_REMOVED_VALUE(old, now)                                                           \
-    struct old##_removed {                                                                          \
-        template <class T>                                                                          \
-        constexpr operator T() const {                                                              \
-            static_assert(detail::always_false<T>,                                                  \
-                          "npybridge: dlpack::" #old " was removed in 0.6.0: write dlpack::" #now); \
-            return T{};                                                                             \
-        }                                                                                           \
-    };                                                                                              \
+#define NPYBRIDGE_REMOVED_VALUE(old, now)                                             \
+    struct old##_removed {                                                            \
+        template <class T>                                                            \
+        constexpr operator T() const {                                                \
+            static_assert(detail::always_false<T>, NPYBRIDGE_REMOVED_TEXT(old, now)); \
+            return T{};                                                               \
+        }                                                                             \
+    };                                                                                \
     inline constexpr old##_removed old{};
+#endif
 NPYBRIDGE_REMOVED_TYPE(api_version, DLPackVersion)
 NPYBRIDGE_REMOVED_TYPE(device_spec, DLDevice)
 NPYBRIDGE_REMOVED_TYPE(data_type, DLDataType)
@@ -156,6 +167,8 @@ NPYBRIDGE_REMOVED_VALUE(complex_code, kDLComplex)
 NPYBRIDGE_REMOVED_VALUE(bool_code, kDLBool)
 #undef NPYBRIDGE_REMOVED_TYPE
 #undef NPYBRIDGE_REMOVED_VALUE
+#undef NPYBRIDGE_REMOVED_TEXT
+#undef NPYBRIDGE_REMOVED_UNAVAILABLE
 
 }  // namespace dlpack
 
