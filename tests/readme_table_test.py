@@ -62,6 +62,10 @@ class GeneratedTablesTest(unittest.TestCase):
         for name in ("to_tensor", "copy_into", "from_dlpack", "DLTensor", "NPYBRIDGE_PYBIND11_TENSOR_CASTER"):
             self.assertIn(f"**`{name}`**", api)
         self.assertNotIn("**`detail", api)
+        # In reading order, the conversions first; removed spellings only in upgrading.md.
+        self.assertEqual(api.split("\n## ", 1)[1].split("\n", 1)[0], "`<npybridge/convert.hpp>`")
+        self.assertNotIn("Removed (a compile error)", api)
+        self.assertNotIn("**`from_numpy`**", api)
 
     def test_a_definition_below_the_banner_is_not_listed_again(self):
         # The example's `///` above `// ---- Definitions` documents nothing below it; else a definition whose

@@ -19,7 +19,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 HEADER = """# API
 
 Every public name of npybridge: what each header declares outside `detail`, with its signature and the first
-sentence of its `///` comment. The headers say the rest. Written by `tools/api_list.py` from the headers
+sentence of its `///` comment, headers in the order a reader meets them (the conversions first; removed
+spellings are in upgrading.md). The headers say the rest. Written by `tools/api_list.py` from the headers
 (`tools/api_list.py --write`); a test fails when this page is stale or a public name has no `///` comment.
 """
 
@@ -32,10 +33,30 @@ class Entity:
     summary: str
 
 
+# The order a reader meets the library in: the conversions and their options, dtypes, errors, the other ways in and
+# out, the binding libraries, MegBrain, then the parts underneath. A header not named here follows, by path.
+READING_ORDER = [
+    "convert.hpp", "core/options.hpp", "core/vocabulary.hpp", "policies.hpp", "core/dtype.hpp", "numpy_dtype.hpp",
+    "core/errors.hpp", "python_errors.hpp", "array_quantization.hpp", "core/quantization.hpp", "core/tensor.hpp",
+    "core/adapter.hpp", "core/layout.hpp", "core/lowbit.hpp", "dlpack.hpp", "core/dlpack_abi.hpp", "buffer.hpp",
+    "arg.hpp", "bind/pybind11.hpp", "bind/nanobind.hpp", "megbrain.hpp", "megbrain_compat.hpp",
+    "megengine_compat.hpp", "user_dtypes.hpp", "tracker.hpp", "python.hpp", "python_owner.hpp", "core/owner.hpp",
+    "core/scalar_types.hpp", "core/reflect.hpp", "core/version.hpp",
+]
+
+
 def public_headers(include):
     folder = include / "npybridge"
     headers = [*sorted(folder.glob("*.hpp")), *sorted((folder / "core").glob("*.hpp")), *sorted((folder / "bind").glob("*.hpp"))]
-    return [h for h in headers if not re.search(r"^#error ", h.read_text(), re.MULTILINE)]
+    headers = [h for h in headers if not re.search(r"^#error ", h.read_text(), re.MULTILINE)]
+    rank = {name: i for i, name in enumerate(READING_ORDER)}
+    return sorted(headers, key=lambda h: (rank.get(h.relative_to(folder).as_posix(), len(rank)),
+                                          h.relative_to(folder).as_posix()))
+
+
+def removed(entity):
+    """A removed spelling: docs/upgrading.md lists it, not this page."""
+    return entity.summary.startswith("Removed")
 
 
 def summary_of(doc_lines):
@@ -254,6 +275,8 @@ def render(include):
             continue
         out.append(f"## `<{path}>`\n")
         for entity in items:
+            if removed(entity):
+                continue
             out.append(f"- **`{entity.name}`** ({entity.kind}): {entity.summary}")
             for signature in entity.signatures:
                 out.append(f"  - `{signature}`")
