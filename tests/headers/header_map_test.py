@@ -46,6 +46,10 @@ MANY_DETAIL_BLOCKS = set()
 # Python-free headers outside core/: the core's umbrella, and a part of arg.hpp that needs its declarations (to move
 # with arg.hpp's Python-free tags). Only moves one way.
 PYTHON_FREE_OUTSIDE_CORE = {"core.hpp", "detail/arg_typing.hpp"}
+# The mechanism under detail/ rests on core/ and the Python basics, never on the facades it serves; python_errors.hpp
+# and numpy_dtype.hpp are still included there (their declarations are public API the mechanism uses). Only moves
+# one way.
+DETAIL_MAY_INCLUDE = {"python.hpp", "numpy.hpp", "python_errors.hpp", "numpy_dtype.hpp"}
 COMMENT_WORDS_PER_1000_LINES = 1100
 COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
 MEASUREMENT = re.compile(r"\d(\.\d+)? ?(GB/s|MB/s|ms|ns|µs|MB|%)(?!\w)|\d ?s of parse")
@@ -157,6 +161,16 @@ class HeaderMapTest(unittest.TestCase):
         self.assertGreaterEqual(len(core), 15)
         self.assertEqual([name for name in core if not named(name, core_part)], [],
                          "docs/README.md lists these core/ headers outside its Python-free part")
+
+    def test_detail_headers_include_no_facade(self):
+        root = include_root() / "npybridge"
+        for name in self.headers():
+            if not name.startswith("detail/"):
+                continue
+            top = re.findall(r"#include <npybridge/(\w+\.hpp)>", (root / name).read_text())
+            with self.subTest(header=name):
+                self.assertEqual([h for h in top if h not in DETAIL_MAY_INCLUDE], [],
+                                 "detail/ includes core/, detail/ and the Python basics only")
 
     def test_every_header_outside_core_needs_python(self):
         # A header that reaches no CPython or NumPy header (through npybridge's includes) belongs under core/.

@@ -1,7 +1,7 @@
 // npybridge/bind/nanobind.hpp — nanobind casters for tensors, constrained tensor arguments and dtypes.
 #pragma once
 
-#include <npybridge/detail/nanobind_casting.hpp>
+#include <npybridge/bind/detail/nanobind_casting.hpp>
 #include <npybridge/arg.hpp>
 #include <npybridge/convert.hpp>
 #include <npybridge/numpy.hpp>

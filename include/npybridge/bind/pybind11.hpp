@@ -1,7 +1,7 @@
 // npybridge/bind/pybind11.hpp — pybind11 casters for tensors, constrained tensor arguments and dtypes.
 #pragma once
 
-#include <npybridge/detail/pybind11_casting.hpp>
+#include <npybridge/bind/detail/pybind11_casting.hpp>
 #include <npybridge/arg.hpp>
 #include <npybridge/convert.hpp>
 #include <npybridge/numpy.hpp>

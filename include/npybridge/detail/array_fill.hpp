@@ -7,7 +7,7 @@
 #include <npybridge/detail/value_checks.hpp>
 #include <npybridge/core/errors.hpp>
 #include <npybridge/numpy_dtype.hpp>
-#include <npybridge/policies.hpp>
+#include <npybridge/core/options.hpp>
 #include <npybridge/core/detail/bfloat16_kernels.hpp>
 #include <npybridge/core/detail/float_mode.hpp>
 #include <npybridge/core/detail/half_kernels.hpp>
@@ -141,8 +141,7 @@ struct copy_values {
     mutable object array;
     std::optional<numpy_dtype_match> match;
     object bfloat16;  ///< not widened yet
-    /// The caller's array when `array` stands in for it (ml_dtypes' sub-byte values unpacked): numpy's cast answers
-    /// are its.
+    /// The caller's array when `array` stands in for it: NumPy's cast answers are its.
     object source;
 
     PyArrayObject* get() const {
@@ -176,12 +175,12 @@ inline copy_values values_for(PyArrayObject* array, const std::optional<numpy_dt
                 object{}, object::borrow(reinterpret_cast<PyObject*>(array))};  // intbN
     }
     if (!match || match->type.info().form != numpy_form::user_dtype || match->type == target) {
-        return {through_own_user_dtype(array, match), match, object{}};
+        return {through_own_user_dtype(array, match), match, object{}, object{}};
     }
     const numpy_dtype_match as_float32{dtype(dtype_enum::Float32), false};
     if (PyArray_NDIM(array) == 0)
-        return {bfloat16_as_float32(array), as_float32, object{}};  // numpy 1 casts 0-d arrays by value
-    return {object{}, as_float32, object::borrow(reinterpret_cast<PyObject*>(array))};
+        return {bfloat16_as_float32(array), as_float32, object{}, object{}};  // numpy 1 casts 0-d arrays by value
+    return {object{}, as_float32, object::borrow(reinterpret_cast<PyObject*>(array)), object{}};
 }
 
 /// The facts plan_fill asks of the values.
@@ -254,7 +253,7 @@ void check_values(const fill_plan& plan, const copy_values& values, const std::s
     throw_unfit_value(array_dtype, into.type, plan.check, *unfit, into.layout);
 }
 
-/// The facts kernel_table.hpp is asked of a plan, the values and where they go (`apart`: the values do not meet it).
+/// The kernel table's facts of a plan, the values and where they go (`apart`: the values do not meet it).
 inline kernel_facts kernel_facts_of(const fill_plan& plan, const source_view& view, const fill_target& into,
                                     bool apart) noexcept {
     const dtype_info& to = into.type.info();

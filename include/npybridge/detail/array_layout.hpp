@@ -7,7 +7,7 @@
 #include <npybridge/core/tensor.hpp>
 #include <npybridge/detail/messages.hpp>
 #include <npybridge/numpy_dtype.hpp>
-#include <npybridge/policies.hpp>
+#include <npybridge/core/options.hpp>
 #include <npybridge/python.hpp>
 
 #include <algorithm>

@@ -2,7 +2,8 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
-#include <npybridge/convert.hpp>
+#include <npybridge/detail/array_from_tensor.hpp>
+#include <npybridge/detail/tensor_from_array.hpp>
 #include <npybridge/core/lowbit.hpp>
 #include <npybridge/core/quantization.hpp>
 #include <npybridge/core/detail/float_mode.hpp>

@@ -2,7 +2,8 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
-#include <npybridge/convert.hpp>
+#include <npybridge/detail/array_from_tensor.hpp>
+#include <npybridge/detail/tensor_from_array.hpp>
 #include <npybridge/detail/dlpack_import.hpp>
 #include <npybridge/core/detail/dlpack_types.hpp>
 #include <npybridge/core/dlpack_abi.hpp>

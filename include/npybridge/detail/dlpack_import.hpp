@@ -2,7 +2,8 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
-#include <npybridge/convert.hpp>
+#include <npybridge/detail/array_from_tensor.hpp>
+#include <npybridge/detail/tensor_from_array.hpp>
 #include <npybridge/core/detail/dlpack_types.hpp>
 #include <npybridge/core/dlpack_abi.hpp>
 #include <npybridge/core/errors.hpp>
@@ -413,7 +414,7 @@ to_tensor_result<Tensor> padded_from_dlpack(consumed_capsule& taken, const to_te
     object bytes = array_over_dlpack(view, descr.get(), 1, writable, taken.owner);
     object values = low_bits_as_bytes(reinterpret_cast<PyArrayObject*>(bytes.get()), view.dtype.bits,
                                       view.dtype.code == dlpack::kDLInt);
-    to_tensor_result<Tensor> result = to_tensor<Tensor>(values.get(), options, where);
+    to_tensor_result<Tensor> result = to_tensor_general<Tensor>(values.get(), options, where);
     result.borrowed = false;  // it may have borrowed the extracted values
     result.copy_reason = reason;
     return result;

@@ -11,10 +11,10 @@
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/lowbit.hpp>
 #include <npybridge/numpy_dtype.hpp>
-#include <npybridge/policies.hpp>
+#include <npybridge/core/options.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
-#include <npybridge/python_owner.hpp>
+#include <npybridge/detail/python_owner_blocks.hpp>
 #include <npybridge/core/tensor.hpp>
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 #include <npybridge/detail/array_layout.hpp>
 #include <npybridge/detail/messages.hpp>
 #include <npybridge/numpy_dtype.hpp>
-#include <npybridge/policies.hpp>
+#include <npybridge/core/options.hpp>
 #include <npybridge/python.hpp>
 
 #include <cmath>

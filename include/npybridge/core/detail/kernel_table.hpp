@@ -75,7 +75,7 @@ struct kernel_facts {
     bool apart = true;       ///< the source does not meet the memory written
 };
 
-/// A kernel and the facts it takes: sets (a bit per enumerator), and flags it requires.
+/// A kernel, the facts it takes (a bit per enumerator) and the flags it requires.
 struct kernel_row {
     kernel_id kernel;
     std::uint32_t routes, checks, sources, targets, layouts;

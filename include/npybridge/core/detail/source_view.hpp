@@ -11,7 +11,7 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// numpy's builtin number types by kind and size; bfloat16 before it is widened; other.
+/// numpy's builtin number types; bfloat16 not yet widened.
 enum class source_type : std::uint8_t {
     boolean,
     int8,
@@ -58,7 +58,7 @@ constexpr source_type source_type_of(char kind, std::size_t itemsize) noexcept {
 /// The layouts the kernels tell apart.
 enum class source_layout : std::uint8_t {
     contiguous,
-    rows,                 ///< a long last dimension stepping least, by at most 32 bytes
+    rows,                 ///< a long last dimension stepping least, at most 32 bytes
     narrowing_transpose,  ///< 2-D, 64+ by 64+, columns of one run, into narrower storage
     transposed,           ///< 2-D, 64+ rows of 1024+ values, rows stepping least
     slab,

@@ -1,11 +1,11 @@
-// npybridge/detail/nanobind_casting.hpp — what both nanobind casters do: load (its error kept), cast back.
+// npybridge/bind/detail/nanobind_casting.hpp — what both nanobind casters do: load (its error kept), cast back.
 #pragma once
 
 #include <npybridge/arg.hpp>
 #include <npybridge/convert.hpp>
 #include <npybridge/numpy.hpp>
-#include <npybridge/numpy_dtype.hpp>
-#include <npybridge/python_errors.hpp>
+#include <npybridge/numpy.hpp>
+#include <npybridge/python.hpp>
 
 #include <nanobind/nanobind.h>
 

@@ -1,11 +1,11 @@
-// npybridge/detail/pybind11_casting.hpp — what both pybind11 casters do: load (a borrow first), cast back.
+// npybridge/bind/detail/pybind11_casting.hpp — what both pybind11 casters do: load (a borrow first), cast back.
 #pragma once
 
 #include <npybridge/arg.hpp>
 #include <npybridge/convert.hpp>
 #include <npybridge/numpy.hpp>
-#include <npybridge/numpy_dtype.hpp>
-#include <npybridge/python_errors.hpp>
+#include <npybridge/numpy.hpp>
+#include <npybridge/python.hpp>
 
 #include <pybind11/pybind11.h>
 
