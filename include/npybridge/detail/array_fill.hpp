@@ -414,9 +414,7 @@ inline object as_array(PyObject* obj) {
     object made = given ? object::borrow(obj) : object::steal(array);
     const char kind = descr_kind(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array)));
     if (kind == 'O' || kind == 'U' || kind == 'S') {
-        throw dtype_error(given ? "expected an array of numbers, got a numpy " +
-                                      descr_text(PyArray_DESCR(reinterpret_cast<PyArrayObject*>(array))) + " array"
-                                : "expected an array-like of numbers, got " + std::string(Py_TYPE(obj)->tp_name));
+        throw_not_numbers(given ? nullptr : obj, reinterpret_cast<PyArrayObject*>(array));
     }
     return made;
 }

@@ -13,18 +13,16 @@ template <class Tensor>
     using adapter = tensor_adapter<Tensor>;
     const dtype_info& entry = type.info();
     if (policy == share_policy::must_share) {
-        throw conversion_error("must_share: " + std::string(entry.name) + " is packed (" + std::to_string(entry.bits) +
-                               " bits per element); numpy needs one byte per element, so it can only be copied");
+        throw_must_share_packed(entry);
     }
     if (entry.form == numpy_form::none) {
-        throw dtype_error(std::string(entry.name) + " has no numpy form (MegEngine gives it none either)");
+        throw_no_numpy_form(entry);
     }
     const bool ml_4bit = format == lowbit_format::ml_dtypes;
     if (ml_4bit && (entry.bits != 4 || entry.coding == lowbit_coding::odd)) {
         const std::string four_bit_integers =
             dtype_names([](const dtype_info& row) { return row.bits == 4 && row.coding != lowbit_coding::odd; });
-        throw dtype_error(std::string(entry.name) + ": lowbit_format='ml_dtypes' holds 4-bit integers (int4 / uint4: " +
-                          four_bit_integers + "); " + std::string(entry.name) + " holds " + valid_set_text(entry));
+        throw_not_ml_dtypes_4_bit(entry, four_bit_integers);
     }
     npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
     for (std::size_t i = 0; i < layout.ndim; ++i) dims[i] = static_cast<npy_intp>(layout.shape[i]);

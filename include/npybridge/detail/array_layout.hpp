@@ -223,11 +223,8 @@ inline bool layout_of_array(PyArrayObject* array, bool has_scalar, tensor_layout
 inline object contiguous_as(PyArrayObject* array, int type_num, NPY_CASTING casting, const std::string& purpose) {
     PyArray_Descr* descr = PyArray_DescrFromType(type_num);
     if (!PyArray_CanCastArrayTo(array, descr, casting)) {
-        const std::string from = descr_text(PyArray_DESCR(array)), to = descr_text(descr);
-        Py_DECREF(descr);
-        throw dtype_error(
-            purpose + ": cannot cast numpy " + from + " to " + to +
-            (casting == NPY_UNSAFE_CASTING ? "" : " without losing values (pass narrowing='wrap' to cast anyway)"));
+        const object held = object::steal(reinterpret_cast<PyObject*>(descr));
+        throw_cannot_cast(purpose, PyArray_DESCR(array), descr, casting == NPY_UNSAFE_CASTING);
     }
     PyObject* result = PyArray_FromArray(array, descr, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_FORCECAST);
     if (result == nullptr) throw_numpy_failure(purpose);

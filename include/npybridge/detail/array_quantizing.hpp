@@ -19,8 +19,7 @@ namespace detail {
 
 /// The dtype's quantization arithmetic; dtype_error names the call and dtype.
 inline quantize_rule rule_for(const dtype& type, const char* call) {
-    if (!type.is_quantized())
-        throw dtype_error(std::string(call) + ": " + type.to_string() + " is not a quantized dtype");
+    if (!type.is_quantized()) throw_not_quantized(call, type);
     return quantize_rule_of(type.info(), *type.scale(), type.zero_point().value_or(0));
 }
 
@@ -31,7 +30,7 @@ inline object float32_values(PyObject* values) {
     auto* read = reinterpret_cast<PyArrayObject*>(array.get());
     const char kind = descr_kind(PyArray_DESCR(read));
     if (kind != 'b' && kind != 'i' && kind != 'u' && kind != 'f') {
-        throw dtype_error("quantize: values must be real numbers, got a " + descr_text(PyArray_DESCR(read)) + " array");
+        throw_not_real_values(PyArray_DESCR(read));
     }
     PyObject* floats = PyArray_FROM_OTF(array.get(), NPY_FLOAT32, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
     if (floats == nullptr) throw_numpy_failure("quantize: reading the values as float32");
@@ -107,10 +106,7 @@ inline void dequantize_into(const dtype& type, const void* data, std::size_t n, 
             if (bad == n) dequantize_codes(codes, n, zero_point, scale, out);
         });
         if (bad != n) {
-            throw value_range_error("dequantize: code " + std::to_string(code) + " at index " +
-                                    index_text(bad, layout) + " is not a " + type.to_string() + " code (" +
-                                    std::to_string(static_cast<long long>(info.range.lo)) + ".." +
-                                    std::to_string(static_cast<long long>(info.range.hi)) + ")");
+            throw_invalid_stored_code(code, index_text(bad, layout), type);
         }
     };
     const std::size_t size = info.is_packed ? 1 : info.element_size;

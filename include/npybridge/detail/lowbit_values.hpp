@@ -63,8 +63,7 @@ object lowbit_values(PyArrayObject* array, const dtype& target, const tensor_lay
     }
     const char kind = descr_kind(PyArray_DESCR(array));
     if (kind != 'i' && kind != 'u' && kind != 'b' && kind != 'f') {  // plan_fill lets whole floats in
-        throw dtype_error(std::string(type.name) + " takes integer values, got numpy " +
-                          descr_text(PyArray_DESCR(array)));
+        throw_takes_integers(type, PyArray_DESCR(array));
     }
     if (descr_type_num(PyArray_DESCR(array)) == byte_type) return contiguous_copy(array, std::string(type.name));
     if (PyArray_ITEMSIZE(array) == 1 && (kind == 'i') == type.is_signed && kind != 'b') {

@@ -37,8 +37,7 @@ inline constexpr std::size_t ndim_limit =
 template <class Tensor>
 bool checked_layout(PyArrayObject* array, tensor_layout& layout) {
     if (static_cast<std::size_t>(PyArray_NDIM(array)) > ndim_limit<Tensor>) {
-        throw conversion_error(array_text(array) + " has " + std::to_string(PyArray_NDIM(array)) +
-                               " dimensions; the tensor type holds at most " + std::to_string(ndim_limit<Tensor>));
+        throw_too_many_dimensions(array_text(array), PyArray_NDIM(array), ndim_limit<Tensor>);
     }
     return layout_of_array(array, tensor_adapter<Tensor>::has_scalar, layout);
 }
@@ -81,10 +80,7 @@ Tensor make_dense(const dtype& type, const tensor_layout& contiguous, lowbit_lay
     const bool dense = type.info().is_packed ? layout.is_dense_packed(type.id(), adapter::packed_layout(made))
                                              : layout.is_contiguous();
     if (!same_shape || !dense) {
-        throw conversion_error("tensor_adapter::make gave a " + type.to_string() + " tensor of shape " +
-                               layout.shape_text() + " and strides " + tuple_text(layout.strides.data(), layout.ndim) +
-                               " for shape " + contiguous.shape_text() +
-                               "; conversions need a dense tensor of the shape asked for");
+        throw_adapter_made(type, layout, contiguous);
     }
     return made;
 }
@@ -185,12 +181,11 @@ void copy_into_tensor(PyObject* obj, Tensor& destination, const to_tensor_option
     checked_layout<Tensor>(array, layout);  // copied, never borrowed: partial strides do not matter
     const dtype target = adapter::dtype_of(destination);
     const tensor_layout into = adapter::layout_of(destination);
-    if (!is_writable(destination)) throw conversion_error("copy_into: the destination tensor is read-only");
+    if (!is_writable(destination)) throw_read_only_destination();
     bool same_shape = into.ndim == layout.ndim;
     for (std::size_t i = 0; same_shape && i < layout.ndim; ++i) same_shape = into.shape[i] == layout.shape[i];
     if (!same_shape) {
-        throw conversion_error("copy_into: the " + array_text(array) + " does not match the tensor's shape " +
-                               into.shape_text());
+        throw_other_shape(array, into);
     }
     to_tensor_options as_target = options;
     as_target.type = target;

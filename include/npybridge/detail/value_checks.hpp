@@ -104,10 +104,8 @@ void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing
         }
         return;
     }
-    throw value_range_error("narrowing " + descr_text(PyArray_DESCR(array)) + " to " + std::string(target.name()) +
-                            ": value " + unfit->text + " at index " + index_text(unfit->index, layout) +
-                            " does not fit " + std::string(target.name()) +
-                            " (narrowing='checked'; 'wrap' casts anyway)");
+    throw_unfit_value(descr_text(PyArray_DESCR(array)), target, to_int ? value_check::range : value_check::overflow,
+                      *unfit, layout);
 }
 
 /// Fresh QuantizedS1 memory, after any cast: checked / reject refuse the first non-code by index; wrap wraps into the
