@@ -149,14 +149,6 @@ struct copy_values {
         return reinterpret_cast<PyArrayObject*>(array.get());
     }
 
-    /// The values as the kernels read them, bfloat16 not widened yet.
-    source_view view() const {
-        if (array) return source_view_of(reinterpret_cast<PyArrayObject*>(array.get()));
-        source_view unwidened = source_view_of(reinterpret_cast<PyArrayObject*>(bfloat16.get()));
-        unwidened.type = unwidened.shown = source_type::bfloat16;
-        return unwidened;
-    }
-
     /// The type messages show the values in: bfloat16 for widened bfloat16, else the values' own.
     std::optional<source_type> shown() const {
         return bfloat16 ? std::optional<source_type>(source_type::bfloat16) : std::nullopt;
@@ -254,8 +246,9 @@ void check_values(const fill_plan& plan, const copy_values& values, const std::s
 }
 
 /// The kernel table's facts of a plan, the values and where they go (`apart`: the values do not meet it).
-inline kernel_facts kernel_facts_of(const fill_plan& plan, const source_view& view, const fill_target& into,
-                                    bool apart) noexcept {
+template <class = void>
+kernel_facts kernel_facts_of(const fill_plan& plan, const source_view& view, const fill_target& into,
+                             bool apart) noexcept {
     const dtype_info& to = into.type.info();
     kernel_facts facts;
     facts.route = plan.route;
@@ -278,7 +271,11 @@ struct chosen_kernel {
 };
 template <class = void>
 chosen_kernel choose_kernel(const fill_plan& plan, const copy_values& values, const fill_target& into, bool apart) {
-    chosen_kernel chosen{kernel_id::refuse, values.view()};
+    // The values as the kernels read them, bfloat16 not widened yet.
+    chosen_kernel chosen{
+        kernel_id::refuse,
+        source_view_of(reinterpret_cast<PyArrayObject*>((values.array ? values.array : values.bfloat16).get()))};
+    if (!values.array) chosen.view.type = chosen.view.shown = source_type::bfloat16;
     chosen.kernel = plan_kernel(kernel_facts_of(plan, chosen.view, into, apart));
     if (chosen.kernel == kernel_id::widen_first) {
         chosen.view = source_view_of(values.get());

@@ -74,7 +74,8 @@ inline std::size_t swap_unit_of(PyArrayObject* array) noexcept {
 }
 
 /// The array's values as the kernels read them; a user dtype's values are source_type::other.
-inline source_view source_view_of(PyArrayObject* array) noexcept {
+template <class = void>
+source_view source_view_of(PyArrayObject* array) noexcept {
     source_view view;
     PyArray_Descr* descr = PyArray_DESCR(array);
     view.data = PyArray_DATA(array);

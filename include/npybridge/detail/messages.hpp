@@ -180,63 +180,75 @@ inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
 
 // ---- The other errors of the conversion paths
 
-[[noreturn]] inline void throw_too_many_dimensions(const std::string& what, long long ndim, std::size_t limit) {
+template <class = void>
+[[noreturn]] void throw_too_many_dimensions(const std::string& what, long long ndim, std::size_t limit) {
     throw conversion_error(what + " has " + std::to_string(ndim) + " dimensions; the tensor type holds at most " +
                            std::to_string(limit));
 }
 
-[[noreturn]] inline void throw_adapter_made(const dtype& type, const tensor_layout& made, const tensor_layout& asked) {
+template <class = void>
+[[noreturn]] void throw_adapter_made(const dtype& type, const tensor_layout& made, const tensor_layout& asked) {
     throw conversion_error("tensor_adapter::make gave a " + type.to_string() + " tensor of shape " + made.shape_text() +
                            " and strides " + tuple_text(made.strides.data(), made.ndim) + " for shape " +
                            asked.shape_text() + "; conversions need a dense tensor of the shape asked for");
 }
 
-[[noreturn]] inline void throw_read_only_destination() {
+template <class = void>
+[[noreturn]] void throw_read_only_destination() {
     throw conversion_error("copy_into: the destination tensor is read-only");
 }
-[[noreturn]] inline void throw_other_shape(PyArrayObject* array, const tensor_layout& into) {
+template <class = void>
+[[noreturn]] void throw_other_shape(PyArrayObject* array, const tensor_layout& into) {
     throw conversion_error("copy_into: the " + array_text(array) + " does not match the tensor's shape " +
                            into.shape_text());
 }
 
 /// to_array of a packed tensor.
-[[noreturn]] inline void throw_must_share_packed(const dtype_info& entry) {
+template <class = void>
+[[noreturn]] void throw_must_share_packed(const dtype_info& entry) {
     throw conversion_error("must_share: " + std::string(entry.name) + " is packed (" + std::to_string(entry.bits) +
                            " bits per element); numpy needs one byte per element, so it can only be copied");
 }
-[[noreturn]] inline void throw_no_numpy_form(const dtype_info& entry) {
+template <class = void>
+[[noreturn]] void throw_no_numpy_form(const dtype_info& entry) {
     throw dtype_error(std::string(entry.name) + " has no numpy form (MegEngine gives it none either)");
 }
-[[noreturn]] inline void throw_not_ml_dtypes_4_bit(const dtype_info& entry, const std::string& four_bit_integers) {
+template <class = void>
+[[noreturn]] void throw_not_ml_dtypes_4_bit(const dtype_info& entry, const std::string& four_bit_integers) {
     throw dtype_error(std::string(entry.name) + ": lowbit_format='ml_dtypes' holds 4-bit integers (int4 / uint4: " +
                       four_bit_integers + "); " + std::string(entry.name) + " holds " + valid_set_text(entry));
 }
 
 /// quantize / dequantize.
-[[noreturn]] inline void throw_not_quantized(const char* call, const dtype& type) {
+template <class = void>
+[[noreturn]] void throw_not_quantized(const char* call, const dtype& type) {
     throw dtype_error(std::string(call) + ": " + type.to_string() + " is not a quantized dtype");
 }
-[[noreturn]] inline void throw_not_real_values(PyArray_Descr* descr) {
+template <class = void>
+[[noreturn]] void throw_not_real_values(PyArray_Descr* descr) {
     throw dtype_error("quantize: values must be real numbers, got a " + descr_text(descr) + " array");
 }
-[[noreturn]] inline void throw_invalid_stored_code(long long code, const std::string& index, const dtype& type) {
+template <class = void>
+[[noreturn]] void throw_invalid_stored_code(long long code, const std::string& index, const dtype& type) {
     const dtype_info& info = type.info();
     throw value_range_error("dequantize: code " + std::to_string(code) + " at index " + index + " is not a " +
                             type.to_string() + " code (" + std::to_string(static_cast<long long>(info.range.lo)) +
                             ".." + std::to_string(static_cast<long long>(info.range.hi)) + ")");
 }
 
-[[noreturn]] inline void throw_cannot_cast(const std::string& purpose, PyArray_Descr* from, PyArray_Descr* to,
-                                           bool unsafe) {
+template <class = void>
+[[noreturn]] void throw_cannot_cast(const std::string& purpose, PyArray_Descr* from, PyArray_Descr* to, bool unsafe) {
     throw dtype_error(purpose + ": cannot cast numpy " + descr_text(from) + " to " + descr_text(to) +
                       (unsafe ? "" : " without losing values (pass narrowing='wrap' to cast anyway)"));
 }
 
-[[noreturn]] inline void throw_takes_integers(const dtype_info& type, PyArray_Descr* descr) {
+template <class = void>
+[[noreturn]] void throw_takes_integers(const dtype_info& type, PyArray_Descr* descr) {
     throw dtype_error(std::string(type.name) + " takes integer values, got numpy " + descr_text(descr));
 }
 
-[[noreturn]] inline void throw_not_numbers(PyObject* given, PyArrayObject* made) {
+template <class = void>
+[[noreturn]] void throw_not_numbers(PyObject* given, PyArrayObject* made) {
     throw dtype_error(given != nullptr
                           ? "expected an array-like of numbers, got " + std::string(Py_TYPE(given)->tp_name)
                           : "expected an array of numbers, got a numpy " + descr_text(PyArray_DESCR(made)) + " array");

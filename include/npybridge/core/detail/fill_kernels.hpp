@@ -83,7 +83,8 @@ std::optional<unfit_value> first_unfit_integer(const T* in, std::size_t n, const
 }
 
 /// Whether `text` reads back as `value` in `type` (float16 and bfloat16: as float32, which holds their values).
-inline bool reads_back(const char* text, long double value, source_type type) noexcept {
+template <class = void>
+bool reads_back(const char* text, long double value, source_type type) noexcept {
     switch (type) {
         case source_type::float16:
         case source_type::bfloat16:
@@ -97,7 +98,8 @@ inline bool reads_back(const char* text, long double value, source_type type) no
 
 /// The shortest text that reads back as `value` in `type`, laid out as Python's repr: positional from 1e-4 to 1e16,
 /// else d.ddde+XX; whole values end in ".0" unless `bare` (a complex number's parts).
-inline std::string float_text(long double value, source_type type, bool bare = false) {
+template <class = void>
+std::string float_text(long double value, source_type type, bool bare = false) {
     if (value != value) return "nan";
     const std::string sign = std::signbit(value) ? "-" : "";
     if (value == 0 || value - value != 0) return sign + (value == 0 ? (bare ? "0" : "0.0") : "inf");

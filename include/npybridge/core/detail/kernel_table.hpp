@@ -100,7 +100,6 @@ inline constexpr std::uint32_t numbers =
                        st::complex128, st::complex_long});
 inline constexpr std::uint32_t described = any_of & ~set_of({sl::undescribed});
 inline constexpr std::uint32_t contiguous = set_of({sl::contiguous});
-inline constexpr std::uint32_t not_bfloat16 = any_of & ~set_of({st::bfloat16});
 inline constexpr std::uint32_t convert = set_of({fill_route::convert});
 inline constexpr std::uint32_t checked_storage = set_of({value_check::range, value_check::whole});
 inline constexpr std::uint32_t no_check_or_overflow = set_of({value_check::none, value_check::overflow});

@@ -120,7 +120,8 @@ constexpr bool short_step_rows(const source_view& view) noexcept {
 }
 
 /// The layout class of `view` read into `target_size`-byte storage.
-inline source_layout classify(const source_view& view, std::size_t target_size) noexcept {
+template <class = void>
+source_layout classify(const source_view& view, std::size_t target_size) noexcept {
     if (!view.described()) return source_layout::undescribed;
     if (view.c_contiguous()) return source_layout::contiguous;
     if (short_step_rows(view)) return source_layout::rows;
