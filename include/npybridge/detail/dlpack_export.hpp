@@ -3,6 +3,7 @@
 
 #include <npybridge/core/config.hpp>
 #include <npybridge/detail/array_from_tensor.hpp>
+#include <npybridge/detail/messages_dlpack.hpp>
 #include <npybridge/detail/tensor_from_array.hpp>
 #include <npybridge/detail/dlpack_import.hpp>
 #include <npybridge/core/detail/dlpack_types.hpp>
@@ -52,42 +53,24 @@ inline void dlpack_capsule_destructor(PyObject* capsule) noexcept {
     }
 }
 
-/// The message for a quantized or IntBn export without `codes`.
-inline std::string needs_codes_text(const dtype& type) {
-    const dtype_info& entry = type.info();
-    const auto codes = dlpack_type_of(entry, true);
-    const std::string what = entry.is_quantized
-                                 ? "DLPack has no quantized types: its " +
-                                       std::string(entry.param_fields == 2 ? "scale and zero_point" : "scale") +
-                                       " would be lost"
-                                 : "DLPack has no type for its odd values (" + valid_set_text(entry) + ")";
-    return "DLPack export of " + type.to_string() + ": " + what + "; export the stored codes (" +
-           (codes ? dlpack::type_text(*codes) : std::string("none")) +
-           ") with the codes option (dlpack_options::codes, __dlpack__(codes=True)) and carry the rest yourself";
-}
-
 /// The DLPack type of an export after the checks: CPU only, a type for the dtype (quantized: `codes`), read-only only
 /// versioned or copied, packed only dense.
 inline dlpack::DLDataType exportable_type(const dtype& type, const tensor_layout& layout, lowbit_layout packing,
                                           bool writable, const dlpack_options& options) {
     if (options.device && (options.device->device_type != dlpack::kDLCPU || options.device->device_id != 0)) {
-        throw dlpack_error("__dlpack__: dl_device " +
-                           dlpack::device_text(options.device->device_type, options.device->device_id) +
-                           " is not possible: npybridge tensors live in CPU memory (kDLCPU, 0)");
+        throw_export_device(*options.device);
     }
     const dtype_info& entry = type.info();
     const std::optional<dlpack::DLDataType> dl_type = dlpack_types[options.codes ? 1 : 0][table_index(entry.id)];
-    if (!dl_type) throw dtype_error(needs_codes_text(type));
-    if (layout.ndim > copy_max_ndim) throw dlpack_error("__dlpack__: too many dimensions");
+    if (!dl_type) throw_export_needs_codes(type);
+    if (layout.ndim > copy_max_ndim)
+        throw_too_many_dimensions("__dlpack__: the tensor", static_cast<long long>(layout.ndim), copy_max_ndim);
     const bool versioned = options.max_version && options.max_version->major >= 1;
     if (!versioned && !writable && !options.copy.value_or(false)) {
-        throw dlpack_error(
-            std::string("__dlpack__: the tensor is read-only and the legacy DLPack capsule cannot say so; ") +
-            (options.copy ? "pass copy=True, or " : "") +
-            "ask for max_version=(1, 0) or newer (a read-only DLPack 1.x capsule)");
+        throw_export_read_only_legacy(options.copy.has_value());
     }
     if (entry.is_packed && !layout.is_dense_packed(entry.id, packing)) {
-        throw dlpack_error("__dlpack__: a strided packed " + type.to_string() + " tensor cannot be described");
+        throw_export_strided_packed(type);
     }
     return *dl_type;
 }
@@ -133,9 +116,7 @@ inline object export_capsule(std::unique_ptr<dlpack_export> made, const dlpack::
 inline std::optional<std::pair<std::uint32_t, std::uint32_t>> dlpack_int_pair(PyObject* obj, const char* what,
                                                                               long long limit) {
     if (obj == nullptr || obj == Py_None) return std::nullopt;
-    const auto refuse = [&](const std::string& why) {
-        return conversion_error("__dlpack__: " + std::string(what) + "=" + safe_repr(obj) + ": " + why);
-    };
+    const auto refuse = [&](const char* why) { return dlpack_argument_refusal(what, obj, why); };
     if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2) throw refuse("must be a tuple of two ints");
     long long parts[2];
     for (Py_ssize_t i = 0; i < 2; ++i) {
@@ -145,7 +126,7 @@ inline std::optional<std::pair<std::uint32_t, std::uint32_t>> dlpack_int_pair(Py
         parts[i] = PyLong_AsLongLongAndOverflow(item, &overflow);
         if (parts[i] == -1 && PyErr_Occurred()) throw python_error();
         if (overflow != 0 || parts[i] < 0 || parts[i] > limit) {
-            throw refuse("each number must be in [0, " + std::to_string(limit) + "]");
+            throw dlpack_argument_refusal(what, obj, "each number must be in [0, " + std::to_string(limit) + "]");
         }
     }
     return std::make_pair(static_cast<std::uint32_t>(parts[0]), static_cast<std::uint32_t>(parts[1]));
