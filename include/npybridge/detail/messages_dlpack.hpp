@@ -36,9 +36,10 @@ template <class = void>
 }
 template <class = void>
 [[noreturn]] void throw_export_read_only_legacy(bool copy_given) {
-    throw dlpack_error(std::string("__dlpack__: the tensor is read-only and the legacy DLPack capsule cannot say so; ") +
-                       (copy_given ? "pass copy=True, or " : "") +
-                       "ask for max_version=(1, 0) or newer (a read-only DLPack 1.x capsule)");
+    throw dlpack_error(
+        std::string("__dlpack__: the tensor is read-only and the legacy DLPack capsule cannot say so; ") +
+        (copy_given ? "pass copy=True, or " : "") +
+        "ask for max_version=(1, 0) or newer (a read-only DLPack 1.x capsule)");
 }
 template <class = void>
 [[noreturn]] void throw_export_strided_packed(const dtype& type) {
