@@ -1,9 +1,12 @@
 """Another Python thread rewriting an array while a checked conversion of it runs without the GIL: the conversion
-either succeeds or raises ValueRangeError naming a value the array held and its index. Never a crash, a
-MemoryError or an empty value (docs/copies.md, "Threads").
+either succeeds, storing only values the array held, or raises ValueRangeError naming a value the array held and its
+index, the destination untouched. Never a crash, a MemoryError, an empty value or a value the array never held
+(docs/copies.md, "Threads").
 
 A kernel that meets a bad value stops; the error then names the first bad value of one reading of the array. A
-thread that puts the value back in between must not leave the error path with nothing to name.
+thread that puts the value back in between must not leave the error path with nothing to name. A check that runs
+before its kernel (NumPy's casts, rounding to bfloat16, packing, copies into existing memory) reads a private copy
+that the kernel then reads: never a value that passed the check and changed before it was stored.
 """
 import re
 import threading
@@ -32,6 +35,10 @@ CASES = {
     "complex128 -> Complex64": (np.complex128, "Complex64", 1e300 + 0j, 3 + 0j, "(1e+300+0j)"),
     "float64 -> Float32": (np.float64, "Float32", 1e300, 3.0, "1e+300"),
     "int64 -> Int32": (np.int64, "Int32", 1 << 40, 3, str(1 << 40)),
+    "float16 -> Int8": (np.float16, "Int8", 300.0, 3.0, "300.0"),
+    "uint64 -> Int16": (np.uint64, "Int16", 1 << 40, 3, str(1 << 40)),
+    "int8 -> IntB4": (np.int8, "IntB4", 4, 3, "4"),
+    "int32 -> IntB4": (np.int32, "IntB4", 300, 3, "300"),
 }
 
 # How the source is laid out: each picks another kernel or layout class of the kernel table.
@@ -44,13 +51,16 @@ LAYOUTS = {
 }
 
 
-def raced(case, layout, where, tries):
-    """Checked conversions of the case's array while a thread flips one element between the bad and the good value;
-    what each call gave."""
+def raced(case, layout, where, tries, into=False):
+    """Checked conversions of the case's array (into a new tensor, or `into` an existing one) while a thread flips one
+    element between the bad and the good value; what each call gave (None: it converted, holding only good values)."""
     numpy_type, target, bad, good, shown = CASES[case]
     count = 2 * MIB // np.dtype(numpy_type).itemsize  # 2 MiB: the GIL is released, the slab kernels see several
     base = np.full(count, good, dtype=numpy_type)
     view = LAYOUTS[layout](base)
+    expected = Tensor.from_numpy(view.copy(), dtype=target).storage()  # every value good
+    destination = Tensor.from_numpy(np.ones(view.shape, numpy_type), dtype=target) if into else None
+    before = destination.storage() if into else None
     flat = np.unravel_index(int(where * view.size) % view.size, view.shape)
     stop = threading.Event()
 
@@ -69,10 +79,20 @@ def raced(case, layout, where, tries):
     try:
         for _ in range(tries):
             try:
-                Tensor.from_numpy(view, dtype=target, narrowing="checked")
+                if into:
+                    destination.copy_from(view, narrowing="checked")
+                    made = destination
+                else:
+                    made = Tensor.from_numpy(view, dtype=target, narrowing="checked")
+                # The bad value does not fit the target: a success read the good one everywhere.
+                assert made.storage() == expected, "stored a value the array never held"
                 outcomes.append(None)
+                if into:
+                    destination = Tensor.from_numpy(np.ones(view.shape, numpy_type), dtype=target)
             except nbx.ValueRangeError as error:
                 outcomes.append(str(error))
+                if into:
+                    assert destination.storage() == before, "the destination was written"
     finally:
         stop.set()
         thread.join()
@@ -82,11 +102,11 @@ def raced(case, layout, where, tries):
 
 @pytest.mark.hardening
 @pytest.mark.guarantee
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(case=st.sampled_from(sorted(CASES)), layout=st.sampled_from(sorted(LAYOUTS)),
-       where=st.floats(0, 1, exclude_max=True))
-def test_a_thread_changing_the_array_never_makes_a_checked_conversion_crash(case, layout, where):
-    outcomes, shown, index = raced(case, layout, where, tries=12)
+       where=st.floats(0, 1, exclude_max=True), into=st.booleans())
+def test_a_thread_changing_the_array_never_makes_a_checked_conversion_crash(case, layout, where, into):
+    outcomes, shown, index = raced(case, layout, where, tries=12, into=into)
     for message in outcomes:
         if message is None:
             continue
@@ -97,9 +117,10 @@ def test_a_thread_changing_the_array_never_makes_a_checked_conversion_crash(case
 
 @pytest.mark.hardening
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_every_kernel_survives_a_racing_thread(case):
+@pytest.mark.parametrize("into", [False, True], ids=["new tensor", "copy_into"])
+def test_every_kernel_survives_a_racing_thread(case, into):
     # Each case through every layout, many calls: the error path runs while the element changes under it.
     for layout in LAYOUTS:
-        outcomes, shown, index = raced(case, layout, 0.37, tries=15)
+        outcomes, shown, index = raced(case, layout, 0.37, tries=15, into=into)
         for message in outcomes:
             assert message is None or re.search(r"value %s[ (]" % re.escape(shown), message), message

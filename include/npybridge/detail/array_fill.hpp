@@ -149,6 +149,12 @@ struct copy_values {
         return reinterpret_cast<PyArrayObject*>(array.get());
     }
 
+    /// Makes the values a private copy, read once: what a check that runs before its kernel reads, so the kernel stores
+    /// the values the check passed whatever another thread writes meanwhile. Widened bfloat16 is private already.
+    void read_once() const {
+        if (!bfloat16 && PyArray_SIZE(get()) > 1) array = private_copy(get(), "npybridge: copying the values to check");
+    }
+
     /// The type messages show the values in: bfloat16 for widened bfloat16, else the values' own.
     std::optional<source_type> shown() const {
         return bfloat16 ? std::optional<source_type>(source_type::bfloat16) : std::nullopt;
@@ -232,11 +238,12 @@ struct fill_target {
     bool check_first = false;
 };
 
-/// The plan's value check, before anything is written.
+/// The plan's value check, before anything is written: of a private copy of the values, which the kernel then reads.
 template <class = void>
 void check_values(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
                   const fill_target& into) {
     if (plan.check == value_check::none) return;
+    values.read_once();
     const auto unfit = first_unfit_value(values.get(), *storage_bounds(into.type.info()), values.shown());
     if (!unfit) return;
     if (plan.route == fill_route::same) {
@@ -312,7 +319,11 @@ void run_fill(const fill_plan& plan, const copy_values& values, const std::strin
     const dtype& target = into.type;
     if (plan.route == fill_route::refuse) throw_refusal(plan.refused, array_dtype, values.match, target, mode);
     if (plan.route == fill_route::nothing) return;
-    const chosen_kernel chosen = choose_kernel(plan, values, into, true);
+    chosen_kernel chosen = choose_kernel(plan, values, into, true);
+    if (checks_first(chosen.kernel) && plan.check != value_check::none) {
+        check_values(plan, values, array_dtype, into);     // of a private copy...
+        chosen = choose_kernel(plan, values, into, true);  // ...which the kernel reads
+    }
     const tensor_layout contiguous = tensor_layout::contiguous(into.layout.shape.data(), into.layout.ndim);
     switch (chosen.kernel) {
         case kernel_id::nothing:
@@ -326,18 +337,9 @@ void run_fill(const fill_plan& plan, const copy_values& values, const std::strin
         case kernel_id::narrow_wide:
             narrow_into(values.get(), target, into.out, mode, into.layout, into.check_first);
             return;
-        case kernel_id::round_to_bfloat16:
-            check_values(plan, values, array_dtype, into);
-            round_into_bfloat16(values.get(), into.out, into.layout.count());
-            break;
-        case kernel_id::numpy_cast:
-            check_values(plan, values, array_dtype, into);
-            cast_into(values.get(), target, into.out, contiguous);
-            break;
-        default:
-            if (checks_first(chosen.kernel)) check_values(plan, values, array_dtype, into);
-            run_native(chosen, plan, into, contiguous, array_dtype);
-            break;
+        case kernel_id::round_to_bfloat16: round_into_bfloat16(values.get(), into.out, into.layout.count()); break;
+        case kernel_id::numpy_cast: cast_into(values.get(), target, into.out, contiguous); break;
+        default: run_native(chosen, plan, into, contiguous, array_dtype); break;
     }
     if (plan.settle_codes) settle_codes(into.out, target, mode, into.layout);
 }
@@ -375,21 +377,21 @@ template <class = void>
 void fill_existing(const fill_plan& plan, const copy_values& values, const std::string& array_dtype,
                    const fill_target& into, narrowing mode) {
     const ieee_float_mode ieee;
-    PyArrayObject* array = values.get();
     const dtype& target = into.type;
     if (plan.route == fill_route::refuse) throw_refusal(plan.refused, array_dtype, values.match, target, mode);
     if (plan.route == fill_route::nothing) return;
     const bool packed = target.info().is_packed;
     const bool wraps_codes = plan.settle_codes && mode == narrowing::wrap;
     const byte_span span = packed ? byte_span{into.out, 0} : span_of(into.out, into.layout, target.info().element_size);
-    const bool overlaps = !packed && array_overlaps(array, span.begin, span.bytes);
-    if (plan.route == fill_route::same && !wraps_codes) {  // into the tensor's own strides
-        check_values(plan, values, array_dtype, into);
+    const bool same = plan.route == fill_route::same && !wraps_codes;  // into the tensor's own strides
+    if (same) check_values(plan, values, array_dtype, into);           // a private copy when it checks
+    const bool overlaps = !packed && array_overlaps(values.get(), span.begin, span.bytes);
+    if (same) {
         const chosen_kernel chosen = choose_kernel(plan, values, into, !overlaps);
         if (chosen.kernel == kernel_id::copy_tiled) {
             run_native(chosen, plan, into, into.layout, array_dtype);
         } else {
-            cast_into(array, target, into.out, into.layout);
+            cast_into(values.get(), target, into.out, into.layout);
         }
         return;
     }

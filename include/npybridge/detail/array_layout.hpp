@@ -136,6 +136,13 @@ decltype(auto) without_gil_if_large(std::size_t bytes, Copy&& copy) {
     return without_gil(bytes >= release_gil_bytes, std::forward<Copy>(copy));
 }
 
+/// The array's values in a new array of its own dtype, read once: private to the caller.
+inline object private_copy(PyArrayObject* array, const std::string& purpose) {
+    PyObject* copy = PyArray_NewCopy(array, NPY_KEEPORDER);
+    if (copy == nullptr) throw_numpy_failure(purpose);
+    return object::steal(copy);
+}
+
 /// The array's values in a new C-ordered native array by the tiled copier; the array itself when it is one.
 template <class = void>
 object contiguous_copy(PyArrayObject* array, const std::string& purpose) {

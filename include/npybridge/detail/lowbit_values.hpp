@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+#include <cstring>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
@@ -69,11 +71,13 @@ object lowbit_values(PyArrayObject* array, const dtype& target, const tensor_lay
     if (PyArray_ITEMSIZE(array) == 1 && (kind == 'i') == type.is_signed && kind != 'b') {
         return contiguous_as(array, byte_type, NPY_SAFE_CASTING, std::string(type.name));
     }
-    // Only "whole and fits a byte" is checked here; pack_values' codec judges the value set and names the index.
-    const value_bounds byte_bounds = *storage_bounds(type);
-    if (const auto unfit = first_unfit_value(array, byte_bounds))
+    // Only "whole and fits a byte" is checked here, of a private copy that the cast then reads; pack_values' codec
+    // judges the value set and names the index.
+    const object read = private_copy(array, std::string(type.name));
+    auto* values = reinterpret_cast<PyArrayObject*>(read.get());
+    if (const auto unfit = first_unfit_value(values, *storage_bounds(type)))
         throw_invalid_code(type, unfit->text, index_text(unfit->index, layout));
-    return contiguous_as(array, byte_type, NPY_UNSAFE_CASTING, std::string(type.name));
+    return contiguous_as(values, byte_type, NPY_UNSAFE_CASTING, std::string(type.name));
 }
 
 /// Packs one-byte values into fresh storage, naming a bad value's index.
@@ -88,7 +92,16 @@ void pack_values(PyArrayObject* values, const dtype& target, void* out, lowbit_l
         return pack_rows(active_lowbit_kernels(), codec, type.id, in, n, layout.innermost(), packing,
                          static_cast<std::uint8_t*>(out));
     });
-    if (!ok) throw_first_invalid(type, codec, in, n, [&](std::size_t i) { return index_text(i, layout); });
+    if (ok) return;
+    // One private reading names the value; when it holds none (another thread put a valid one back), it is packed.
+    std::vector<std::uint8_t> read(n);
+    const bool none = without_gil_if_large(n, [&] {
+        std::memcpy(read.data(), in, n);
+        return first_invalid(codec, read.data(), n) == n &&
+               pack_rows(active_lowbit_kernels(), codec, type.id, read.data(), n, layout.innermost(), packing,
+                         static_cast<std::uint8_t*>(out));
+    });
+    if (!none) throw_first_invalid(type, codec, read.data(), n, [&](std::size_t i) { return index_text(i, layout); });
 }
 
 }  // namespace detail

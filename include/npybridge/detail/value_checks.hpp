@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -31,7 +32,8 @@ inline int widened_type(char kind, std::size_t real_size) noexcept {
 }
 
 /// The array's first value (C order) `bounds` does not hold, with index and text (a float's exact in `shown`, else
-/// in the array's own type): in place when contiguous, aligned and native, else widened by numpy.
+/// in the array's own type): searched in place when contiguous, aligned and native (a value found there is named from
+/// one private reading: none when another thread put a good one back), else widened by numpy.
 template <class = void>
 std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds,
                                              std::optional<source_type> shown = std::nullopt) {
@@ -48,13 +50,20 @@ std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_b
     const auto n = static_cast<std::size_t>(PyArray_SIZE(read));
     const source_type own = source_type_of(kind, static_cast<std::size_t>(PyArray_ITEMSIZE(array)));
     return without_gil_if_large(n * static_cast<std::size_t>(PyArray_ITEMSIZE(read)), [&] {
-        return first_unfit_in(kind, PyArray_ITEMSIZE(read) / static_cast<npy_intp>(parts), PyArray_DATA(read), n, parts,
-                              bounds, shown.value_or(own));
+        std::optional<unfit_value> unfit = first_unfit_in(kind, PyArray_ITEMSIZE(read) / static_cast<npy_intp>(parts),
+                                                          PyArray_DATA(read), n, parts, bounds, shown.value_or(own));
+        if (unfit && in_place) {
+            source_view view = source_view_of(read);
+            if (shown) view.shown = *shown;
+            std::unique_ptr<unsigned char[]> copy;
+            unfit = first_unfit_copied(view, bounds, copy);
+        }
+        return unfit;
     });
 }
 
-/// int64 -> Int32 / float64 -> Float32 into contiguous `out`; checked names the first unfit value. check_first checks
-/// all before writing, so `out` stays untouched on error.
+/// int64 -> Int32 / float64 -> Float32 into contiguous `out`; checked names the first unfit value. check_first
+/// narrows into new memory first, so `out` stays untouched on error.
 template <class = void>
 void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing mode, const tensor_layout& layout,
                  bool check_first = false) {
@@ -75,37 +84,39 @@ void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing
         plan.src[0] = 8;
         plan.dst[0] = 4;
     }
-    const bool swap = !PyArray_ISNOTSWAPPED(src);
-    const void* data = PyArray_DATA(src);
     const std::size_t n = plan.count();
-    const std::size_t bad = without_gil_if_large(n * 8, [&]() -> std::size_t {
-        if (check_first && mode == narrowing::checked) {
-            const std::size_t found = to_int ? first_unfit_strided<std::int64_t, std::int32_t>(plan, data, swap)
-                                             : first_unfit_strided<double, float>(plan, data, swap);
-            if (found != n) return found;
-        }
-        const bool all_fit = to_int ? narrow_strided<std::int64_t, std::int32_t>(plan, data, out, swap)
-                                    : narrow_strided<double, float>(plan, data, out, swap);
-        return all_fit || mode != narrowing::checked ? n : 0;  // named below
-    });
-    if (bad == n) return;
-    // Named from one reading of the values; when that finds none (another thread changed them), the values
-    // written stand.
+    const auto narrow = [&](const copy_plan& how, const void* from, void* to, bool swap) {
+        return to_int ? narrow_strided<std::int64_t, std::int32_t>(how, from, to, swap)
+                      : narrow_strided<double, float>(how, from, to, swap);
+    };
+    const bool checked = mode == narrowing::checked;
+    std::unique_ptr<unsigned char[]> staged(checked && check_first ? new unsigned char[n * 4] : nullptr);
+    void* written = staged ? staged.get() : out;
+    const bool all_fit = without_gil_if_large(
+        n * 8, [&] { return narrow(plan, PyArray_DATA(src), written, !PyArray_ISNOTSWAPPED(src)) || !checked; });
+    if (all_fit) {
+        if (staged) std::memcpy(out, staged.get(), n * 4);
+        return;
+    }
+    // Named from one reading of the values; when that finds none (another thread put a good value back), the tensor
+    // is narrowed from that reading.
     std::unique_ptr<unsigned char[]> copy;
     const value_bounds bounds = *storage_bounds(target.info());
     std::optional<unfit_value> unfit;
-    without_gil_if_large(n * 8, [&] { unfit = first_unfit_copied(source_view_of(src), bounds, copy); });
-    if (!unfit) {
-        if (check_first) {
-            without_gil_if_large(n * 8, [&] {
-                to_int ? narrow_strided<std::int64_t, std::int32_t>(plan, data, out, swap)
-                       : narrow_strided<double, float>(plan, data, out, swap);
-            });
-        }
-        return;
+    without_gil_if_large(n * 8, [&] {
+        unfit = first_unfit_copied(source_view_of(src), bounds, copy);
+        if (unfit) return;
+        copy_plan contiguous;
+        contiguous.ndim = 1;
+        contiguous.shape[0] = n;
+        contiguous.src[0] = 8;
+        contiguous.dst[0] = 4;
+        narrow(contiguous, copy.get(), out, false);
+    });
+    if (unfit) {
+        throw_unfit_value(descr_text(PyArray_DESCR(array)), target, to_int ? value_check::range : value_check::overflow,
+                          *unfit, layout);
     }
-    throw_unfit_value(descr_text(PyArray_DESCR(array)), target, to_int ? value_check::range : value_check::overflow,
-                      *unfit, layout);
 }
 
 /// Fresh QuantizedS1 memory, after any cast: checked / reject refuse the first non-code by index; wrap wraps into the

@@ -74,10 +74,13 @@ inline std::size_t floats_to_bfloat16_sse2(const float* in, std::size_t n, std::
         if (!check) continue;
         const __m128i infinite = _mm_cmpeq_epi16(_mm_and_si128(bits, _mm_set1_epi16(0x7FFF)), _mm_set1_epi16(0x7F80));
         if (_mm_movemask_epi8(infinite) == 0) continue;
-        for (std::size_t k = i; k < i + 8; ++k) {
-            if (overflowed(in[k], out[k])) {
+        float read[8];  // the eight again from one private reading, tested as rounded
+        std::memcpy(read, in + i, sizeof read);
+        for (std::size_t k = 0; k < 8; ++k) {
+            out[i + k] = bfloat16::from_float(read[k]).bits;
+            if (overflowed(read[k], out[i + k])) {
                 done = i;
-                return k;
+                return i + k;
             }
         }
     }
@@ -142,9 +145,11 @@ __attribute__((target("avx2"))) inline std::size_t floats_to_bfloat16_avx2(const
             suspect = !__builtin_ia32_ptestz256(seen, seen);
         }
         if (!suspect) continue;
-        if (!floats_to_bfloat16_block(in + start, out + start, count, check)) continue;
-        for (std::size_t k = start;; ++k) {
-            if (overflowed(in[k], out[k])) return k;
+        float read[block];  // the block again from one private reading, tested as rounded
+        std::memcpy(read, in + start, count * sizeof(float));
+        if (!floats_to_bfloat16_block(read, out + start, count, check)) continue;
+        for (std::size_t k = 0; k < count; ++k) {
+            if (overflowed(read[k], out[start + k])) return start + k;
         }
     }
     return n;
@@ -162,8 +167,9 @@ inline std::size_t floats_to_bfloat16(const float* in, std::size_t n, std::uint1
     if (bad != n) return bad;
 #endif
     for (; i < n; ++i) {
-        out[i] = bfloat16::from_float(in[i]).bits;
-        if (check && overflowed(in[i], out[i])) return i;
+        const float value = in[i];
+        out[i] = bfloat16::from_float(value).bits;
+        if (check && overflowed(value, out[i])) return i;
     }
     return n;
 }
@@ -237,8 +243,9 @@ std::size_t doubles_to_16_bits_sse2(const double* in, std::size_t n, std::uint16
         }
         if (_mm_movemask_epi8(suspect) != 0) {
             for (std::size_t k = i; k < i + 8; ++k) {
-                out[k] = scalar(in[k]);
-                if (check && overflowed(in[k], out[k], infinity)) {
+                const double value = in[k];
+                out[k] = scalar(value);
+                if (check && overflowed(value, out[k], infinity)) {
                     done = i;
                     return k;
                 }
@@ -287,8 +294,9 @@ __attribute__((target("avx2"))) std::size_t doubles_to_16_bits_avx2(const double
                                  : doubles_to_16_bits_block<Kept, Bias>(in + start, out + start, count, check);
         if (!suspect) continue;
         for (std::size_t k = start; k < start + count; ++k) {
-            out[k] = scalar(in[k]);
-            if (check && overflowed(in[k], out[k], infinity)) return k;
+            const double value = in[k];
+            out[k] = scalar(value);
+            if (check && overflowed(value, out[k], infinity)) return k;
         }
     }
     return n;
@@ -309,8 +317,9 @@ std::size_t doubles_to_16_bit_floats(const double* in, std::size_t n, std::uint1
     if (bad != n) return bad;
 #endif
     for (; i < n; ++i) {
-        out[i] = scalar(in[i]);
-        if (check && overflowed(in[i], out[i], infinity)) return i;
+        const double value = in[i];
+        out[i] = scalar(value);
+        if (check && overflowed(value, out[i], infinity)) return i;
     }
     return n;
 }

@@ -26,7 +26,8 @@ bool fits(Source value) noexcept {
     }
 }
 
-/// The portable narrowing loop (Write: store too): the first unfit index, else n.
+/// The portable narrowing loop (Write: store too): the first unfit index, else n. A block that stored an unfit value
+/// stops the loop even when a second reading finds none (another thread changed it): its start is returned.
 template <bool Write, class Source, class Target>
 std::size_t narrow_portable(const Source* in, Target* out, std::size_t n, bool check) noexcept {
     constexpr std::size_t block = 4096;
@@ -42,8 +43,20 @@ std::size_t narrow_portable(const Source* in, Target* out, std::size_t n, bool c
         for (std::size_t i = start; i < end; ++i) {
             if (!fits<Target>(in[i])) return i;
         }
+        if constexpr (Write) return start;
     }
     return n;
+}
+
+inline constexpr std::size_t go_on = ~std::size_t{0};
+
+/// After [start, end) read unfit: the index a second reading finds; when it finds none (another thread changed the
+/// value), `start` if the block was written (a stored unfit value always stops the caller), else go_on.
+template <bool Write, class Source, class Target>
+std::size_t unfit_in_block(const Source* in, Target* out, std::size_t start, std::size_t end) noexcept {
+    const std::size_t found = narrow_portable<false>(in + start, out, end - start, true);
+    if (found != end - start) return start + found;
+    return Write ? start : go_on;
 }
 
 #if defined(NPYBRIDGE_SSE2)
@@ -76,7 +89,9 @@ std::size_t narrow_sse2(const std::int64_t* in, std::int32_t* out, std::size_t n
         }
         bool bad = _mm_movemask_epi8(_mm_cmpeq_epi32(high, _mm_setzero_si128())) != 0xFFFF;
         if (i < end) bad |= narrow_portable<Write>(in + i, out + (Write ? i : 0), end - i, true) != end - i;
-        if (bad && check) return start + narrow_portable<false>(in + start, out, end - start, true);
+        if (!bad || !check) continue;
+        const std::size_t stop = unfit_in_block<Write>(in, out, start, end);
+        if (stop != go_on) return stop;
     }
     return n;
 }
@@ -87,32 +102,24 @@ std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check)
     constexpr std::size_t block = 4096;
     for (std::size_t start = 0; start < n; start += block) {
         const std::size_t end = std::min(n, start + block);
-        __m128d overflow = _mm_setzero_pd();
-        __m128 largest = _mm_setzero_ps();  // of what was written: infinity when a value overflowed or was infinite
+        __m128d overflow = _mm_setzero_pd();  // from the values as read and stored
         std::size_t i = start;
         for (; i + 4 <= end; i += 4) {
             const __m128d a = _mm_loadu_pd(in + i), b = _mm_loadu_pd(in + i + 2);
-            if constexpr (Write) {
-                const __m128 narrowed = _mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b));
-                _mm_storeu_ps(out + i, narrowed);
-                largest = _mm_max_ps(_mm_andnot_ps(_mm_set1_ps(-0.0f), narrowed), largest);  // NaN keeps largest
-            } else {
-                overflow = _mm_or_pd(overflow, _mm_or_pd(float32_overflow_lanes(a), float32_overflow_lanes(b)));
-            }
+            if constexpr (Write) _mm_storeu_ps(out + i, _mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
+            overflow = _mm_or_pd(overflow, _mm_or_pd(float32_overflow_lanes(a), float32_overflow_lanes(b)));
         }
         bool bad = _mm_movemask_pd(overflow) != 0;
-        if (Write && check &&
-            _mm_movemask_ps(_mm_cmpeq_ps(largest, _mm_set1_ps(HUGE_VALF))) != 0) {  // overflow or infinity?
-            bad = narrow_portable<false>(in + start, out, i - start, true) != i - start;
-        }
         if (i < end) bad |= narrow_portable<Write>(in + i, out + (Write ? i : 0), end - i, true) != end - i;
-        if (bad && check) return start + narrow_portable<false>(in + start, out, end - start, true);
+        if (!bad || !check) continue;
+        const std::size_t stop = unfit_in_block<Write>(in, out, start, end);
+        if (stop != go_on) return stop;
     }
     return n;
 }
 #endif
 
-/// int64 -> int32 or float64 -> float32; with `check`, the first unfit index, else n.
+/// int64 -> int32 or float64 -> float32; with `check`, where it stopped (at or before the first unfit value), else n.
 template <class Source, class Target>
 std::size_t narrow_values(const Source* in, Target* out, std::size_t n, bool check) noexcept {
 #if defined(NPYBRIDGE_SSE2)
@@ -260,8 +267,16 @@ std::size_t convert_checking_overflow(const T* in, std::size_t n, Out* out, T ov
     constexpr std::size_t block = 4096;
     for (std::size_t start = 0; start < n; start += block) {
         const std::size_t count = std::min(block, n - start);
-        if (convert(in + start, count, out + start) && check && any_overflow(in + start, count, overflow)) {
-            return start + first_overflow(in + start, count, overflow);
+        if (!convert(in + start, count, out + start) || !check) continue;
+        // An infinity or NaN was made: the block again from one private reading, tested as converted.
+        constexpr std::size_t part = 256;
+        T read[part];
+        for (std::size_t at = start; at < start + count; at += part) {
+            const std::size_t m = std::min(part, start + count - at);
+            std::memcpy(read, in + at, m * sizeof(T));
+            convert(read, m, out + at);
+            const std::size_t bad = first_overflow(read, m, overflow);
+            if (bad != m) return at + bad;
         }
     }
     return n;

@@ -79,22 +79,25 @@ inline std::string valid_set_text(const dtype_info& type) {
 
 inline std::string flat_index_text(std::size_t i) { return std::to_string(i); }
 
+/// The index of the first element the codec does not hold, else count.
+inline std::size_t first_invalid(const lowbit_codec& codec, const std::uint8_t* src, std::size_t count) noexcept {
+    for (std::size_t i = 0; i < count; ++i) {
+        std::uint8_t bad = 0;
+        encode(codec, src[i], bad);
+        if (bad != 0) return i;
+    }
+    return count;
+}
+
 /// The first invalid element (error path: one more scan, then throw), indexed by index_text.
 template <class IndexText = std::string (*)(std::size_t)>
 [[noreturn]] void throw_first_invalid(const dtype_info& type, const lowbit_codec& codec, const std::uint8_t* src,
                                       std::size_t count, IndexText index_text = flat_index_text) {
-    for (std::size_t i = 0; i < count; ++i) {
-        std::uint8_t bad = 0;
-        encode(codec, src[i], bad);
-        if (bad != 0) {
-            const long value =
-                type.is_signed ? static_cast<long>(static_cast<std::int8_t>(src[i])) : static_cast<long>(src[i]);
-            throw value_range_error(std::string(type.name) + ": value " + std::to_string(value) + " at index " +
-                                    index_text(i) + " is not valid (" + std::string(type.name) + " holds " +
-                                    valid_set_text(type) + ")");
-        }
-    }
-    throw value_range_error(std::string(type.name) + ": invalid value (not found on rescan)");
+    const std::size_t i = first_invalid(codec, src, count);
+    if (i == count) throw value_range_error(std::string(type.name) + ": invalid value (not found on rescan)");
+    const long value = type.is_signed ? static_cast<long>(static_cast<std::int8_t>(src[i])) : static_cast<long>(src[i]);
+    throw value_range_error(std::string(type.name) + ": value " + std::to_string(value) + " at index " + index_text(i) +
+                            " is not valid (" + std::string(type.name) + " holds " + valid_set_text(type) + ")");
 }
 
 inline bool pack_rows(const lowbit_kernels& kernels, const lowbit_codec& codec, dtype_enum id, const std::uint8_t* src,
