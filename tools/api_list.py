@@ -40,7 +40,7 @@ READING_ORDER = [
     "core/errors.hpp", "python_errors.hpp", "array_quantization.hpp", "core/quantization.hpp", "core/tensor.hpp",
     "core/adapter.hpp", "core/layout.hpp", "core/lowbit.hpp", "dlpack.hpp", "core/dlpack_abi.hpp", "buffer.hpp",
     "arg.hpp", "bind/pybind11.hpp", "bind/nanobind.hpp", "megbrain.hpp", "megbrain_compat.hpp",
-    "megengine_compat.hpp", "user_dtypes.hpp", "tracker.hpp", "python.hpp", "python_owner.hpp", "core/owner.hpp",
+    "megengine_compat.hpp", "user_dtypes.hpp", "tracker.hpp", "python.hpp", "numpy.hpp", "python_owner.hpp", "core/owner.hpp",
     "core/scalar_types.hpp", "core/reflect.hpp", "core/version.hpp",
 ]
 
@@ -48,7 +48,8 @@ READING_ORDER = [
 def public_headers(include):
     folder = include / "npybridge"
     headers = [*sorted(folder.glob("*.hpp")), *sorted((folder / "core").glob("*.hpp")), *sorted((folder / "bind").glob("*.hpp"))]
-    headers = [h for h in headers if not re.search(r"^#error ", h.read_text(), re.MULTILINE)]
+    headers = [h for h in headers if not re.search(r'^#error "npybridge: <npybridge/\S+> was removed', h.read_text(),
+                                                   re.MULTILINE)]
     rank = {name: i for i, name in enumerate(READING_ORDER)}
     return sorted(headers, key=lambda h: (rank.get(h.relative_to(folder).as_posix(), len(rank)),
                                           h.relative_to(folder).as_posix()))

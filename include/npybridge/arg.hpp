@@ -6,6 +6,7 @@
 #include <npybridge/core/dtype.hpp>
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/tensor.hpp>
+#include <npybridge/numpy_dtype.hpp>
 
 #include <array>
 #include <cstddef>

@@ -4,6 +4,7 @@
 #include <npybridge/core/config.hpp>
 #include <npybridge/convert.hpp>
 #include <npybridge/python.hpp>
+#include <npybridge/python_errors.hpp>
 #include <npybridge/core/tensor.hpp>
 
 #include <cstddef>

@@ -9,6 +9,7 @@
     "npybridge: include npybridge headers before <numpy/arrayobject.h>: npybridge owns the NumPy C-API \
 table of this binary (PY_ARRAY_UNIQUE_SYMBOL); after including npybridge, NumPy's API works in your code too"
 #endif
+/// Set once npybridge included NumPy's C API.
 #define NPYBRIDGE_NUMPY_API_INCLUDED 1
 
 #define PY_SSIZE_T_CLEAN
@@ -33,6 +34,7 @@ table of this binary (PY_ARRAY_UNIQUE_SYMBOL); after including npybridge, NumPy'
 #include <npybridge/detail/numpy_compat.hpp>
 
 #include <complex>
+#include <optional>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -61,6 +63,7 @@ inline bool numpy_ready() noexcept { return PyArray_API != nullptr; }
 /// Built-in NumPy type number of a dtype (quantized: its storage's); -1 without one.
 constexpr int numpy_type_num(dtype_enum id) noexcept { return detail::numpy_type_nums[table_index(id)]; }
 
+/// numpy_type_num at compile time: a dtype without a built-in form does not compile.
 template <dtype_enum Id>
 struct numpy_type_num_of {
     static_assert(info(Id).form == numpy_form::builtin,
@@ -69,12 +72,28 @@ struct numpy_type_num_of {
     static constexpr int value = numpy_type_num(Id);
 };
 
+/// numpy_type_num_of<Id>::value.
 template <dtype_enum Id>
 inline constexpr int numpy_type_num_v = numpy_type_num_of<Id>::value;
 
 /// NumPy type number of a C++ type (int64 -> NPY_INT32).
 template <class T>
 inline constexpr int numpy_type_num_for_v = numpy_type_num_v<dtype_of_v<T>>;
+
+/// What a numpy dtype becomes, and whether its values narrow (int64 -> Int32, float64 -> Float32).
+struct numpy_dtype_match {
+    dtype type;
+    bool narrowed = false;
+};
+
+/// Which numpy user dtype stands for BFloat16 / IntB1/2/4: `preferred` (MegEngine's when imported, else ml_dtypes',
+/// else npybridge's) makes results, `own` (npybridge's) is cast through.
+enum class user_dtype_choice { preferred, own };
+
+/// The numpy descr of a user dtype (new reference or nullptr), set by register_user_dtypes(); unset: none.
+inline PyArray_Descr* (*user_dtype_descr_hook)(dtype_enum, user_dtype_choice) = nullptr;
+/// The dtype of a numpy user type number, set by register_user_dtypes().
+inline std::optional<dtype_enum> (*user_dtype_lookup_hook)(int) = nullptr;
 
 /// Example: NumPy's C API made usable, then an int32 array.
 /// ```cpp

@@ -15,48 +15,6 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 
-/// Readable C++ type name (demangled where the ABI allows).
-inline std::string demangle(const char* name);
-
-/// True while Python can run code; owners released later leak their reference.
-inline bool python_alive() noexcept;
-
-/// Runs f() with the GIL from any thread; false without running it once the interpreter finalizes (Py_IsInitialized()
-/// first: PyGILState_Check() answers 1 then).
-template <class F>
-bool under_gil(F&& f) noexcept;
-
-/// The pending Python error as a C++ exception (copies share it); what() formats the traceback once, restore() hands
-/// the exception back.
-class python_error : public error {
-public:
-    /// Captures and clears the pending error (GIL required); with none pending, a SystemError saying so.
-    python_error() : error("npybridge: Python error"), m_state(fetch()) {}
-
-    /// The formatted traceback, taking the GIL if needed; after restore(), the text formatted before or the type's
-    /// name.
-    const char* what() const noexcept override;
-
-    /// Makes the exception Python's pending error again (GIL required); a second restore raises RuntimeError.
-    void restore() const;
-
-    /// The type (borrowed; nullptr once restored).
-    PyObject* type() const noexcept;
-    /// The instance (borrowed; nullptr once restored).
-    PyObject* value() const noexcept;
-
-    /// True when the exception is an `exception_class`.
-    bool matches(PyObject* exception_class) const;
-
-private:
-    struct state;
-    static std::shared_ptr<state> fetch();
-    /// The traceback via the traceback module, else "TypeName: message"; leaves no Python error.
-    static std::string format(PyObject* type, PyObject* value, PyObject* traceback);
-
-    std::shared_ptr<state> m_state;
-};
-
 /// Python classes for npybridge's errors, made once in your module by make_exception_classes().
 struct exception_classes {
     PyObject* error = nullptr;              ///< npybridge::error: <Module>.Error(RuntimeError)
@@ -104,13 +62,6 @@ PyObject* guarded(F&& f);
 
 }  // namespace npybridge
 
-#if defined(__GNUG__) || defined(__clang__)
-#include <cxxabi.h>
-
-#include <cstdlib>
-#define NPYBRIDGE_HAS_CXXABI 1
-#endif
-
 // glibc ends a thread (pthread_exit; daemon threads waking in finalization) with a "forced unwind": every catch (...)
 // must rethrow it.
 #if defined(__GLIBCXX__) && defined(__linux__)
@@ -123,138 +74,6 @@ PyObject* guarded(F&& f);
 #endif
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
-
-inline std::string demangle(const char* name) {
-#if NPYBRIDGE_HAS_CXXABI
-    int status = 0;
-    std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
-    if (status == 0 && readable) return readable.get();
-#endif
-    return name ? name : "<unknown type>";
-}
-
-inline bool python_alive() noexcept {
-#if PY_VERSION_HEX >= 0x030D0000
-    return Py_IsInitialized() && !Py_IsFinalizing();
-#else
-    return Py_IsInitialized() && !_Py_IsFinalizing();
-#endif
-}
-
-template <class F>
-bool under_gil(F&& f) noexcept {
-    if (Py_IsInitialized() && PyGILState_Check()) {  // the common case
-        f();
-        return true;
-    }
-    if (!python_alive()) return false;
-    gil_acquire gil;
-    f();
-    return true;
-}
-
-struct python_error::state {
-    PyObject* type = nullptr;
-    PyObject* value = nullptr;
-    PyObject* traceback = nullptr;
-    std::string type_name;  ///< for what() after restore
-    std::string text;       ///< the traceback, once asked
-    bool formatted = false;
-
-    void take(PyObject*& t, PyObject*& v, PyObject*& tb) noexcept {
-        t = type;
-        v = value;
-        tb = traceback;
-        type = value = traceback = nullptr;
-    }
-    ~state() {
-        // Released on the thread that drops the last copy.
-        if (type == nullptr && value == nullptr && traceback == nullptr) return;
-        under_gil([&]() noexcept {
-            Py_XDECREF(type);
-            Py_XDECREF(value);
-            Py_XDECREF(traceback);
-        });
-    }
-};
-
-inline std::shared_ptr<python_error::state> python_error::fetch() {
-    auto captured = std::make_shared<state>();
-    PyErr_Fetch(&captured->type, &captured->value, &captured->traceback);
-    if (captured->type == nullptr) {
-        PyErr_SetString(PyExc_SystemError, "npybridge: python_error made with no Python error pending");
-        PyErr_Fetch(&captured->type, &captured->value, &captured->traceback);
-    }
-    PyErr_NormalizeException(&captured->type, &captured->value, &captured->traceback);
-    if (captured->traceback != nullptr && captured->value != nullptr) {
-        PyException_SetTraceback(captured->value, captured->traceback);
-    }
-    captured->type_name = captured->type && PyType_Check(captured->type)
-                              ? reinterpret_cast<PyTypeObject*>(captured->type)->tp_name
-                              : "<unknown Python error>";
-    return captured;
-}
-
-inline std::string python_error::format(PyObject* type, PyObject* value, PyObject* traceback) {
-    const pending_error_kept kept;  // what() may be asked while another error is pending
-    std::string text;
-    object module = object::steal(PyImport_ImportModule("traceback"));
-    object lines = module ? object::steal(PyObject_CallMethod(module.get(), "format_exception", "OOO", type,
-                                                              value ? value : Py_None, traceback ? traceback : Py_None))
-                          : object{};
-    object empty = object::steal(PyUnicode_FromString(""));
-    object joined = (lines && empty) ? object::steal(PyUnicode_Join(empty.get(), lines.get())) : object{};
-    const char* utf8 = joined ? PyUnicode_AsUTF8(joined.get()) : nullptr;
-    if (utf8 != nullptr) {
-        text = utf8;
-        while (!text.empty() && text.back() == '\n') text.pop_back();
-    } else {
-        PyErr_Clear();
-        const char* name = type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "<unknown>";
-        object message = value ? object::steal(PyObject_Str(value)) : object{};
-        const char* message_utf8 = message ? PyUnicode_AsUTF8(message.get()) : nullptr;
-        if (message_utf8 == nullptr) PyErr_Clear();
-        text = std::string(name) + ": " + (message_utf8 ? message_utf8 : "<message could not be formatted>") +
-               " (traceback could not be formatted)";
-    }
-    return text;
-}
-
-inline PyObject* python_error::type() const noexcept { return m_state ? m_state->type : nullptr; }
-
-inline PyObject* python_error::value() const noexcept { return m_state ? m_state->value : nullptr; }
-
-inline bool python_error::matches(PyObject* exception_class) const {
-    return m_state && m_state->type && PyErr_GivenExceptionMatches(m_state->type, exception_class);
-}
-
-inline const char* python_error::what() const noexcept {
-    if (!m_state) return error::what();
-    state& s = *m_state;
-    const char* text = s.type_name.c_str();
-    under_gil([&]() noexcept {  // the GIL orders threads asking at once
-        if (!s.formatted && s.type != nullptr) {
-            try {
-                s.text = format(s.type, s.value, s.traceback);
-                s.formatted = true;
-            } catch (...) {  // out of memory: the type name
-            }
-        }
-        if (s.formatted) text = s.text.c_str();
-    });
-    return text;
-}
-
-inline void python_error::restore() const {
-    PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
-    if (m_state) m_state->take(type, value, traceback);
-    if (type == nullptr) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        ("npybridge: Python error already restored: " + std::string(what())).c_str());
-        return;
-    }
-    PyErr_Restore(type, value, traceback);
-}
 
 inline exception_classes& registered_exception_classes() noexcept {
     static exception_classes classes;
@@ -336,7 +155,7 @@ inline void translate_exception() noexcept {
             raise_with_type_name(PyExc_RuntimeError, e);
         } catch (...) {
             original = "unknown C++ exception";
-#if NPYBRIDGE_HAS_CXXABI
+#if defined(__GNUG__) || defined(__clang__)  // <cxxabi.h>, from python.hpp
             if (const std::type_info* type = abi::__cxa_current_exception_type()) {
                 original = "unknown C++ exception of type " + demangle(type->name());
             }
@@ -378,5 +197,4 @@ PyObject* guarded(F&& f) {
 
 }  // namespace npybridge
 
-#undef NPYBRIDGE_HAS_CXXABI
 #undef NPYBRIDGE_FORCED_UNWIND_CATCH

@@ -46,10 +46,8 @@ MANY_DETAIL_BLOCKS = set()
 # Python-free headers outside core/: the core's umbrella, and a part of arg.hpp that needs its declarations (to move
 # with arg.hpp's Python-free tags). Only moves one way.
 PYTHON_FREE_OUTSIDE_CORE = {"core.hpp", "detail/arg_typing.hpp"}
-# The mechanism under detail/ rests on core/ and the Python basics, never on the facades it serves; python_errors.hpp
-# and numpy_dtype.hpp are still included there (their declarations are public API the mechanism uses). Only moves
-# one way.
-DETAIL_MAY_INCLUDE = {"python.hpp", "numpy.hpp", "python_errors.hpp", "numpy_dtype.hpp"}
+# The mechanism under detail/ rests on core/ and the Python basics, never on the facades it serves.
+DETAIL_MAY_INCLUDE = {"python.hpp", "numpy.hpp"}
 # Errors are written in detail/messages.hpp, from their facts. The files that still build message text by hand: only
 # moves one way (the planner's paths, the to_array / quantize / copy_into paths and the fills are done).
 # (messages_dlpack.hpp is its DLPack part, parsed only where DLPack is.)

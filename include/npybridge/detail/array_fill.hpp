@@ -6,7 +6,7 @@
 #include <npybridge/detail/lowbit_values.hpp>
 #include <npybridge/detail/value_checks.hpp>
 #include <npybridge/core/errors.hpp>
-#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/detail/numpy_dtypes.hpp>
 #include <npybridge/core/options.hpp>
 #include <npybridge/core/detail/bfloat16_kernels.hpp>
 #include <npybridge/core/detail/float_mode.hpp>
@@ -149,8 +149,7 @@ struct copy_values {
         return reinterpret_cast<PyArrayObject*>(array.get());
     }
 
-    /// Makes the values a private copy, read once: what a check that runs before its kernel reads, so the kernel stores
-    /// the values the check passed whatever another thread writes meanwhile. Widened bfloat16 is private already.
+    /// Makes the values a private copy (widened bfloat16 is one): a check before its kernel and the kernel read the same.
     void read_once() const {
         if (!bfloat16 && PyArray_SIZE(get()) > 1) array = private_copy(get(), "npybridge: copying the values to check");
     }
@@ -197,7 +196,7 @@ inline value_facts value_facts_of(const copy_values& values, const dtype& target
     const bool checked_foreign = mode == narrowing::checked && !is_number_kind(facts.kind);
     if ((mode != narrowing::checked || checked_foreign) && !target.info().is_packed &&
         target.info().form != numpy_form::none) {
-        const object descr = to_numpy_dtype(target, user_dtype_choice::own);
+        const object descr = numpy_dtype_of(target, user_dtype_choice::own);
         auto* to = reinterpret_cast<PyArray_Descr*>(descr.get());
         auto* asked = values.source ? reinterpret_cast<PyArrayObject*>(values.source.get()) : array;
         const auto can_cast = [&](NPY_CASTING casting) {
@@ -292,8 +291,7 @@ chosen_kernel choose_kernel(const fill_plan& plan, const copy_values& values, co
     return chosen;
 }
 
-/// Runs a kernel that reads without Python, with the GIL released from 1 MiB; an unfit value is named from one reading
-/// of the values (first_unfit_read_once), so the value named is one the array held.
+/// Runs a kernel that reads without Python, the GIL released from 1 MiB; an unfit value named from one reading.
 template <class = void>
 void run_native(const chosen_kernel& chosen, const fill_plan& plan, const fill_target& into,
                 const tensor_layout& written, const std::string& array_dtype) {
@@ -310,8 +308,7 @@ void run_native(const chosen_kernel& chosen, const fill_plan& plan, const fill_t
     if (unfit) throw_unfit_value(array_dtype, into.type, plan.check, *unfit, into.layout);
 }
 
-/// Runs a fill plan with the kernel the table names (C order into `into.out`): one dispatch, decides nothing. A
-/// template, like fill_existing, so a translation unit that converts nothing does not instantiate the kernels.
+/// Runs a fill plan with the kernel the table names (C order into `into.out`): one dispatch, decides nothing.
 template <class = void>
 void run_fill(const fill_plan& plan, const copy_values& values, const std::string& array_dtype, const fill_target& into,
               narrowing mode) {

@@ -1,6 +1,7 @@
 // npybridge/detail/array_from_tensor.hpp — to_array's steps: share a tensor's memory, or unpack a packed tensor.
 #pragma once
 
+#include <npybridge/detail/numpy_dtypes.hpp>
 #include <npybridge/detail/tensor_from_array.hpp>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
@@ -29,7 +30,7 @@ template <class Tensor>
     object descr;
     if (ml_4bit) {
         descr = ml_dtypes_4bit_descr(entry.coding == lowbit_coding::twos_complement);
-        object quantized = to_numpy_dtype(type);  // the same metadata
+        object quantized = numpy_dtype_of(type);  // the same metadata
         PyObject* metadata = descr_metadata(reinterpret_cast<PyArray_Descr*>(quantized.get()));
         Py_XINCREF(metadata);
         set_metadata(reinterpret_cast<PyArray_Descr*>(descr.get()), metadata);
@@ -37,7 +38,7 @@ template <class Tensor>
         PyArray_Descr* user = !type.is_quantized() && user_dtype_descr_hook
                                   ? user_dtype_descr_hook(entry.id, user_dtype_choice::preferred)
                                   : nullptr;
-        descr = type.is_quantized() ? to_numpy_dtype(type)
+        descr = type.is_quantized() ? numpy_dtype_of(type)
                 : user != nullptr   ? object::steal(reinterpret_cast<PyObject*>(user))  // intbN
                                     : object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(NPY_INT8)));
     }

@@ -6,7 +6,7 @@
 #include <npybridge/core/detail/strided_copy.hpp>
 #include <npybridge/core/tensor.hpp>
 #include <npybridge/detail/messages.hpp>
-#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/detail/numpy_dtypes.hpp>
 #include <npybridge/core/options.hpp>
 #include <npybridge/python.hpp>
 
@@ -22,7 +22,7 @@ namespace detail {
 /// A plain ndarray over `data` in `type`'s numpy form (new reference); user dtypes as `choice` names.
 inline object array_over(const dtype& type, void* data, const tensor_layout& layout, bool writable,
                          user_dtype_choice choice) {
-    object descr = to_numpy_dtype(type, choice);
+    object descr = numpy_dtype_of(type, choice);
     const npy_intp itemsize = descr_elsize(reinterpret_cast<PyArray_Descr*>(descr.get()));
     npy_intp dims[NPYBRIDGE_MAX_NDIM + 1];
     npy_intp strides[NPYBRIDGE_MAX_NDIM + 1];

@@ -11,7 +11,6 @@
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/lowbit.hpp>
 #include <npybridge/python.hpp>
-#include <npybridge/python_errors.hpp>
 #include <npybridge/core/tensor.hpp>
 
 #include <algorithm>

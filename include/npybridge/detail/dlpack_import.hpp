@@ -3,13 +3,13 @@
 
 #include <npybridge/core/config.hpp>
 #include <npybridge/detail/array_from_tensor.hpp>
+#include <npybridge/detail/numpy_dtypes.hpp>
 #include <npybridge/detail/tensor_from_array.hpp>
 #include <npybridge/core/detail/dlpack_types.hpp>
 #include <npybridge/core/dlpack_abi.hpp>
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/lowbit.hpp>
 #include <npybridge/python.hpp>
-#include <npybridge/python_errors.hpp>
 #include <npybridge/core/tensor.hpp>
 
 #include <algorithm>
@@ -228,7 +228,7 @@ inline object numpy_descr_for(dlpack::DLDataType type) {
         case kDLComplex: type_num = type.bits == 64 ? NPY_COMPLEX64 : type.bits == 128 ? NPY_COMPLEX128 : -1; break;
         case kDLBool: type_num = type.bits == 8 ? NPY_BOOL : -1; break;
         case kDLBfloat:
-            if (type.bits == 16) return to_numpy_dtype(dtype(dtype_enum::BFloat16), user_dtype_choice::own);
+            if (type.bits == 16) return numpy_dtype_of(dtype(dtype_enum::BFloat16), user_dtype_choice::own);
             break;
         default: break;
     }

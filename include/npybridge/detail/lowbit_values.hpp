@@ -6,7 +6,7 @@
 #include <npybridge/detail/array_layout.hpp>
 #include <npybridge/detail/messages.hpp>
 #include <npybridge/detail/value_checks.hpp>
-#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
 
 #include <cstdint>
@@ -71,8 +71,7 @@ object lowbit_values(PyArrayObject* array, const dtype& target, const tensor_lay
     if (PyArray_ITEMSIZE(array) == 1 && (kind == 'i') == type.is_signed && kind != 'b') {
         return contiguous_as(array, byte_type, NPY_SAFE_CASTING, std::string(type.name));
     }
-    // Only "whole and fits a byte" is checked here, of a private copy that the cast then reads; pack_values' codec
-    // judges the value set and names the index.
+    // "Whole and fits a byte" checked of a private copy the cast reads; pack_values' codec judges the value set.
     const object read = private_copy(array, std::string(type.name));
     auto* values = reinterpret_cast<PyArrayObject*>(read.get());
     if (const auto unfit = first_unfit_value(values, *storage_bounds(type)))
@@ -93,7 +92,7 @@ void pack_values(PyArrayObject* values, const dtype& target, void* out, lowbit_l
                          static_cast<std::uint8_t*>(out));
     });
     if (ok) return;
-    // One private reading names the value; when it holds none (another thread put a valid one back), it is packed.
+    // One private reading names the value, or holding none (another thread fixed it) is packed.
     std::vector<std::uint8_t> read(n);
     const bool none = without_gil_if_large(n, [&] {
         std::memcpy(read.data(), in, n);

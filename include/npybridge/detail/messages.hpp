@@ -6,9 +6,8 @@
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/lowbit.hpp>
 #include <npybridge/core/tensor.hpp>
-#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
-#include <npybridge/python_errors.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -18,6 +17,20 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
+
+/// str(descr) for messages; keeps a pending Python error as it was.
+inline std::string descr_text(PyArray_Descr* descr) {
+    const pending_error_kept kept;
+    object text = object::steal(PyObject_Str(reinterpret_cast<PyObject*>(descr)));
+    const char* utf8 = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
+    if (utf8 == nullptr) {
+        PyErr_Clear();
+        return safe_repr(reinterpret_cast<PyObject*>(descr));
+    }
+    return utf8;
+}
+
+inline std::string type_text(PyObject* obj) { return std::string(Py_TYPE(obj)->tp_name); }
 
 inline std::string index_text(std::size_t flat, const tensor_layout& layout) {
     std::vector<std::size_t> index(layout.ndim);
@@ -252,6 +265,39 @@ template <class = void>
     throw dtype_error(given != nullptr
                           ? "expected an array-like of numbers, got " + std::string(Py_TYPE(given)->tp_name)
                           : "expected an array of numbers, got a numpy " + descr_text(PyArray_DESCR(made)) + " array");
+}
+
+// ---- The numpy dtype of an array or argument
+
+template <class = void>
+[[noreturn]] void throw_no_numpy_dtype(PyObject* given) {
+    throw dtype_error(given == nullptr ? std::string("from_numpy_dtype: no numpy dtype given (NULL)")
+                                       : "not a numpy dtype: " + safe_repr(given));
+}
+
+template <class = void>
+[[noreturn]] void throw_metadata_not_dict(PyArray_Descr* descr, PyObject* metadata) {
+    throw metadata_error("numpy dtype " + descr_text(descr) + ": metadata must be a dict, got " + safe_repr(metadata));
+}
+
+template <class = void>
+[[noreturn]] void throw_no_megbrain_dtype(PyArray_Descr* descr, bool structured, const dtype_info* narrow_to) {
+    const std::string named = "numpy dtype " + descr_text(descr);
+    if (structured)
+        throw dtype_error(named + " is structured or a subarray; npybridge converts only plain numeric dtypes");
+    if (narrow_to != nullptr) {
+        throw dtype_error(named + " has no MegBrain dtype and narrowing to " + std::string(narrow_to->name) +
+                          " is off (narrowing='reject')");
+    }
+    throw dtype_error(named +
+                      " has no MegBrain dtype (supported: bool, int8, int16, int32, int64 -> Int32, uint8, uint16, "
+                      "float16, float32, float64 -> Float32, complex64, and quantized int/uint with "
+                      "metadata['mgb_dtype'])");
+}
+
+template <class = void>
+[[noreturn]] void throw_takes_no_params(const dtype_info& type) {
+    throw dtype_error(std::string(type.name) + " is not a quantized dtype: it takes no params");
 }
 
 }  // namespace detail

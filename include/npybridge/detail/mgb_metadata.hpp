@@ -4,10 +4,10 @@
 #include <npybridge/core/config.hpp>
 #include <npybridge/core/dtype.hpp>
 #include <npybridge/detail/descr_cache.hpp>
+#include <npybridge/detail/messages.hpp>
 #include <npybridge/detail/numpy_dtype_rows.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
-#include <npybridge/python_errors.hpp>
 
 #include <optional>
 #include <string>
@@ -15,20 +15,6 @@
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
-
-/// str(descr) for messages; keeps a pending Python error as it was.
-inline std::string descr_text(PyArray_Descr* descr) {
-    const pending_error_kept kept;
-    object text = object::steal(PyObject_Str(reinterpret_cast<PyObject*>(descr)));
-    const char* utf8 = text ? PyUnicode_AsUTF8(text.get()) : nullptr;
-    if (utf8 == nullptr) {
-        PyErr_Clear();
-        return safe_repr(reinterpret_cast<PyObject*>(descr));
-    }
-    return utf8;
-}
-
-inline std::string type_text(PyObject* obj) { return std::string(Py_TYPE(obj)->tp_name); }
 
 /// A Python number as the field wants it: float fields take reals and integers, integer fields integers, never bool.
 inline double read_number(const dtype_info& type, std::string_view key, bool real, PyObject* obj) {

@@ -4,7 +4,6 @@
 #include <npybridge/core/config.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
-#include <npybridge/python_errors.hpp>
 #include <npybridge/core/tensor.hpp>
 
 #include <cstddef>

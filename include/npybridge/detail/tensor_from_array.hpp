@@ -10,10 +10,9 @@
 #include <npybridge/detail/messages.hpp>
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/lowbit.hpp>
-#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/detail/numpy_dtypes.hpp>
 #include <npybridge/core/options.hpp>
 #include <npybridge/python.hpp>
-#include <npybridge/python_errors.hpp>
 #include <npybridge/detail/python_owner_blocks.hpp>
 #include <npybridge/core/tensor.hpp>
 
@@ -88,7 +87,7 @@ Tensor make_dense(const dtype& type, const tensor_layout& contiguous, lowbit_lay
 /// The array's dtype under the options' narrowing; nullopt when it has none and the options name the target.
 inline std::optional<numpy_dtype_match> match_of(PyArrayObject* array, const to_tensor_options& options) {
     try {
-        return from_numpy_dtype(PyArray_DESCR(array), options.narrow);
+        return dtype_of_descr(PyArray_DESCR(array), options.narrow);
     } catch (const metadata_error&) {
         throw;
     } catch (const dtype_error&) {

@@ -2,11 +2,10 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/detail/mgb_metadata.hpp>
 #include <npybridge/detail/user_dtype_casts.hpp>
 #include <npybridge/numpy.hpp>
-#include <npybridge/numpy_dtype.hpp>
 #include <npybridge/python.hpp>
-#include <npybridge/python_errors.hpp>
 
 #include <array>
 #include <cstdint>

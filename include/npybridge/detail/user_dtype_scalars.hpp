@@ -3,9 +3,7 @@
 
 #include <npybridge/core/config.hpp>
 #include <npybridge/numpy.hpp>
-#include <npybridge/numpy_dtype.hpp>
 #include <npybridge/python.hpp>
-#include <npybridge/python_errors.hpp>
 #include <npybridge/core/scalar_types.hpp>
 
 #include <array>

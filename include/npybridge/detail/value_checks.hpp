@@ -7,7 +7,7 @@
 #include <npybridge/core/detail/value_bounds.hpp>
 #include <npybridge/detail/array_layout.hpp>
 #include <npybridge/detail/messages.hpp>
-#include <npybridge/numpy_dtype.hpp>
+#include <npybridge/numpy.hpp>
 #include <npybridge/core/options.hpp>
 #include <npybridge/python.hpp>
 
@@ -31,9 +31,8 @@ inline int widened_type(char kind, std::size_t real_size) noexcept {
     return long_real ? NPY_CLONGDOUBLE : NPY_CDOUBLE;
 }
 
-/// The array's first value (C order) `bounds` does not hold, with index and text (a float's exact in `shown`, else
-/// in the array's own type): searched in place when contiguous, aligned and native (a value found there is named from
-/// one private reading: none when another thread put a good one back), else widened by numpy.
+/// The array's first value (C order) `bounds` does not hold, with index and exact text (in `shown`, else its own
+/// type): searched in place (named from one private reading) when contiguous, aligned and native, else widened.
 template <class = void>
 std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds,
                                              std::optional<source_type> shown = std::nullopt) {
@@ -98,8 +97,7 @@ void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing
         if (staged) std::memcpy(out, staged.get(), n * 4);
         return;
     }
-    // Named from one reading of the values; when that finds none (another thread put a good value back), the tensor
-    // is narrowed from that reading.
+    // Named from one reading; holding none (another thread fixed it), that reading is narrowed.
     std::unique_ptr<unsigned char[]> copy;
     const value_bounds bounds = *storage_bounds(target.info());
     std::optional<unfit_value> unfit;

@@ -26,8 +26,8 @@ bool fits(Source value) noexcept {
     }
 }
 
-/// The portable narrowing loop (Write: store too): the first unfit index, else n. A block that stored an unfit value
-/// stops the loop even when a second reading finds none (another thread changed it): its start is returned.
+/// The portable narrowing loop (Write: store too): the first unfit index, else n; a block that stored one always
+/// stops it.
 template <bool Write, class Source, class Target>
 std::size_t narrow_portable(const Source* in, Target* out, std::size_t n, bool check) noexcept {
     constexpr std::size_t block = 4096;
@@ -50,8 +50,7 @@ std::size_t narrow_portable(const Source* in, Target* out, std::size_t n, bool c
 
 inline constexpr std::size_t go_on = ~std::size_t{0};
 
-/// After [start, end) read unfit: the index a second reading finds; when it finds none (another thread changed the
-/// value), `start` if the block was written (a stored unfit value always stops the caller), else go_on.
+/// After [start, end) read unfit: the index a second reading finds, else `start` if written (it stops), else go_on.
 template <bool Write, class Source, class Target>
 std::size_t unfit_in_block(const Source* in, Target* out, std::size_t start, std::size_t end) noexcept {
     const std::size_t found = narrow_portable<false>(in + start, out, end - start, true);
