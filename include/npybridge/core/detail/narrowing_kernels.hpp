@@ -101,14 +101,31 @@ std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check)
     constexpr std::size_t block = 4096;
     for (std::size_t start = 0; start < n; start += block) {
         const std::size_t end = std::min(n, start + block);
-        __m128d overflow = _mm_setzero_pd();  // from the values as read and stored
+        __m128d overflow = _mm_setzero_pd();
+        __m128 largest = _mm_setzero_ps();  // of what was written: infinity when a value overflowed or was infinite
         std::size_t i = start;
         for (; i + 4 <= end; i += 4) {
             const __m128d a = _mm_loadu_pd(in + i), b = _mm_loadu_pd(in + i + 2);
-            if constexpr (Write) _mm_storeu_ps(out + i, _mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
-            overflow = _mm_or_pd(overflow, _mm_or_pd(float32_overflow_lanes(a), float32_overflow_lanes(b)));
+            if constexpr (Write) {
+                const __m128 narrowed = _mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b));
+                _mm_storeu_ps(out + i, narrowed);
+                largest = _mm_max_ps(_mm_andnot_ps(_mm_set1_ps(-0.0f), narrowed), largest);  // NaN keeps largest
+            } else {
+                overflow = _mm_or_pd(overflow, _mm_or_pd(float32_overflow_lanes(a), float32_overflow_lanes(b)));
+            }
         }
         bool bad = _mm_movemask_pd(overflow) != 0;
+        if (Write && check && _mm_movemask_ps(_mm_cmpeq_ps(largest, _mm_set1_ps(HUGE_VALF))) != 0) {
+            // An infinity written: the block again from one private reading, tested as narrowed.
+            constexpr std::size_t part = 512;
+            double read[part];
+            for (std::size_t at = start; at < i; at += part) {
+                const std::size_t m = std::min(part, i - at);
+                std::memcpy(read, in + at, m * sizeof(double));
+                const std::size_t found = narrow_portable<Write>(read, out + (Write ? at : 0), m, true);
+                if (found != m) return at + found;
+            }
+        }
         if (i < end) bad |= narrow_portable<Write>(in + i, out + (Write ? i : 0), end - i, true) != end - i;
         if (!bad || !check) continue;
         const std::size_t stop = unfit_in_block<Write>(in, out, start, end);
