@@ -144,13 +144,24 @@ def _cflag_list():
     return _include_flags() + ["-fvisibility=hidden"]
 
 
+# pkg-config's output is written for eval: pkgconf puts a backslash before these (and before each byte of a
+# non-ASCII letter), which a command substitution keeps; it writes `$ ( )` bare, which eval reads as shell syntax.
+_PC_ESCAPED = re.compile(r"[\s!\"#%&'*;<>?\[\\\]`{|}\x80-\U0010ffff]")
+_PC_BARE = re.compile(r"[$()]")
+
+
 def _pc_escape(value):
     """A value as a .pc file writes it: pkg-config splits fields into shell words, so white space, quotes and
     backslashes are escaped with a backslash, and so is `#` (a comment otherwise: a folder `c#projects` cut the
-    flags short). pkg-config expands `${name}` in any field and has no escape for it: such a path is refused."""
-    if "${" in value:
-        raise MissingDependency(f"npybridge: pkg-config cannot carry the path {value!r}: it expands '${{...}}' in "
-                                "every field (use CMake, or python -m npybridge --cflags, for this folder)")
+    flags short). Refused by name: `${name}`, which pkg-config expands in any field with no escape for it, white
+    space ending the value (trimmed), and a value no shell route carries (one character pkgconf escapes, which needs
+    eval, and one of `$ ( )`, which eval reads)."""
+    escaped, bare = _PC_ESCAPED.search(value), _PC_BARE.search(value)
+    if "${" in value or (escaped and bare) or value != value.rstrip():
+        why = "it expands '${...}' in every field" if "${" in value else "it trims white space ending a line" if (
+            value != value.rstrip()) else f"its output needs eval for {escaped.group()!r} and eval reads {bare.group()!r}"
+        raise MissingDependency(f"npybridge: pkg-config cannot carry the path {value!r}: {why} (use CMake, or "
+                                "python -m npybridge --cflags, for this folder)")
     return re.sub(r"([\\\s'\"#])", r"\\\1", value)
 
 
