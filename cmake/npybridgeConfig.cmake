@@ -48,7 +48,8 @@ endif()
 # headers stay visible too, which its own tests keep at zero.
 function(_npybridge_imported_target target)
     add_library(${target} INTERFACE IMPORTED)
-    set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_npybridge_include}")
+    string(REPLACE ";" "\\;" _npybridge_include_item "${_npybridge_include}")  # one folder, whatever it holds
+    set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_npybridge_include_item}")
     if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.25)
         set_target_properties(${target} PROPERTIES SYSTEM FALSE)
     elseif(CMAKE_VERSION VERSION_GREATER_EQUAL 3.23)

@@ -3,7 +3,10 @@ shell metacharacter included): the words a shell makes of the line are the flags
 written for: `$(...)` where --cflags writes plain words, the advised `eval` where it quotes them. pkg-config's
 Cflags are the flags by eval unless a folder holds `$ ( )`, and by `$(...)` unless it holds a character pkgconf
 escapes; a folder neither route carries (or holding '${', which pkg-config expands) is refused by name when the .pc
-file is written. Generated folders holding npybridge's headers compile a translation unit by both shell routes."""
+file is written. Generated folders holding npybridge's headers compile a translation unit by both shell routes, and
+by CMake's find_package from an installed layout in such a folder: any character but a backslash (CMake makes it a
+slash in a path it is given) or a square bracket (CMake's lists nest at them: a ';' after an unclosed '[' joins
+the next folder to it)."""
 import os
 import pathlib
 import shutil
@@ -86,6 +89,28 @@ class FlagWords(unittest.TestCase):
             done = subprocess.run(["bash", "-c", route], env=dict(os.environ, LINE=line, SOURCE=str(source)),
                                   capture_output=True, text=True)
             self.assertEqual(done.returncode, 0, f"{route} with {line}:\n{done.stderr[-2000:]}")
+
+    @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(name=st.text(CHARACTERS.filter(lambda c: c not in "\\[]"), min_size=1, max_size=10))
+    def test_cmake_finds_and_builds_with_npybridge_installed_in_such_a_folder(self, name):
+        with tempfile.TemporaryDirectory() as work:
+            prefix = pathlib.Path(work, name)
+            shutil.copytree(ROOT / "cmake", prefix / "lib" / "cmake" / "npybridge")
+            shutil.copytree(ROOT / "include" / "npybridge", prefix / "include" / "npybridge")
+            project = pathlib.Path(work, "project")
+            project.mkdir()
+            (project / "CMakeLists.txt").write_text(
+                "cmake_minimum_required(VERSION 3.18)\nproject(uses CXX)\n"
+                "find_package(npybridge CONFIG REQUIRED COMPONENTS core)\n"
+                "add_executable(uses uses.cpp)\ntarget_link_libraries(uses PRIVATE npybridge::core)\n")
+            (project / "uses.cpp").write_text(
+                "#include <npybridge/core.hpp>\nint main() { return npybridge::dtype_count > 0 ? 0 : 1; }\n")
+            build = pathlib.Path(work, "build")
+            for step in (["cmake", "-S", str(project), "-B", str(build),
+                          "-Dnpybridge_DIR=" + str(prefix / "lib" / "cmake" / "npybridge")],
+                         ["cmake", "--build", str(build)]):
+                done = subprocess.run(step, capture_output=True, text=True)
+                self.assertEqual(done.returncode, 0, f"{step}:\n{done.stdout[-1500:]}{done.stderr[-1500:]}")
 
 
 if __name__ == "__main__":
