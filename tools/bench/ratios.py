@@ -21,7 +21,7 @@ PAIRS = {
            f"copy_into, same dtype (straight in) / numpy copying into the same memory, {label}")
           for n, label in ((262144, "256 Ki"), (16777216, "16 Mi"))],
         *[(f"copy_into_int64_checked/{n}", f"numpy_cast_int64_into_int32/{n}",
-           f"copy_into, checked int64 -> Int32 (every value checked before any is written) / numpy's unchecked "
+           f"copy_into, checked int64 -> Int32 (staged: every value checked before any is written) / numpy's unchecked "
            f"cast into the same memory, {label}")
           for n, label in ((262144, "256 Ki"), (16777216, "16 Mi"))],
         ("npybridge_copy_float32_T", "numpy_ascontiguous_float32_T",
