@@ -4,6 +4,7 @@
 #include <npybridge/core/config.hpp>
 #include <npybridge/core/detail/fill_kernels.hpp>
 #include <npybridge/core/detail/narrowing_kernels.hpp>
+#include <npybridge/core/detail/packing.hpp>
 #include <npybridge/core/detail/value_bounds.hpp>
 #include <npybridge/detail/array_layout.hpp>
 #include <npybridge/detail/messages.hpp>
@@ -89,14 +90,15 @@ void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing
                       : narrow_strided<double, float>(how, from, to, swap);
     };
     const bool checked = mode == narrowing::checked;
-    std::unique_ptr<unsigned char[]> staged(checked && check_first ? new unsigned char[n * 4] : nullptr);
-    void* written = staged ? staged.get() : out;
-    const bool all_fit = without_gil_if_large(
-        n * 8, [&] { return narrow(plan, PyArray_DATA(src), written, !PyArray_ISNOTSWAPPED(src)) || !checked; });
-    if (all_fit) {
-        if (staged) std::memcpy(out, staged.get(), n * 4);
-        return;
-    }
+    const bool staged = checked && check_first;  // in the thread's warm scratch, then copied in
+    scratch_buffer scratch(staged ? n * 4 : 0);
+    void* written = staged ? scratch.data() : out;
+    const bool all_fit = without_gil_if_large(n * 8, [&] {
+        const bool fit = narrow(plan, PyArray_DATA(src), written, !PyArray_ISNOTSWAPPED(src)) || !checked;
+        if (fit && staged && n > 0) std::memcpy(out, written, n * 4);
+        return fit;
+    });
+    if (all_fit) return;
     // Named from one reading; holding none (another thread fixed it), that reading is narrowed.
     std::unique_ptr<unsigned char[]> copy;
     const value_bounds bounds = *storage_bounds(target.info());
