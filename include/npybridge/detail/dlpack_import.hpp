@@ -3,6 +3,7 @@
 
 #include <npybridge/core/config.hpp>
 #include <npybridge/detail/array_from_tensor.hpp>
+#include <npybridge/detail/messages_dlpack.hpp>
 #include <npybridge/detail/numpy_dtypes.hpp>
 #include <npybridge/detail/tensor_from_array.hpp>
 #include <npybridge/core/detail/dlpack_types.hpp>
@@ -68,8 +69,7 @@ inline object dlpack_capsule_of(PyObject* obj) {
     if (capsule == nullptr) {
         if (PyErr_ExceptionMatches(PyExc_AttributeError) && !PyObject_HasAttr(obj, method)) {
             PyErr_Clear();
-            throw conversion_error("from_dlpack: " + safe_repr(obj) +
-                                   " has no __dlpack__ method (not a DLPack producer)");
+            throw_not_a_producer(obj);
         }
         throw python_error();
     }
@@ -120,16 +120,15 @@ inline bool is_packed_dlpack_type(dlpack::DLDataType type) noexcept {
 /// fits memory (computed without overflow). Each refusal names the field.
 inline void check_dlpack_view(const dlpack::DLTensor& view, std::uint64_t flags) {
     const dlpack::DLDataType type = view.dtype;
-    if (type.bits == 0) throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(type) + " has 0 bits");
+    if (type.bits == 0) throw_dlpack_type(type, " has 0 bits");
     if (type.bits < 8 && !is_packed_dlpack_type(type)) {
-        throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(type) +
-                          (flags & dlpack::flag_subbyte_padded ? " (padded)" : "") +
-                          " has no MegDNN dtype (sub-byte types npybridge reads: int4, uint4, uint2, uint1)");
+        throw_dlpack_type(type, std::string(flags & dlpack::flag_subbyte_padded ? " (padded)" : "") +
+                                    " has no MegDNN dtype (sub-byte types npybridge reads: int4, uint4, uint2, uint1)");
     }
     std::size_t count = 1;
     for (std::int32_t i = 0; i < view.ndim; ++i) count *= static_cast<std::size_t>(view.shape[i]);
     if (count != 0 && view.data == nullptr) {
-        throw dlpack_error("from_dlpack: the DLPack tensor's data is NULL with " + std::to_string(count) +
+        throw_dlpack_field("data is NULL with " + std::to_string(count) +
                            " elements (NULL data is valid for zero elements only)");
     }
     if (count == 0) return;
@@ -144,9 +143,8 @@ inline void check_dlpack_view(const dlpack::DLTensor& view, std::uint64_t flags)
         if (__builtin_mul_overflow(stride < 0 ? -stride : stride, unit, &step) ||
             __builtin_mul_overflow(view.shape[i] - 1, step, &span) || __builtin_add_overflow(reach, span, &reach) ||
             __builtin_mul_overflow(contiguous, view.shape[i], &contiguous) || reach > PTRDIFF_MAX / 2) {
-            throw dlpack_error("from_dlpack: the DLPack tensor's strides[" + std::to_string(i) +
-                               "] = " + std::to_string(stride) + " with shape[" + std::to_string(i) +
-                               "] = " + std::to_string(view.shape[i]) + " reaches past any memory");
+            throw_dlpack_field("strides[" + std::to_string(i) + "] = " + std::to_string(stride) + " with shape[" +
+                               std::to_string(i) + "] = " + std::to_string(view.shape[i]) + " reaches past any memory");
         }
     }
     std::int64_t end = 0;
@@ -154,8 +152,8 @@ inline void check_dlpack_view(const dlpack::DLTensor& view, std::uint64_t flags)
         __builtin_add_overflow(static_cast<std::int64_t>(view.byte_offset), packed ? reach / 8 + 1 : reach + unit,
                                &end) ||
         end > PTRDIFF_MAX / 2) {
-        throw dlpack_error("from_dlpack: the DLPack tensor's byte_offset " + std::to_string(view.byte_offset) +
-                           " plus its strides' reach " + std::to_string(reach) + " reaches past any memory");
+        throw_dlpack_field("byte_offset " + std::to_string(view.byte_offset) + " plus its strides' reach " +
+                           std::to_string(reach) + " reaches past any memory");
     }
 }
 
@@ -172,8 +170,7 @@ inline consumed_capsule consume_capsule(PyObject* capsule) {
     // Compared in place: no copy of the name.
     const std::string_view text = name ? name : "";
     if (text == dlpack::used_capsule_name || text == dlpack::used_versioned_capsule_name) {
-        throw dlpack_error("from_dlpack: the DLPack capsule was already consumed ('" + std::string(text) +
-                           "'): a capsule gives its tensor to one consumer, once");
+        throw_dlpack_capsule(text);
     }
     consumed_capsule result{};
     if (text == dlpack::versioned_capsule_name) {
@@ -181,8 +178,8 @@ inline consumed_capsule consume_capsule(PyObject* capsule) {
         if (managed == nullptr) throw python_error();
         if (managed->version.major != dlpack::supported.major) {
             // Not readable: left unconsumed, so the capsule frees it.
-            throw dlpack_error("from_dlpack: DLPack " + std::to_string(managed->version.major) + "." +
-                               std::to_string(managed->version.minor) + " capsule; npybridge reads DLPack 1.x");
+            throw_dlpack_capsule(text, static_cast<int>(managed->version.major),
+                                 static_cast<int>(managed->version.minor));
         }
         if (PyCapsule_SetName(capsule, dlpack::used_versioned_capsule_name) != 0) throw python_error();
         result.view = managed->dl_tensor;
@@ -196,8 +193,7 @@ inline consumed_capsule consume_capsule(PyObject* capsule) {
         result.flags = 0;
         result.owner = owner_handle::adopt(new dlpack_owner_block(managed, false));
     } else {
-        throw dlpack_error("from_dlpack: a capsule named '" + std::string(text) +
-                           "' is not a DLPack tensor ('dltensor' or 'dltensor_versioned')");
+        throw_dlpack_capsule(text);
     }
     result.owner.get()->read_only = (result.flags & dlpack::flag_read_only) != 0;
     return result;
@@ -233,7 +229,7 @@ inline object numpy_descr_for(dlpack::DLDataType type) {
         default: break;
     }
     if (type_num < 0 || type.lanes != 1) {
-        throw dtype_error("from_dlpack: DLPack type " + type_text(type) + " has no MegBrain dtype");
+        throw_dlpack_type(type, " has no MegBrain dtype");
     }
     return object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(type_num)));
 }
@@ -279,7 +275,7 @@ inline lowbit_layout packing_of(const dlpack::DLTensor& view, const tensor_layou
     };
     if (matches(compact)) return lowbit_layout::compact;
     if (matches(aligned)) return lowbit_layout::row_aligned;
-    throw conversion_error(what + " has strides that are neither compact nor row-aligned packing");
+    throw_packed_strides(what);
 }
 
 /// The planner's copy reason for sub-byte DLPack data; under must_borrow, its refusal.
@@ -313,14 +309,11 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::DLTensor& view, const 
                 fits += (fits.empty() ? "" : ", ") + std::string(entry.name);
             }
         }
-        throw dtype_error(what + " needs a packed dtype of that coding as dtype (" +
-                          (fits.empty() ? std::string("none has it") : fits) + "; quantized ones with their params)" +
-                          (options.type ? ", got " + options.type->to_string() : std::string()));
+        throw_packed_needs_dtype(what, fits, options.type);
     }
     const std::string reason = sub_byte_copy_reason(sub_byte_source::packed, view, options);
     if (view.ndim < 0 || static_cast<std::size_t>(view.ndim) > ndim_limit<Tensor>) {
-        throw conversion_error(what + " has " + std::to_string(view.ndim) +
-                               " dimensions; the tensor type holds at most " + std::to_string(ndim_limit<Tensor>));
+        throw_too_many_dimensions(what, view.ndim, ndim_limit<Tensor>);
     }
     const dtype target = *options.type;
     std::size_t shape[copy_max_ndim] = {};
@@ -351,28 +344,24 @@ to_tensor_result<Tensor> packed_from_dlpack(const dlpack::DLTensor& view, const 
 inline bool checked_import_view(const consumed_capsule& taken) {
     const dlpack::DLTensor& view = taken.view;
     if (view.device.device_type != dlpack::kDLCPU) {
-        throw dlpack_error("from_dlpack: the DLPack tensor is on " +
-                           dlpack::device_text(view.device.device_type, view.device.device_id) +
-                           "; npybridge reads CPU memory only (kDLCPU)");
+        throw_dlpack_device(view.device);
     }
     if (view.ndim < 0 || static_cast<std::size_t>(view.ndim) > copy_max_ndim) {
-        throw conversion_error("from_dlpack: a DLPack tensor of " + std::to_string(view.ndim) +
-                               " dimensions; npybridge holds at most " + std::to_string(NPYBRIDGE_MAX_NDIM));
+        throw_too_many_dimensions("from_dlpack: a DLPack tensor", view.ndim, NPYBRIDGE_MAX_NDIM);
     }
     if (view.ndim > 0 && view.shape == nullptr) {
-        throw dlpack_error("from_dlpack: the DLPack tensor's shape is NULL with ndim = " + std::to_string(view.ndim));
+        throw_dlpack_field("shape is NULL with ndim = " + std::to_string(view.ndim));
     }
     std::size_t extents[copy_max_ndim] = {};
     for (std::int32_t i = 0; i < view.ndim; ++i) {
-        if (view.shape[i] < 0) throw conversion_error("from_dlpack: negative extent in the DLPack tensor's shape");
+        if (view.shape[i] < 0) throw_dlpack_field("shape has a negative extent");
         extents[i] = static_cast<std::size_t>(view.shape[i]);
     }
     // A shape no memory can hold is a lie.
     const bool empty = tensor_layout::checked_count(extents, static_cast<std::size_t>(view.ndim)) == 0;
     check_dlpack_view(view, taken.flags);
     if (view.dtype.lanes != 1) {
-        throw dtype_error("from_dlpack: DLPack type " + dlpack::type_text(view.dtype) +
-                          " (vector lanes) has no MegBrain dtype");
+        throw_dlpack_type(view.dtype, " (vector lanes) has no MegBrain dtype");
     }
     return empty;
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
@@ -298,6 +299,73 @@ template <class = void>
 template <class = void>
 [[noreturn]] void throw_takes_no_params(const dtype_info& type) {
     throw dtype_error(std::string(type.name) + " is not a quantized dtype: it takes no params");
+}
+
+// ---- metadata['mgb_dtype'] and the numpy forms of dtypes
+
+template <class = void>
+[[noreturn]] void throw_metadata_kind(const std::string& where, const char* expected, PyObject* got) {
+    throw metadata_error(where + " must be " + expected + ", got " + safe_repr(got) + " (" + type_text(got) + ")");
+}
+
+template <class = void>
+[[noreturn]] void throw_metadata_number_range(const std::string& where, PyObject* got, const dtype_info& type,
+                                              bool real) {
+    throw metadata_error(
+        where + " " + safe_repr(got) +
+        (real ? std::string(" does not fit a float")
+              : " is outside [" + number_text(type.range.lo) + ", " + number_text(type.range.hi) + "]"));
+}
+
+/// An unexpected key (`key`), or a param missing.
+template <class = void>
+[[noreturn]] void throw_metadata_key(const dtype_info& type, PyObject* key, std::string_view missing,
+                                     const std::string& where, const std::string& takes) {
+    if (key != nullptr) {
+        throw metadata_error(std::string(type.name) + ": unexpected key " + safe_repr(key) + " in " + where + " (" +
+                             std::string(type.name) + " takes " + takes + ")");
+    }
+    throw metadata_error(std::string(type.name) + ": " + std::string(missing) + " is missing from " + where);
+}
+
+/// metadata['mgb_dtype']['name']: absent (null), not UTF-8, or not a quantized dtype's.
+template <class = void>
+[[noreturn]] void throw_metadata_name(const std::string& where, PyObject* name, const dtype_info* found) {
+    if (name == nullptr) throw metadata_error(where + " has no 'name'");
+    if (!PyUnicode_Check(name) || PyUnicode_AsUTF8(name) == nullptr) {
+        PyErr_Clear();
+        throw metadata_error(where + "['name'] is not valid UTF-8");
+    }
+    std::string known;
+    for (const dtype_info& entry : dtype_table) {
+        if (entry.is_quantized) known += (known.empty() ? "" : ", ") + std::string(entry.name);
+    }
+    throw metadata_error(where + "['name'] " + safe_repr(name) +
+                         (found ? " is not a quantized dtype" : " is not a dtype npybridge knows") +
+                         " (quantized dtypes: " + known + ")");
+}
+
+template <class = void>
+[[noreturn]] void throw_stored_as(const dtype_info& type, PyArray_Descr* descr) {
+    throw metadata_error(std::string(type.name) + " is stored as numpy " + std::string(type.numpy_name()) +
+                         ", not as numpy " + descr_text(descr));
+}
+
+template <class = void>
+[[noreturn]] void throw_user_dtype_unregistered(const dtype_info& entry) {
+    throw dtype_error(std::string(entry.name) + "'s numpy user dtype '" + std::string(entry.numpy_name()) +
+                      "' is not registered in this interpreter");
+}
+
+template <class = void>
+[[noreturn]] void throw_no_descr_made(const dtype& type, bool memory) {
+    throw error(memory ? "to_numpy_dtype: out of memory building metadata for " + type.to_string()
+                       : "to_numpy_dtype: numpy could not make a dtype for " + type.to_string());
+}
+
+template <class = void>
+[[noreturn]] void throw_no_ml_dtypes_4_bit(const std::string& missing) {
+    throw dtype_error("lowbit_format='ml_dtypes': " + missing);
 }
 
 }  // namespace detail

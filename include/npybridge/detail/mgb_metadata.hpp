@@ -18,14 +18,13 @@ namespace detail {
 
 /// A Python number as the field wants it: float fields take reals and integers, integer fields integers, never bool.
 inline double read_number(const dtype_info& type, std::string_view key, bool real, PyObject* obj) {
-    auto where = [&] { return std::string(type.name) + ": " + std::string(key) + " "; };
+    auto where = [&] { return std::string(type.name) + ": " + std::string(key); };
     const bool is_bool = PyBool_Check(obj) || PyArray_IsScalar(obj, Bool);
     const bool is_integer = !is_bool && (PyLong_Check(obj) || PyArray_IsScalar(obj, Integer));
     if (real) {
         const bool is_real = !is_bool && (PyFloat_Check(obj) || PyArray_IsScalar(obj, Floating) || is_integer);
         if (!is_real) {
-            throw metadata_error(where() + "must be a real number, got " + safe_repr(obj) + " (" + type_text(obj) +
-                                 ")");
+            throw_metadata_kind(where(), "a real number", obj);
         }
         // A subclass's __float__ may raise: its error is the answer (only an integer too large for a double is ours).
         const double value = PyFloat_AsDouble(obj);
@@ -34,20 +33,19 @@ inline double read_number(const dtype_info& type, std::string_view key, bool rea
                                         Py_TYPE(obj)->tp_as_number->nb_float == PyLong_Type.tp_as_number->nb_float;
             if (!PyErr_ExceptionMatches(PyExc_OverflowError) || !ints_own_float) throw python_error();
             PyErr_Clear();
-            throw metadata_error(where() + safe_repr(obj) + " does not fit a float");
+            throw_metadata_number_range(where(), obj, type, true);
         }
         return value;
     } else {
         if (!is_integer) {
-            throw metadata_error(where() + "must be an integer, got " + safe_repr(obj) + " (" + type_text(obj) + ")");
+            throw_metadata_kind(where(), "an integer", obj);
         }
         object index = object::steal(PyNumber_Index(obj));  // its __index__ may raise: that error stands
         if (!index) throw python_error();
         const long long value = PyLong_AsLongLong(index.get());
         if (value == -1 && PyErr_Occurred()) {
             PyErr_Clear();
-            throw metadata_error(where() + safe_repr(obj) + " is outside [" + number_text(type.range.lo) + ", " +
-                                 number_text(type.range.hi) + "]");
+            throw_metadata_number_range(where(), obj, type, false);
         }
         return static_cast<double>(value);
     }
@@ -81,8 +79,7 @@ dtype params_from_dict(const dtype_info& type, PyObject* fields, const Where& wh
             const object held = object::borrow(key);  // its repr may run Python code
             std::string takes = "name";
             for (std::size_t i = 0; i < values.count; ++i) takes += ", " + std::string(values.keys[i]);
-            throw metadata_error(std::string(type.name) + ": unexpected key " + safe_repr(key) + " in " + where() +
-                                 " (" + std::string(type.name) + " takes " + takes + ")");
+            throw_metadata_key(type, key, {}, where(), takes);
         }
     }
     for (std::size_t i = 0; i < values.count; ++i) {
@@ -90,7 +87,7 @@ dtype params_from_dict(const dtype_info& type, PyObject* fields, const Where& wh
         object item = object::borrow(PyDict_GetItemWithError(fields, key_object(key_name)));
         if (!item) {
             if (PyErr_Occurred()) throw python_error();
-            throw metadata_error(std::string(type.name) + ": " + std::string(key_name) + " is missing from " + where());
+            throw_metadata_key(type, nullptr, key_name, where(), {});
         }
         const double number = read_number(type, key_name, values.is_real(i), item.get());
         check_field(type, key_name, values.is_real(i), number);
@@ -104,30 +101,22 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
     // Messages are built only when something is wrong.
     auto where = [&] { return "numpy dtype " + descr_text(descr) + ": metadata['mgb_dtype']"; };
     if (!PyDict_Check(mgb)) {
-        throw metadata_error(where() + " must be a dict, got " + safe_repr(mgb) + " (" + type_text(mgb) + ")");
+        throw_metadata_kind(where(), "a dict", mgb);
     }
     const object held_name = object::borrow(PyDict_GetItemWithError(mgb, key_object("name")));
     PyObject* name_obj = held_name.get();
     if (name_obj == nullptr) {
         if (PyErr_Occurred()) throw python_error();
-        throw metadata_error(where() + " has no 'name'");
+        throw_metadata_name(where(), nullptr, nullptr);
     }
     if (!PyUnicode_Check(name_obj)) {
-        throw metadata_error(where() + "['name'] must be a str, got " + safe_repr(name_obj) + " (" +
-                             type_text(name_obj) + ")");
+        throw_metadata_kind(where() + "['name']", "a str", name_obj);
     }
     const std::optional<std::string_view> name = utf8_text(name_obj);
-    if (!name) throw metadata_error(where() + "['name'] is not valid UTF-8");
+    if (!name) throw_metadata_name(where(), name_obj, nullptr);
     const dtype_info* found = find_dtype(*name);
     if (found == nullptr || !found->is_quantized) {
-        std::string known;
-        for (const dtype_info& entry : dtype_table) {
-            if (!entry.is_quantized) continue;
-            known += (known.empty() ? "" : ", ") + std::string(entry.name);
-        }
-        throw metadata_error(where() + "['name'] " + safe_repr(name_obj) +
-                             (found ? " is not a quantized dtype" : " is not a dtype npybridge knows") +
-                             " (quantized dtypes: " + known + ")");
+        throw_metadata_name(where(), name_obj, found);
     }
     const dtype_info& type = *found;
     const std::size_t row = table_index(type.id);
@@ -137,8 +126,7 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
         ml_dtypes_4bit_kind(descr) == std::optional<bool>(type.coding == lowbit_coding::twos_complement);
     if (!ml_4bit &&
         (numpy_kinds[row] != descr_kind(descr) || static_cast<npy_intp>(numpy_itemsize(row)) != descr_elsize(descr))) {
-        throw metadata_error(std::string(type.name) + " is stored as numpy " + std::string(type.numpy_name()) +
-                             ", not as numpy " + descr_text(descr));
+        throw_stored_as(type, descr);
     }
     return params_from_dict(type, mgb, where);
 }
@@ -160,13 +148,12 @@ inline void set_metadata(PyArray_Descr* descr, PyObject* metadata) noexcept {
 [[gnu::noinline]] inline object to_numpy_dtype_slow(const dtype& type, std::size_t row, user_dtype_choice choice) {
     const dtype_info& entry = dtype_table[row];
     if (entry.form == numpy_form::none) {
-        throw dtype_error(std::string(entry.name) + " has no numpy form (MegEngine gives it none either)");
+        throw_no_numpy_form(entry);
     }
     if (entry.form == numpy_form::user_dtype) {
         PyArray_Descr* descr = user_dtype_descr_hook ? user_dtype_descr_hook(entry.id, choice) : nullptr;
         if (descr == nullptr) {
-            throw dtype_error(std::string(entry.name) + "'s numpy user dtype '" + std::string(entry.numpy_name()) +
-                              "' is not registered in this interpreter");
+            throw_user_dtype_unregistered(entry);
         }
         return object::steal(reinterpret_cast<PyObject*>(descr));
     }
@@ -180,22 +167,22 @@ inline void set_metadata(PyArray_Descr* descr, PyObject* metadata) noexcept {
     object name =
         object::steal(PyUnicode_FromStringAndSize(entry.name.data(), static_cast<Py_ssize_t>(entry.name.size())));
     if (!fields || !name || PyDict_SetItem(fields.get(), key_object("name"), name.get()) != 0) {
-        throw error("to_numpy_dtype: out of memory building metadata for " + type.to_string());
+        throw_no_descr_made(type, true);
     }
     const param_values values = variant_values(type.all_params());
     for (std::size_t i = 0; i < values.count; ++i) {
         object value = object::steal(values.is_real(i) ? PyFloat_FromDouble(values.value[i])
                                                        : PyLong_FromLongLong(static_cast<long long>(values.value[i])));
         if (!value || PyDict_SetItem(fields.get(), key_object(values.keys[i]), value.get()) != 0) {
-            throw error("to_numpy_dtype: out of memory building metadata for " + type.to_string());
+            throw_no_descr_made(type, true);
         }
     }
     object metadata = object::steal(PyDict_New());
     if (!metadata || PyDict_SetItem(metadata.get(), key_object("mgb_dtype"), fields.get()) != 0) {
-        throw error("to_numpy_dtype: out of memory building metadata for " + type.to_string());
+        throw_no_descr_made(type, true);
     }
     PyArray_Descr* descr = PyArray_DescrNewFromType(type_num);
-    if (descr == nullptr) throw error("to_numpy_dtype: numpy could not make a dtype for " + type.to_string());
+    if (descr == nullptr) throw_no_descr_made(type, false);
     set_metadata(descr, metadata.release());
     object result = object::steal(reinterpret_cast<PyObject*>(descr));
     cache.put(type, hash, descr, 0, metadata_stamp(descr));

@@ -3,6 +3,7 @@
 
 #include <npybridge/core/config.hpp>
 #include <npybridge/core/dtype.hpp>
+#include <npybridge/detail/messages.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
 
@@ -91,20 +92,19 @@ inline object ml_dtypes_4bit_descr(bool is_signed) {
     object module = object::steal(PyImport_ImportModule("ml_dtypes"));
     if (!module) {
         PyErr_Clear();
-        throw dtype_error("lowbit_format='ml_dtypes': ml_dtypes is not importable here (pip install ml_dtypes)");
+        throw_no_ml_dtypes_4_bit("ml_dtypes is not importable here (pip install ml_dtypes)");
     }
     object type = object::steal(PyObject_GetAttrString(module.get(), is_signed ? "int4" : "uint4"));
     PyArray_Descr* descr = nullptr;
     if (!type || !PyArray_DescrConverter(type.get(), &descr)) {
         PyErr_Clear();
-        throw dtype_error(std::string("lowbit_format='ml_dtypes': this ml_dtypes has no ") +
-                          (is_signed ? "int4" : "uint4"));
+        throw_no_ml_dtypes_4_bit(std::string("this ml_dtypes has no ") + (is_signed ? "int4" : "uint4"));
     }
     PyArray_Descr* fresh = PyArray_DescrNew(descr);
     Py_DECREF(descr);
     if (fresh == nullptr) {
         PyErr_Clear();
-        throw dtype_error("lowbit_format='ml_dtypes': numpy could not copy ml_dtypes' 4-bit dtype");
+        throw_no_ml_dtypes_4_bit("numpy could not copy ml_dtypes' 4-bit dtype");
     }
     return object::steal(reinterpret_cast<PyObject*>(fresh));
 }
