@@ -58,6 +58,22 @@ std::size_t unfit_in_block(const Source* in, Target* out, std::size_t start, std
     return Write ? start : go_on;
 }
 
+/// [start, end) narrowed again from one private reading, tested as narrowed: the first unfit index, else end. Out of
+/// line: the rare path keeps its buffer out of the loops' frames.
+template <class Source, class Target>
+[[gnu::noinline, gnu::cold]] std::size_t narrow_from_one_reading(const Source* in, Target* out, std::size_t start,
+                                                                 std::size_t end) noexcept {
+    constexpr std::size_t part = 512;
+    Source read[part];
+    for (std::size_t at = start; at < end; at += part) {
+        const std::size_t m = std::min(part, end - at);
+        std::memcpy(read, in + at, m * sizeof(Source));
+        const std::size_t found = narrow_portable<true>(read, out + at, m, true);
+        if (found != m) return at + found;
+    }
+    return end;
+}
+
 #if defined(NPYBRIDGE_SSE2)
 /// The lanes of `value` that `fits` finds unfit for float32.
 inline __m128d float32_overflow_lanes(__m128d value) noexcept {
@@ -116,15 +132,8 @@ std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check)
         }
         bool bad = _mm_movemask_pd(overflow) != 0;
         if (Write && check && _mm_movemask_ps(_mm_cmpeq_ps(largest, _mm_set1_ps(HUGE_VALF))) != 0) {
-            // An infinity written: the block again from one private reading, tested as narrowed.
-            constexpr std::size_t part = 512;
-            double read[part];
-            for (std::size_t at = start; at < i; at += part) {
-                const std::size_t m = std::min(part, i - at);
-                std::memcpy(read, in + at, m * sizeof(double));
-                const std::size_t found = narrow_portable<Write>(read, out + (Write ? at : 0), m, true);
-                if (found != m) return at + found;
-            }
+            const std::size_t found = narrow_from_one_reading(in, out, start, i);  // an infinity written
+            if (found != i) return found;
         }
         if (i < end) bad |= narrow_portable<Write>(in + i, out + (Write ? i : 0), end - i, true) != end - i;
         if (!bad || !check) continue;
@@ -276,6 +285,22 @@ std::size_t first_overflow(const T* in, std::size_t n, T overflow) noexcept {
     return n;
 }
 
+/// [start, end) converted again from one private reading and searched for overflow: the first, else end (out of line).
+template <class T, class Out, class Convert>
+[[gnu::noinline, gnu::cold]] std::size_t convert_from_one_reading(const T* in, Out* out, std::size_t start,
+                                                                  std::size_t end, T overflow, Convert convert) {
+    constexpr std::size_t part = 256;
+    T read[part];
+    for (std::size_t at = start; at < end; at += part) {
+        const std::size_t m = std::min(part, end - at);
+        std::memcpy(read, in + at, m * sizeof(T));
+        convert(read, m, out + at);
+        const std::size_t bad = first_overflow(read, m, overflow);
+        if (bad != m) return at + bad;
+    }
+    return end;
+}
+
 /// Values converted a block at a time; a block `convert` made an infinity or NaN in is searched for overflow when
 /// `check`: the first, else n.
 template <class T, class Out, class Convert>
@@ -284,16 +309,8 @@ std::size_t convert_checking_overflow(const T* in, std::size_t n, Out* out, T ov
     for (std::size_t start = 0; start < n; start += block) {
         const std::size_t count = std::min(block, n - start);
         if (!convert(in + start, count, out + start) || !check) continue;
-        // An infinity or NaN was made: the block again from one private reading, tested as converted.
-        constexpr std::size_t part = 256;
-        T read[part];
-        for (std::size_t at = start; at < start + count; at += part) {
-            const std::size_t m = std::min(part, start + count - at);
-            std::memcpy(read, in + at, m * sizeof(T));
-            convert(read, m, out + at);
-            const std::size_t bad = first_overflow(read, m, overflow);
-            if (bad != m) return at + bad;
-        }
+        const std::size_t bad = convert_from_one_reading(in, out, start, start + count, overflow, convert);
+        if (bad != start + count) return bad;  // an infinity or NaN was made
     }
     return n;
 }
