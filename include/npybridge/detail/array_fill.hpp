@@ -291,6 +291,14 @@ chosen_kernel choose_kernel(const fill_plan& plan, const copy_values& values, co
     return chosen;
 }
 
+/// check_values (of a private copy), then the kernel for that copy. Out of line: run_fill stays small.
+template <class = void>
+[[gnu::noinline]] chosen_kernel checked_private_copy(const fill_plan& plan, const copy_values& values,
+                                                     const std::string& array_dtype, const fill_target& into) {
+    check_values(plan, values, array_dtype, into);
+    return choose_kernel(plan, values, into, true);
+}
+
 /// Runs a kernel that reads without Python, the GIL released from 1 MiB; an unfit value named from one reading.
 template <class = void>
 void run_native(const chosen_kernel& chosen, const fill_plan& plan, const fill_target& into,
@@ -318,8 +326,7 @@ void run_fill(const fill_plan& plan, const copy_values& values, const std::strin
     if (plan.route == fill_route::nothing) return;
     chosen_kernel chosen = choose_kernel(plan, values, into, true);
     if (checks_first(chosen.kernel) && plan.check != value_check::none) {
-        check_values(plan, values, array_dtype, into);     // of a private copy...
-        chosen = choose_kernel(plan, values, into, true);  // ...which the kernel reads
+        chosen = checked_private_copy(plan, values, array_dtype, into);
     }
     const tensor_layout contiguous = tensor_layout::contiguous(into.layout.shape.data(), into.layout.ndim);
     switch (chosen.kernel) {

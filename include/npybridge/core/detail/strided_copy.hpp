@@ -394,9 +394,10 @@ template <class Op>
 inline constexpr std::size_t tile_j = std::max<std::size_t>(8, 64 / Op::out);
 
 /// A whole tile through a buffer, then out a row at a time: written straight, destination rows a power of two apart
-/// evict each other's lines.
+/// evict each other's lines. The tile loops start on a cache line: their speed moved 10% with where code put them.
 template <class Op>
-bool copy_tile_staged(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di) noexcept {
+[[gnu::aligned(64)]] bool copy_tile_staged(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst,
+                                           std::ptrdiff_t di) noexcept {
     constexpr std::size_t rows = tile_i<Op>;
     constexpr std::size_t row = tile_j<Op> * Op::out;
     static_assert(rows % simd_tile<Op>::edge == 0 && tile_j<Op> % simd_tile<Op>::edge == 0,
@@ -411,8 +412,8 @@ bool copy_tile_staged(const unsigned char* src, std::ptrdiff_t sj, unsigned char
 /// One 2-D block (i along the source's contiguous dimension, j the destination's); a scalar loop for what the SIMD tile
 /// leaves.
 template <class Op>
-bool copy_block(const unsigned char* src, std::ptrdiff_t si, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di,
-                std::ptrdiff_t dj, std::size_t ni, std::size_t nj) noexcept {
+[[gnu::aligned(64)]] bool copy_block(const unsigned char* src, std::ptrdiff_t si, std::ptrdiff_t sj, unsigned char* dst,
+                                     std::ptrdiff_t di, std::ptrdiff_t dj, std::size_t ni, std::size_t nj) noexcept {
     bool ok = true;
     std::size_t done_i = 0, done_j = 0;
     if constexpr (simd_tile<Op>::edge != 0) {
@@ -449,7 +450,8 @@ inline constexpr std::size_t stream_tile_j = 512 / Op::out;
 inline constexpr std::size_t stream_from_bytes = std::size_t{4} << 20;
 
 template <class Op>
-bool copy_tile_streamed(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di) noexcept {
+[[gnu::aligned(64)]] bool copy_tile_streamed(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst,
+                                             std::ptrdiff_t di) noexcept {
     constexpr std::size_t rows = stream_tile_i<Op>;
     constexpr std::size_t row = stream_tile_j<Op> * Op::out;
     static_assert(rows % simd_tile<Op>::edge == 0 && stream_tile_j<Op> % simd_tile<Op>::edge == 0 && row % 16 == 0,
@@ -479,8 +481,8 @@ inline std::size_t stream_head(const unsigned char* src, std::ptrdiff_t sj, std:
 
 /// A 2-D plane by streamed tiles (unit strides, destination rows 16-byte aligned), its ragged edges by copy_block.
 template <class Op>
-bool copy_plane_streamed(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst, std::ptrdiff_t di,
-                         std::size_t ni, std::size_t nj) noexcept {
+[[gnu::aligned(64)]] bool copy_plane_streamed(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst,
+                                              std::ptrdiff_t di, std::size_t ni, std::size_t nj) noexcept {
     constexpr std::size_t ti = stream_tile_i<Op>, tj = stream_tile_j<Op>;
     constexpr auto in = static_cast<std::ptrdiff_t>(Op::in), out = static_cast<std::ptrdiff_t>(Op::out);
     const std::size_t whole_i = ni / ti * ti, whole_j = nj / tj * tj;
