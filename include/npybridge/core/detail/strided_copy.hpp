@@ -574,7 +574,7 @@ bool copy_plane(const copy_plan& plan, std::size_t s, std::size_t d, const unsig
 
 /// Copies `plan` (byte strides) from src to dst with Op; whether every value fit. No overlap.
 template <class Op>
-bool copy_strided_with(copy_plan plan, const void* source, void* destination) noexcept {
+[[gnu::aligned(64)]] bool copy_strided_with(copy_plan plan, const void* source, void* destination) noexcept {
     const auto* src = static_cast<const unsigned char*>(source);
     auto* dst = static_cast<unsigned char*>(destination);
     if (!plan.simplify()) return true;
