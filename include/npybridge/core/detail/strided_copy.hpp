@@ -394,7 +394,7 @@ template <class Op>
 inline constexpr std::size_t tile_j = std::max<std::size_t>(8, 64 / Op::out);
 
 /// A whole tile through a buffer, then out a row at a time: written straight, destination rows a power of two apart
-/// evict each other's lines. The tile loops start on a cache line: their speed moved 10% with where code put them.
+/// evict each other's lines. The tile loops start on a cache line (docs/performance.md: their placement matters).
 template <class Op>
 [[gnu::aligned(64)]] bool copy_tile_staged(const unsigned char* src, std::ptrdiff_t sj, unsigned char* dst,
                                            std::ptrdiff_t di) noexcept {
