@@ -92,8 +92,8 @@ std::size_t narrow_sse2(const std::int64_t* in, std::int32_t* out, std::size_t n
         __m128i high = _mm_setzero_si128();
         std::size_t i = start;
         for (; i + 4 <= end; i += 4) {
-            const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
-            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 2));
+            const __m128i a = held(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
+            const __m128i b = held(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 2)));
             if constexpr (Write) {
                 const __m128i low = _mm_unpacklo_epi64(_mm_shuffle_epi32(a, _MM_SHUFFLE(3, 1, 2, 0)),
                                                        _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0)));
@@ -121,7 +121,7 @@ std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check)
         __m128 largest = _mm_setzero_ps();  // of what was written: infinity when a value overflowed or was infinite
         std::size_t i = start;
         for (; i + 4 <= end; i += 4) {
-            const __m128d a = _mm_loadu_pd(in + i), b = _mm_loadu_pd(in + i + 2);
+            const __m128d a = held(_mm_loadu_pd(in + i)), b = held(_mm_loadu_pd(in + i + 2));
             if constexpr (Write) {
                 const __m128 narrowed = _mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b));
                 _mm_storeu_ps(out + i, narrowed);

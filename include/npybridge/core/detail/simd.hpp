@@ -48,6 +48,15 @@ inline bool cpu_has_avx2() noexcept {
 #endif
 }
 
+#if defined(NPYBRIDGE_SSE2)
+/// A loaded vector kept in a register: else the compiler may read memory again for a second use.
+template <class V>
+inline V held(V value) noexcept {
+    asm("" : "+x"(value));
+    return value;
+}
+#endif
+
 #if defined(NPYBRIDGE_X86)
 // Vectors for the AVX2 / F16C levels, in GCC's vector extensions (no <immintrin.h>).
 typedef float npybridge_v8f __attribute__((vector_size(32)));

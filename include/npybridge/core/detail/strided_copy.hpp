@@ -329,7 +329,7 @@ struct simd_tile<narrow_op<double, float, false>> {
         for_each_block<4, 8, 4>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
             const auto narrowed = [&](int k) {
                 const double* p = reinterpret_cast<const double*>(s + k * sj);
-                const __m128d lo = _mm_loadu_pd(p), hi = _mm_loadu_pd(p + 2);
+                const __m128d lo = held(_mm_loadu_pd(p)), hi = held(_mm_loadu_pd(p + 2));
                 overflow = _mm_or_pd(overflow, _mm_or_pd(float32_overflow_lanes(lo), float32_overflow_lanes(hi)));
                 return _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi));
             };
@@ -348,7 +348,7 @@ struct simd_tile<narrow_pair_op<false>> {
         __m128d overflow = _mm_setzero_pd();
         for_each_block<2, 16, 8>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
             const auto narrowed = [&](const unsigned char* p) {  // one complex value: both parts, as two floats
-                const __m128d value = _mm_loadu_pd(reinterpret_cast<const double*>(p));
+                const __m128d value = held(_mm_loadu_pd(reinterpret_cast<const double*>(p)));
                 overflow = _mm_or_pd(overflow, float32_overflow_lanes(value));
                 return _mm_cvtpd_ps(value);
             };
@@ -371,8 +371,8 @@ struct simd_tile<narrow_op<std::int64_t, std::int32_t, false>> {
         for_each_block<4, 8, 4>(src, sj, dst, di, ni, nj, [&](const unsigned char* s, unsigned char* row) {
             const auto low_dwords = [&](int k) {
                 const unsigned char* p = s + k * sj;
-                const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-                const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
+                const __m128i a = held(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+                const __m128i b = held(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
                 high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(a, bias), 32));
                 high = _mm_or_si128(high, _mm_srli_epi64(_mm_add_epi64(b, bias), 32));
                 return _mm_castsi128_ps(_mm_unpacklo_epi64(_mm_shuffle_epi32(a, _MM_SHUFFLE(3, 1, 2, 0)),
