@@ -3,7 +3,7 @@
 
 #include <npybridge/arg.hpp>
 #include <npybridge/convert.hpp>
-#include <npybridge/numpy.hpp>
+#include <npybridge/python_errors.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
 
