@@ -5,8 +5,9 @@ Cflags are the flags by eval unless a folder holds `$ ( )`, and by `$(...)` unle
 escapes; a folder neither route carries (or holding '${', which pkg-config expands) is refused by name when the .pc
 file is written. Generated folders holding npybridge's headers compile a translation unit by both shell routes, and
 by CMake's find_package from an installed layout in such a folder: any character but a backslash (CMake makes it a
-slash in a path it is given) or a square bracket (CMake's lists nest at them: a ';' after an unclosed '[' joins
-the next folder to it)."""
+slash in a path it is given), a square bracket (CMake's lists nest at them: a ';' after an unclosed '[' joins the
+next folder to it) or a double quote (CMake's Makefile generator writes the path unescaped into
+CMakeFiles/Makefile.cmake, which an odd number of quotes leaves unterminated)."""
 import os
 import pathlib
 import shutil
@@ -91,7 +92,7 @@ class FlagWords(unittest.TestCase):
             self.assertEqual(done.returncode, 0, f"{route} with {line}:\n{done.stderr[-2000:]}")
 
     @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(name=st.text(CHARACTERS.filter(lambda c: c not in "\\[]"), min_size=1, max_size=10))
+    @given(name=st.text(CHARACTERS.filter(lambda c: c not in '\\[]"'), min_size=1, max_size=10))
     def test_cmake_finds_and_builds_with_npybridge_installed_in_such_a_folder(self, name):
         with tempfile.TemporaryDirectory() as work:
             prefix = pathlib.Path(work, name)
