@@ -10,7 +10,8 @@ checks, outside fenced code blocks:
   - C++ names in backticks (`npb::to_tensor`, `npybridge::megbrain::from_megdnn`, `Meth::borrow(cn)`, ...):
     the last name is declared somewhere in include/ (or, for a test's helper, tests/ and examples/);
   - `python -m npybridge --option` and `npybridge.function()`: the package has them;
-and that the README stays within 300 lines.
+that the README stays within 300 lines, and that every measured figure in docs/performance.md's prose is one of its
+section's table cells (prose names rows; it does not retype them, and a figure of an earlier run is history).
 Prints each miss as FILE:LINE: what; exits 1 when there is one. Usage: check_docs.py [ROOT]
 """
 import pathlib
@@ -170,9 +171,44 @@ def check(doc):
 
 README_LINES = 300  # the front door: what is past it belongs in docs/
 
+# A measured figure: a decimal, or a whole number with a unit of time, rate or ratio.
+FIGURE = re.compile(r"(?<![\w.,/-])(\d[\d,]*\.\d+|\d[\d,]*(?=\s?(?:x|%|ns|us|µs|ms|s|MB|GB/s)(?![\w/]| \d)))")
+# Not a measurement: a target, a version, a size or a count of things.
+NOT_MEASURED_BEFORE = re.compile(r"(?:<=|>=|target(?: of)?|within|NumPy|pybind11|nanobind|ml_dtypes|Python|g\+\+|GCC|"
+                                 r"clang|C\+\+|Debian|Bazel|release|MegEngine)\s*$")
+NOT_MEASURED_AFTER = re.compile(r"\s?(?:KiB|MiB|GiB|Ki|Mi|Gi|bytes?|cores?|rounds?|runs?|calls?|elements?)\b")
+
+
+def figures(doc):
+    """Each measured figure of a prose line that no table of its section (a `## ` heading and what is under it)
+    holds."""
+    sections, current = [], None
+    for number, line in text_lines(doc):
+        if line.startswith(("# ", "## ")):
+            current = (set(), [])
+            sections.append(current)
+        elif current and line.lstrip().startswith("|"):
+            current[0].update(re.findall(r"\d[\d,]*(?:\.\d+)?", line))
+        elif current and not line.startswith("#"):
+            current[1].append((number, line))
+    misses = []
+    for cells, prose in sections:
+        for number, line in prose:
+            line = re.sub(r"`[^`]*`|\[[^]]*\]\([^)]*\)", lambda m: " " * len(m.group()), line)
+            for figure in FIGURE.finditer(line):
+                if figure.group(1) in cells or NOT_MEASURED_BEFORE.search(line[:figure.start()]) or \
+                        NOT_MEASURED_AFTER.match(line, figure.end()):
+                    continue
+                misses.append(f"{doc.relative_to(ROOT)}:{number}: the figure {figure.group(1)} is in no table of "
+                              "its section: name the row instead, or move a figure of an earlier run to CHANGELOG.md")
+    return misses
+
 
 def main():
     misses = [miss for doc in DOCS for miss in check(doc)]
+    performance = ROOT / "docs" / "performance.md"
+    if performance.exists():
+        misses += figures(performance)
     readme = ROOT / "README.md"
     if readme.exists() and len(readme.read_text().splitlines()) > README_LINES:
         misses.append(f"README.md: {len(readme.read_text().splitlines())} lines, over {README_LINES}: move detail "

@@ -51,9 +51,20 @@ def main():  # (an argument, the checkout's root, is accepted and not needed)
     for mention, said in BAD.items():
         bad = run(checkout(GOOD + mention + "\n"))
         assert bad.returncode == 1 and said in bad.stdout and "README.md:8:" in bad.stdout, (mention, bad.stdout, bad.stderr)
+    performance = checkout(GOOD)
+    table = "# Performance\n\n## Copies\n\n| row | GB/s |\n|---|---|\n| copy | 10.5 |\n\n"
+    (performance / "docs" / "performance.md").write_text(
+        table + "The copy row, 10.5 GB/s (target >= 8.0 GB/s, NumPy 2.4, 64 MiB), `1.23x` in code.\n")
+    named = run(performance)
+    assert named.returncode == 0, named.stdout + named.stderr
+    (performance / "docs" / "performance.md").write_text(table + "It ran 9.75 GB/s in another run, 3x NumPy.\n")
+    retyped = run(performance)
+    assert retyped.returncode == 1 and "performance.md:9: the figure 9.75 is in no table" in retyped.stdout and \
+        "the figure 3 is in no table" in retyped.stdout, retyped.stdout
     long = run(checkout(GOOD + "line\n" * 300))
     assert long.returncode == 1 and "over 300" in long.stdout, long.stdout
-    print(f"check_docs_test: a correct checkout passes, a README over 300 lines does not; {len(BAD)} kinds of stale mention are each found")
+    print(f"check_docs_test: a correct checkout passes, a README over 300 lines does not, nor a figure of "
+          f"docs/performance.md's prose that its tables do not hold; {len(BAD)} kinds of stale mention are each found")
 
 
 if __name__ == "__main__":
