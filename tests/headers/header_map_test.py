@@ -49,9 +49,9 @@ PYTHON_FREE_OUTSIDE_CORE = {"core.hpp", "detail/arg_typing.hpp"}
 # The mechanism under detail/ rests on core/ and the Python basics, never on the facades it serves.
 DETAIL_MAY_INCLUDE = {"python.hpp", "numpy.hpp"}
 # Errors are written in detail/messages.hpp, from their facts. The files that still build message text by hand: only
-# moves one way. spellings.hpp parses policy arguments for policies.hpp, whose parse would pay for messages.hpp.
-# (messages_dlpack.hpp is its DLPack part, parsed only where DLPack is.)
-BUILDS_MESSAGE_TEXT = {"detail/spellings.hpp"}
+# moves one way. (messages_dlpack.hpp is its DLPack part, parsed only where DLPack is; messages_arguments.hpp its
+# part about keyword arguments, which policies.hpp reads without NumPy.)
+BUILDS_MESSAGE_TEXT = set()
 HAND_BUILT_THROW = re.compile(r"\bthrow\s+\w*error\s*\((?!\s*\))")  # python_error() carries Python's text
 COMMENT_WORDS_PER_1000_LINES = 1100
 COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)

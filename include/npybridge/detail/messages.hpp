@@ -6,6 +6,7 @@
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/lowbit.hpp>
 #include <npybridge/core/tensor.hpp>
+#include <npybridge/detail/messages_arguments.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
-#include <npybridge/core/errors.hpp>
+#include <npybridge/detail/messages_arguments.hpp>
 #include <npybridge/python.hpp>
 
 #include <cstddef>
@@ -22,13 +22,13 @@ struct spelling {
 template <class Enum, std::size_t N>
 Enum spelled(PyObject* obj, const char* what, const spelling<Enum> (&spellings)[N]) {
     if (obj == nullptr) return spellings[0].value;
-    if (!PyUnicode_Check(obj)) throw conversion_error(std::string(what) + " must be a str, got " + safe_repr(obj));
+    if (!PyUnicode_Check(obj)) throw_not_a_str(what, obj);
     for (const spelling<Enum>& s : spellings) {
         if (PyUnicode_CompareWithASCIIString(obj, s.text) == 0) return s.value;
     }
     std::string allowed;
     for (const spelling<Enum>& s : spellings) allowed += (allowed.empty() ? "'" : ", '") + std::string(s.text) + "'";
-    throw conversion_error(std::string(what) + " must be one of " + allowed + ", got " + safe_repr(obj));
+    throw_not_a_spelling(what, allowed, obj);
 }
 
 }  // namespace detail
