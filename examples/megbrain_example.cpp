@@ -5,6 +5,7 @@
 #include <npybridge/bind/pybind11.hpp>
 #include <npybridge/dlpack.hpp>
 #include <npybridge/megbrain_compat.hpp>
+#include <npybridge/policies.hpp>
 #include <npybridge/user_dtypes.hpp>
 
 #include <megbrain/dtype.h>
@@ -35,16 +36,25 @@ npy::ShareType share_type(const std::string& share) {
     throw py::value_error("share must be 'try', 'must_share' or 'must_unshare', got '" + share + "'");
 }
 
-mgb::HostTensorND np2tensor(py::handle array, const std::string& meth, py::handle dtype, const std::string& comp_node) {
+/// `narrowing`: the policy spellings ('checked', 'reject', 'wrap'), or 'megengine' for MegEngine 1.13's own conversion.
+npy::Meth with_narrowing(const npy::Meth& meth, py::handle narrowing) {
+    if (py::isinstance<py::str>(narrowing) && narrowing.cast<std::string>() == "megengine") return meth.as_megengine();
+    return meth.with(npb::narrowing_from(narrowing.ptr()));
+}
+
+mgb::HostTensorND np2tensor(py::handle array, const std::string& meth, py::handle dtype, const std::string& comp_node,
+                            py::handle narrowing) {
     const mgb::DType wanted = dtype.is_none() ? mgb::DType() : npy::dtype_np2mgb(dtype.ptr());
     const mgb::CompNode where = mgb::CompNode::load(comp_node);
-    if (meth == "borrow") return npy::np2tensor(array.ptr(), npy::Meth::borrow(where), wanted);
-    if (meth == "must_borrow") return npy::np2tensor(array.ptr(), npy::Meth::must_borrow(where), wanted);
+    if (meth == "borrow")
+        return npy::np2tensor(array.ptr(), with_narrowing(npy::Meth::borrow(where), narrowing), wanted);
+    if (meth == "must_borrow")
+        return npy::np2tensor(array.ptr(), with_narrowing(npy::Meth::must_borrow(where), narrowing), wanted);
     if (meth == "borrow_for_reading")
-        return npy::np2tensor(array.ptr(), npy::Meth::borrow(where).for_reading(), wanted);
+        return npy::np2tensor(array.ptr(), with_narrowing(npy::Meth::borrow(where).for_reading(), narrowing), wanted);
     if (meth == "copy") {
         mgb::HostTensorND destination(where);
-        return npy::np2tensor(array.ptr(), npy::Meth::copy_into(&destination), wanted);
+        return npy::np2tensor(array.ptr(), with_narrowing(npy::Meth::copy_into(&destination), narrowing), wanted);
     }
     throw py::value_error("meth must be 'borrow', 'must_borrow', 'borrow_for_reading' or 'copy', got '" + meth + "'");
 }
@@ -188,7 +198,7 @@ PYBIND11_MODULE(npybridge_megbrain_example, m) {
         .def("numpy", &ndarray_from_tensor, py::arg("share") = "try");
 
     m.def("np2tensor", &np2tensor, py::arg("array"), py::arg("meth") = "borrow", py::arg("dtype") = py::none(),
-          py::arg("comp_node") = "cpu0");
+          py::arg("comp_node") = "cpu0", py::arg("narrowing") = "checked");
     m.def("ndarray_from_tensor", &ndarray_from_tensor, py::arg("tensor"), py::arg("share") = "try");
     m.def("dtype_mgb2np", &dtype_mgb2np, py::arg("name"), py::arg("scale") = py::none(),
           py::arg("zero_point") = py::none());

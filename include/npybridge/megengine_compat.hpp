@@ -8,6 +8,7 @@
 #include <npybridge/python.hpp>
 #include <npybridge/python_errors.hpp>
 #include <npybridge/core/tensor.hpp>
+#include <npybridge/detail/messages.hpp>
 #include <npybridge/tracker.hpp>
 
 #include <optional>
@@ -36,8 +37,23 @@ public:
         return meth;
     }
     static Meth copy_into(Tensor* dest) { return Meth(borrow_policy::copy, dest, placement_of(*dest)); }
+    /// `.with(narrowing::wrap)`: as to_tensor's narrowing (checked by default).
+    Meth with(narrowing how) const {
+        Meth meth = *this;
+        meth.m_narrow = how;
+        meth.m_megengine = false;
+        return meth;
+    }
+    /// `.as_megengine()`: MegEngine 1.13's own conversion, byte for byte (docs/megbrain.md).
+    Meth as_megengine() const {
+        Meth meth = with(narrowing::wrap);
+        meth.m_megengine = true;
+        return meth;
+    }
 
     borrow_policy policy() const noexcept { return m_policy; }
+    narrowing narrow() const noexcept { return m_narrow; }
+    bool megengine() const noexcept { return m_megengine; }
     bool reads_only() const noexcept { return m_reads_only; }
     Tensor* destination() const noexcept { return m_dest; }
     const placement& where() const noexcept { return m_where; }
@@ -47,11 +63,13 @@ private:
     borrow_policy m_policy;
     Tensor* m_dest;
     placement m_where;
+    narrowing m_narrow = narrowing::checked;
+    bool m_megengine = false;
     bool m_reads_only = false;
 };
 
-/// numpy -> tensor, as MegEngine's npy::np2tensor: empty `type` keeps the array's dtype (int64 / float64 narrowed with
-/// a check, where MegEngine wraps). copy_into gives the destination the array's shape, dtype and values, or leaves it
+/// numpy -> tensor, as MegEngine's npy::np2tensor: empty `type` keeps the array's dtype (int64 / float64 narrowed by
+/// the Meth's narrowing: checked unless asked). copy_into gives the destination the array's shape, dtype and values, or leaves it
 /// as it was on error.
 template <class Tensor>
 Tensor np2tensor(PyObject* obj, const Meth<Tensor>& meth, const std::optional<dtype>& type = std::nullopt);
@@ -105,7 +123,35 @@ Tensor np2tensor(PyObject* obj, const Meth<Tensor>& meth, const std::optional<dt
     to_tensor_options options;
     options.type = type;
     options.policy = meth.policy();
+    options.narrow = meth.narrow();
     options.reads_only = meth.reads_only();
+    // MegEngine's own types take NumPy's cast: BFloat16 a float, packed codes their storage (wrapped, then checked).
+    int megengine_cast = NPY_NOTYPE;
+    if (meth.megengine() && type) {
+        switch (type->id()) {
+            case dtype_enum::BFloat16: megengine_cast = NPY_FLOAT; break;
+            case dtype_enum::QuantizedS4:
+            case dtype_enum::QuantizedS1: megengine_cast = NPY_INT8; break;
+            case dtype_enum::Quantized4Asymm: megengine_cast = NPY_UINT8; break;
+            case dtype_enum::IntB1:
+            case dtype_enum::IntB2:
+            case dtype_enum::IntB4: megengine_cast = NPY_INT32; break;
+            default: break;
+        }
+    }
+    object cast;
+    if (megengine_cast != NPY_NOTYPE &&
+        !(PyArray_Check(obj) && (PyArray_TYPE(reinterpret_cast<PyArrayObject*>(obj)) == megengine_cast ||
+                                 PyArray_TYPE(reinterpret_cast<PyArrayObject*>(obj)) >= NPY_USERDEF))) {
+        cast = object::steal(
+            PyArray_FromAny(obj, PyArray_DescrFromType(megengine_cast), 0, 0, NPY_ARRAY_FORCECAST, nullptr));
+        if (!cast) throw python_error();
+        try {
+            return np2tensor(cast.get(), meth, type);
+        } catch (const value_range_error& refused) {
+            detail::throw_after_megengine_cast(refused, megengine_cast);
+        }
+    }
     Tensor made = to_tensor<Tensor>(obj, options, meth.where()).tensor;
     if (Tensor* dest = meth.destination()) {
         *dest = std::move(made);

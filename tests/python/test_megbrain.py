@@ -383,3 +383,168 @@ def test_both_import_orders_in_a_fresh_interpreter(megengine_first):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().endswith("ok")
+
+
+# ---- MegEngine's own conversion: np2tensor(..., narrowing='megengine') against MegEngine's Tensor ------------
+
+# Every dtype MegEngine 1.13's Python makes, by a factory of its own (the quantized ones with any scale).
+MEGENGINE_DTYPES = {
+    "float32": lambda s, z: np.float32, "float16": lambda s, z: np.float16, "bfloat16": lambda s, z: D.bfloat16,
+    "int8": lambda s, z: np.int8, "int16": lambda s, z: np.int16, "int32": lambda s, z: np.int32,
+    "uint8": lambda s, z: np.uint8, "uint16": lambda s, z: np.uint16, "bool": lambda s, z: np.bool_,
+    "qint8": lambda s, z: D.qint8(s), "quint8": lambda s, z: D.quint8(s, z), "qint32": lambda s, z: D.qint32(s),
+    "qint4": lambda s, z: D.qint4(s), "quint4": lambda s, z: D.quint4(s, z % 16), "qint1": lambda s, z: D.qint1(s),
+    "intb1": lambda s, z: D.intb1, "intb2": lambda s, z: D.intb2, "intb4": lambda s, z: D.intb4,
+}
+# Each target's storage range: a float whose truncation leaves it is undefined behaviour in C++'s cast, which
+# MegEngine's NumPy cast is.
+STORAGE = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8, "uint16": np.uint16,
+           "qint8": np.int8, "quint8": np.uint8, "qint32": np.int32, "qint4": np.int8, "quint4": np.uint8,
+           "qint1": np.int8, "intb1": np.int8, "intb2": np.int8, "intb4": np.int8}
+NUMBER_TYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+                np.float16, np.float32, np.float64, np.longdouble, np.complex64, np.complex128]
+# What MegEngine's own types have no cast from (its bfloat16 and intbN register casts from ints, float32 and float64).
+NO_MEGENGINE_CAST = {np.dtype(t) for t in (np.bool_, np.float16, np.longdouble, np.complex64, np.complex128)}
+
+
+def megengine_mode_exclusion(given, values, target, zero_point=0):
+    """Why (what was given, its values as an array, target) is left out of the equality with MegEngine, or None.
+    docs/megbrain.md lists these; every other difference fails the property."""
+    kind = values.dtype.kind
+    if values.ndim == 0 and target in ("qint4", "quint4", "intb1", "intb2", "intb4"):
+        return "a scalar or 0-d array into a packed dtype: MegEngine's Tensor cannot assign it; npybridge converts"
+    python_ints = [given] if isinstance(given, int) else [v for v in given if isinstance(v, int)] \
+        if isinstance(given, list) else []
+    if any(not -2 ** 31 <= v < 2 ** 31 for v in python_ints):
+        return ("a Python int past int32, alone or in a list: MegEngine's Tensor reads it as a C int (wrapped to 32 "
+                "bits; a SystemError past int64), not by the helper's NumPy cast")
+    if target == "quint4" and zero_point % 16 == 15:
+        return "quint4 with zero point 15: MegEngine's Tensor fails whatever the source (pybind11 cannot cast it)"
+    if target == "qint1":
+        return "QuantizedS1 codes: MegEngine stores any byte, npybridge keeps the low bit (a tensor holds 0 and 1 only)"
+    if target in ("bfloat16", "intb1", "intb2", "intb4") and values.dtype in NO_MEGENGINE_CAST:
+        return "MegEngine's own type has no cast from this source (MegEngine raises; npybridge converts)"
+    if target.startswith(("qint", "quint")) and values.dtype == np.dtype(STORAGE[target]).newbyteorder("="):
+        return "plain codes into their quantized dtype: MegEngine's helper fails its assertion; npybridge takes the codes"
+    if values.size == 0 and target in ("qint4", "quint4", "intb1", "intb2", "intb4"):
+        return "an empty array into a packed dtype: MegEngine's low-bit copy asserts; npybridge makes the empty tensor"
+    if kind in "fc":
+        real = values.real.astype(np.longdouble) if kind == "c" else values.astype(np.longdouble)
+        finite = np.isfinite(real)
+        if target in STORAGE:
+            info = np.iinfo(STORAGE[target])
+            if not finite.all() or (np.trunc(real) < info.min).any() or (np.trunc(real) > info.max).any():
+                return "a NaN, infinite or out-of-range float into an integer: undefined behaviour in C++'s cast"
+        tiny = np.finfo(np.float32).tiny
+        if ((real != 0) & finite & (np.abs(real) < tiny)).any():
+            return "a subnormal float32 value: MegEngine's import turns flush-to-zero on; npybridge converts in IEEE mode"
+    if kind in "iub" and target in ("float32", "bfloat16", "float16") and values.size:
+        as_float = values.astype(np.float64)
+        if ((as_float != 0) & (np.abs(as_float) < np.finfo(np.float32).tiny)).any():
+            return "a subnormal float32 value"
+    return None
+
+
+def through_megengine(source, dtype):
+    try:
+        return mge.Tensor(source, dtype=dtype).numpy()
+    except Exception as error:  # MegEngine raises RuntimeError, ValueError or TypeError, whatever the cause
+        return error
+
+
+def through_npybridge(source, dtype):
+    try:
+        return mb.ndarray_from_tensor(mb.np2tensor(source, meth="copy", dtype=dtype, narrowing="megengine"))
+    except Exception as error:
+        return error
+
+
+@st.composite
+def megengine_sources(draw):
+    """(what to convert, its values as an array): arrays of every NumPy number type, byte-swapped, strided and
+    reversed views, 0-d and empty arrays, NumPy scalars, lists of Python numbers."""
+    numpy_type = np.dtype(draw(st.sampled_from(NUMBER_TYPES)))
+    shape = draw(st.sampled_from([(), (0,), (0, 3), (1,), (5,), (2, 3), (3, 4)]))
+    count = int(np.prod(shape))
+    pick = st.one_of(st.integers(-300, 300), st.floats(-1e3, 1e3, allow_nan=False, allow_subnormal=False),
+                     st.sampled_from([0.5, -0.5, 2.5, 127.9, -128.9, 255.5, 3e9, -0.0, float("nan"), float("inf"),
+                                      1e-40, 70000.0, 2 ** 31, -2 ** 31 - 1, 1 + 2 ** -8 + 2 ** -30, 248, -1]))
+    with np.errstate(all="ignore"):
+        values = np.array(draw(st.lists(pick, min_size=count, max_size=count)), dtype=np.float64).astype(numpy_type)
+    values = values.reshape(shape)
+    form = draw(st.sampled_from(["array", "byte-swapped", "strided", "reversed", "scalar", "list"]))
+    if form == "byte-swapped" and numpy_type.itemsize > 1:
+        return values.astype(numpy_type.newbyteorder()), values
+    if form == "strided" and values.ndim:
+        wide = np.repeat(values, 2, axis=-1)
+        return wide[..., ::2], values
+    if form == "reversed" and values.ndim:
+        return values[..., ::-1], values[..., ::-1]
+    if form == "scalar" and values.ndim == 0:
+        return values[()], values
+    if form == "list" and numpy_type.kind in "iubf" and numpy_type != np.longdouble:
+        return values.tolist(), np.array(values.tolist())
+    return values, values
+
+
+@pytest.mark.guarantee
+@settings(max_examples=400, deadline=None)
+@given(source=megengine_sources(), target=st.sampled_from(sorted(MEGENGINE_DTYPES)),
+       scale=st.sampled_from([1.0, 0.5, 0.1, 3.0]), zero_point=st.integers(0, 255))
+def test_megengine_mode_converts_as_megengine_does(source, target, scale, zero_point):
+    given_value, values = source
+    assume(megengine_mode_exclusion(given_value, values, target, zero_point) is None)
+    dtype = MEGENGINE_DTYPES[target](scale, zero_point)
+    theirs, ours = through_megengine(given_value, dtype), through_npybridge(given_value, dtype)
+    if isinstance(theirs, Exception) or isinstance(ours, Exception):
+        assert isinstance(theirs, Exception) and isinstance(ours, Exception), (theirs, ours)
+        return
+    # A 0-d source: MegEngine's helper makes a (1,) tensor, as npybridge's; MegEngine's Tensor then remembers it was
+    # a scalar (its own flag, outside the helper).
+    shape = theirs.shape if theirs.ndim else (1,)
+    assert (ours.shape, ours.dtype, ours.tobytes()) == (shape, theirs.dtype, theirs.tobytes())
+    assert ours.dtype.metadata == theirs.dtype.metadata
+    # An empty result shares no memory: npybridge's is writable; MegEngine's is writable or not by how it was made.
+    assert ours.flags.writeable == theirs.flags.writeable or ours.size == 0
+
+
+def test_megengine_mode_takes_what_megengines_own_tests_store():
+    # test_network_node's int8 tests and test_elemwise's test_empty_tensor (MegEngine 1.13).
+    randoms = np.random.default_rng(7).random((2, 3))
+    ours = through_npybridge(randoms, D.qint8(1.0))
+    assert ours.tobytes() == through_megengine(randoms, D.qint8(1.0)).tobytes() == bytes(6)  # [0, 1) truncated
+    assert through_npybridge(123.0, np.bool_).tolist() == [True]
+    assert through_megengine(123.0, np.bool_).tolist() is True
+    # npybridge's own rule, the default: refused, naming the value and its index.
+    with pytest.raises(mb.ValueRangeError, match=r"value 0\.\d+ at index \(0, 0\)"):
+        mb.np2tensor(randoms, dtype=D.qint8(1.0))
+    with pytest.raises(mb.ValueRangeError, match=r"value 123\.0 at index \(0,\)"):
+        mb.np2tensor(123.0, dtype=np.bool_)
+    with pytest.raises(mb.ValueRangeError, match=r"value 123\.0"):
+        mb.np2tensor(123.0, dtype=np.bool_, narrowing="checked")
+    with pytest.raises(ValueError, match="narrowing must be one of 'checked'.*got 'truncate'"):
+        mb.np2tensor(123.0, dtype=np.bool_, narrowing="truncate")
+
+
+# Just off a bfloat16 midpoint, which float32 rounds onto: near 1, and just under the overflow threshold.
+@pytest.mark.parametrize("value", [1 + 2 ** -8 + 2 ** -30, (2 - 2 ** -8 - 2 ** -30) * 2.0 ** 127])
+def test_megengine_mode_makes_bfloat16_from_float32_as_megengine(value):
+    # MegEngine's bfloat16 takes a float: float64 rounds to float32, then to bfloat16 (twice, not once).
+    source = np.array([value, -value])
+    ours = through_npybridge(source, D.bfloat16)
+    assert ours.tobytes() == through_megengine(source, D.bfloat16).tobytes()
+    once = mb.ndarray_from_tensor(mb.np2tensor(source, meth="copy", dtype=D.bfloat16, narrowing="wrap"))
+    assert once.tobytes() != ours.tobytes()
+
+
+def test_megengine_mode_casts_packed_codes_to_their_storage_first():
+    # MegEngine casts into the packed dtype's storage (int8 for QuantizedS4) by NumPy, then checks the codes: uint8
+    # 255 and 248 become -1 and -8. npybridge's own rules check the array's value itself.
+    codes = np.array([255, 248, 3], np.uint8)
+    ours = through_npybridge(codes, D.qint4(1.0))
+    assert ours.tobytes() == through_megengine(codes, D.qint4(1.0)).tobytes() == np.int8([-1, -8, 3]).tobytes()
+    with pytest.raises(mb.ValueRangeError, match=r"value 255 at index \(0,\)"):
+        mb.np2tensor(codes, dtype=D.qint4(1.0), narrowing="wrap")
+    # A code the storage's cast leaves out of range is refused, saying the value named is the cast one.
+    with pytest.raises(mb.ValueRangeError, match=r"value 100 at index \(0,\).*casts the array to int8 first"):
+        mb.np2tensor(np.array([100, 1], np.uint8), dtype=D.qint4(1.0), narrowing="megengine")

@@ -130,6 +130,16 @@ inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
     return {};
 }
 
+/// A refusal after MegEngine's cast to `cast` (a NumPy type): the value named is the cast one.
+[[noreturn]] inline void throw_after_megengine_cast(const value_range_error& refused, int cast) {
+    const char* name = cast == NPY_INT8    ? "int8"
+                       : cast == NPY_UINT8 ? "uint8"
+                       : cast == NPY_INT32 ? "int32"
+                                           : "float32";
+    throw value_range_error(std::string(refused.what()) + " (MegEngine's conversion casts the array to " + name +
+                            " first, as MegEngine does)");
+}
+
 /// must_borrow's error: the array, then why.
 [[noreturn]] inline void throw_must_borrow(const std::string& what, const std::string& reason) {
     throw conversion_error("must_borrow: cannot share the memory of the " + what + ": " + reason);
