@@ -548,3 +548,9 @@ def test_megengine_mode_casts_packed_codes_to_their_storage_first():
     # A code the storage's cast leaves out of range is refused, saying the value named is the cast one.
     with pytest.raises(mb.ValueRangeError, match=r"value 100 at index \(0,\).*casts the array to int8 first"):
         mb.np2tensor(np.array([100, 1], np.uint8), dtype=D.qint4(1.0), narrowing="megengine")
+
+
+def test_megengine_mode_names_what_numpys_cast_refuses():
+    # A str on the way into MegEngine's float32 step for BFloat16: NumPy's error, naming the caller's value.
+    with pytest.raises(ValueError, match="'nine'"):
+        mb.np2tensor(["nine"], dtype=D.bfloat16, narrowing="megengine")

@@ -132,12 +132,9 @@ inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
 
 /// A refusal after MegEngine's cast to `cast` (a NumPy type): the value named is the cast one.
 [[noreturn]] inline void throw_after_megengine_cast(const value_range_error& refused, int cast) {
-    const char* name = cast == NPY_INT8    ? "int8"
-                       : cast == NPY_UINT8 ? "uint8"
-                       : cast == NPY_INT32 ? "int32"
-                                           : "float32";
-    throw value_range_error(std::string(refused.what()) + " (MegEngine's conversion casts the array to " + name +
-                            " first, as MegEngine does)");
+    const object descr = object::steal(reinterpret_cast<PyObject*>(PyArray_DescrFromType(cast)));
+    throw value_range_error(std::string(refused.what()) + " (MegEngine's conversion casts the array to " +
+                            descr_text(reinterpret_cast<PyArray_Descr*>(descr.get())) + " first, as MegEngine does)");
 }
 
 /// must_borrow's error: the array, then why.
