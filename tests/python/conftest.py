@@ -23,6 +23,27 @@ nbx = importlib.import_module(EXAMPLE_MODULE)
 BINDING = getattr(nbx, "binding_library", ("cpython",))[0]
 
 
+# Under emulation (tools/aarch64 runs the suite under qemu-aarch64) every property runs 1/N of its examples, with no
+# deadline: NPYBRIDGE_EXAMPLES_DIVISOR=N. The tests and their inputs are the same; only the count is smaller.
+EXAMPLES_DIVISOR = int(os.environ.get("NPYBRIDGE_EXAMPLES_DIVISOR", "1"))
+
+
+def repeats(count):
+    """A loop's count of repeated calls (races, leak checks), divided as the examples are."""
+    return max(2, count // EXAMPLES_DIVISOR)
+
+
+def pytest_collection_modifyitems(items):
+    if EXAMPLES_DIVISOR == 1:
+        return
+    from hypothesis import settings
+    for test in {getattr(item, "obj", None) for item in items}:
+        held = getattr(test, "_hypothesis_internal_use_settings", None)  # what @given / @settings left on the test
+        if held is not None:
+            test._hypothesis_internal_use_settings = settings(
+                held, max_examples=max(1, held.max_examples // EXAMPLES_DIVISOR), deadline=None)
+
+
 def pytest_configure(config):
     # Tests are filed by feature (test_<feature>.py); what kind of promise a test checks is a marker.
     config.addinivalue_line("markers", "hardening: hostile input must give a clear error, never a crash, a leak or "
@@ -43,6 +64,7 @@ def mgb_dtype(base, name, scale, zero_point=None):
 def refcounts():
     """Returns a function that asserts refcounts of the objects are back to their start."""
     def check(objects, action, times=10_000):
+        times = repeats(times)
         # One call first: npybridge caches a quantized dtype object it has seen
         # (one reference, held until exit); the loop must then add nothing.
         action()
@@ -67,18 +89,27 @@ def _libm():
     return ctypes, ctypes.CDLL(ctypes.util.find_library("m"))
 
 
+# How glibc's fenv_t holds the flush bits, per machine: (offset of the control word, the bits). On x86-64 fenv_t
+# ends with MXCSR (bytes 28..31): FTZ (bit 15) and DAZ (bit 6). On AArch64 it is {FPCR, FPSR}: FZ (bit 24) and FZ16
+# (bit 19, half-precision arithmetic).
+FLUSH_BITS = {"x86_64": (28, 0x8040), "aarch64": (0, 1 << 24 | 1 << 19)}
+
+
 @__import__("contextlib").contextmanager
 def flush_to_zero():
-    """The x86 FPU in flush-to-zero + denormals-are-zero mode, as `import megengine` leaves it (MXCSR |= 0x8040).
+    """The FPU in flush-to-zero mode, as `import megengine` leaves it (x86: MXCSR |= 0x8040; AArch64: FPCR.FZ, FZ16).
 
-    glibc's fenv_t on x86-64 ends with MXCSR (bytes 28..31); fegetenv / fesetenv move it. Restored on exit.
+    fegetenv / fesetenv move the control word; restored on exit.
     """
+    import platform
     ctypes, libm = _libm()
+    offset, bits = FLUSH_BITS[platform.machine()]
     env = ctypes.create_string_buffer(32)
     assert libm.fegetenv(env) == 0
     saved = env.raw
-    mxcsr = int.from_bytes(saved[28:32], "little") | 0x8040
-    assert libm.fesetenv(ctypes.create_string_buffer(saved[:28] + mxcsr.to_bytes(4, "little"), 32)) == 0
+    word = int.from_bytes(saved[offset:offset + 4], "little") | bits
+    assert libm.fesetenv(ctypes.create_string_buffer(saved[:offset] + word.to_bytes(4, "little") + saved[offset + 4:],
+                                                     32)) == 0
     try:
         # The mode is on: NumPy's own float32 loops now flush a subnormal product.
         assert np.multiply(np.float32(1e-45), np.float32(1)) == 0

@@ -41,6 +41,8 @@ class Codes:
 
 @pytest.mark.parametrize("dtype", PLAIN, ids=lambda d: np.dtype(d).name)
 def test_every_plain_dtype_crosses_both_ways_sharing_memory(dtype):
+    if dtype == np.bool_ and tuple(map(int, np.__version__.split(".")[:2])) < (1, 25):
+        pytest.skip("NumPy before 1.25 neither exports nor imports bool through DLPack")
     a = sample(dtype)
     t = Tensor.from_numpy(a)
     b = np.from_dlpack(t)  # npybridge exports, numpy imports

@@ -9,13 +9,14 @@ before its kernel (NumPy's casts, rounding to bfloat16, packing, copies into exi
 that the kernel then reads: never a value that passed the check and changed before it was stored.
 """
 import re
+import sys
 import threading
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import nbx
+from conftest import nbx, repeats
 
 Tensor = nbx.Tensor
 MIB = 1 << 20
@@ -85,6 +86,9 @@ def raced(case, layout, where, tries, into=False):
 
     outcomes = []
     thread = threading.Thread(target=flip)
+    # The GIL changes hands every 0.1 ms, not 5: the calls wait less for it, and the element changes more often.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)
     thread.start()
     try:
         for _ in range(tries):
@@ -106,6 +110,7 @@ def raced(case, layout, where, tries, into=False):
     finally:
         stop.set()
         thread.join()
+        sys.setswitchinterval(interval)
     index = ", ".join(str(int(i)) for i in flat)
     return outcomes, shown, index
 
@@ -116,7 +121,7 @@ def raced(case, layout, where, tries, into=False):
 @given(case=st.sampled_from(sorted(CASES)), layout=st.sampled_from(sorted(LAYOUTS)),
        where=st.floats(0, 1, exclude_max=True), into=st.booleans())
 def test_a_thread_changing_the_array_never_makes_a_checked_conversion_crash(case, layout, where, into):
-    outcomes, shown, index = raced(case, layout, where, tries=12, into=into)
+    outcomes, shown, index = raced(case, layout, where, tries=repeats(12), into=into)
     for message in outcomes:
         if message is None:
             continue
@@ -131,6 +136,6 @@ def test_a_thread_changing_the_array_never_makes_a_checked_conversion_crash(case
 def test_every_kernel_survives_a_racing_thread(case, into):
     # Each case through every layout, many calls: the error path runs while the element changes under it.
     for layout in LAYOUTS:
-        outcomes, shown, index = raced(case, layout, 0.37, tries=15, into=into)
+        outcomes, shown, index = raced(case, layout, 0.37, tries=repeats(15), into=into)
         for message in outcomes:
             assert message is None or re.search(r"value %s[ (]" % re.escape(shown), message), message
