@@ -53,9 +53,8 @@ TEST_CASE("the planner's first case borrows only where the whole planner borrows
                     const auto verdict = npb::detail::plan_borrow(facts, target, options, marking);
                     const bool borrows = verdict.cause == copy_cause::none && !verdict.check_marking &&
                                          verdict.quantized == refusal::none;
-                    const bool borrows_at_once = borrows && facts.writable && target == type &&
-                                                 facts.native_order && facts.aligned &&
-                                                 !npb::detail::codes_narrower_by_row[source];
+                    const bool borrows_at_once = borrows && facts.writable && target == type && facts.native_order &&
+                                                 facts.aligned && !npb::detail::codes_narrower_by_row[source];
                     // (2.5 million cases: Catch2's bookkeeping only for one that fails)
                     if ((fast && !borrows) || (borrows_at_once && !fast)) {
                         CAPTURE(type.name(), target.name(), bits, static_cast<int>(marking), fast, borrows);
