@@ -70,8 +70,9 @@ using half_to_floats_fn = void (*)(const std::uint16_t*, std::size_t, float*);
 inline bool floats_to_half_portable(const float* in, std::size_t n, std::uint16_t* out) noexcept {
     bool special = false;
     for (std::size_t i = 0; i < n; ++i) {
-        out[i] = half_bits_like_numpy(in[i]);
-        special |= half_is_special(in[i]);
+        const float value = in[i];  // one read: stored as judged
+        out[i] = half_bits_like_numpy(value);
+        special |= half_is_special(value);
     }
     return special;
 }
@@ -384,9 +385,10 @@ std::size_t integers_to_16_bit_floats(const Int* in, std::size_t n, std::uint16_
             start = integers_to_half_avx2(in, n, out, exact);
     }
 #endif
+    Int values[block];  // each block read once: checked and converted from the same values
     for (std::size_t at = start; at < n; at += block) {
         const std::size_t m = std::min(block, n - at);
-        const Int* values = in + at;
+        std::memcpy(values, in + at, m * sizeof(Int));
         const bool small = m == block ? blocks::exact_in_float(values) : blocks::exact_in_float(values, m);
         block_to_16_bit_floats<Int, block>(values, m, out + at, to_half, small, narrow, wide);
         if (!exact ||

@@ -200,21 +200,27 @@ std::size_t convert_exact_to_float32(const T* in, float* out, std::size_t n) noe
         return static_cast<U>(magnitude >> 24);
     };
     constexpr std::size_t block = 64;  // a constant trip count vectorizes
+    T read[block];
     std::size_t start = 0;
     for (; start + block <= n; start += block) {
         U large = 0;
         for (std::size_t k = 0; k < block; ++k) {
-            out[start + k] = static_cast<float>(in[start + k]);
-            large |= large_bits(in[start + k]);
+            const T value = in[start + k];
+            out[start + k] = static_cast<float>(value);
+            large |= large_bits(value);
         }
-        if (large != 0) {
-            const std::size_t found = first_inexact(in + start, block, 24);
+        if (large != 0) {  // stored again from one private reading, which is searched
+            std::memcpy(read, in + start, sizeof read);
+            for (std::size_t k = 0; k < block; ++k) out[start + k] = static_cast<float>(read[k]);
+            const std::size_t found = first_inexact(read, block, 24);
             if (found != block) return start + found;
         }
     }
-    for (std::size_t i = start; i < n; ++i) out[i] = static_cast<float>(in[i]);
-    const std::size_t found = first_inexact(in + start, n - start, 24);
-    return found == n - start ? n : start + found;
+    const std::size_t m = n - start;
+    std::memcpy(read, in + start, m * sizeof(T));
+    for (std::size_t k = 0; k < m; ++k) out[start + k] = static_cast<float>(read[k]);
+    const std::size_t found = first_inexact(read, m, 24);
+    return found == m ? n : start + found;
 }
 
 /// The first index outside [lo, hi] (NaN is), else n.
