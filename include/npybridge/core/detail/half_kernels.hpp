@@ -70,7 +70,7 @@ using half_to_floats_fn = void (*)(const std::uint16_t*, std::size_t, float*);
 inline bool floats_to_half_portable(const float* in, std::size_t n, std::uint16_t* out) noexcept {
     bool special = false;
     for (std::size_t i = 0; i < n; ++i) {
-        const float value = in[i];  // one read: stored as judged
+        const float value = in[i];
         out[i] = half_bits_like_numpy(value);
         special |= half_is_special(value);
     }
@@ -385,7 +385,7 @@ std::size_t integers_to_16_bit_floats(const Int* in, std::size_t n, std::uint16_
             start = integers_to_half_avx2(in, n, out, exact);
     }
 #endif
-    Int values[block];  // each block read once: checked and converted from the same values
+    Int values[block];  // one reading per block
     for (std::size_t at = start; at < n; at += block) {
         const std::size_t m = std::min(block, n - at);
         std::memcpy(values, in + at, m * sizeof(Int));

@@ -209,7 +209,7 @@ std::size_t convert_exact_to_float32(const T* in, float* out, std::size_t n) noe
             out[start + k] = static_cast<float>(value);
             large |= large_bits(value);
         }
-        if (large != 0) {  // stored again from one private reading, which is searched
+        if (large != 0) {  // one private reading, stored and searched
             std::memcpy(read, in + start, sizeof read);
             for (std::size_t k = 0; k < block; ++k) out[start + k] = static_cast<float>(read[k]);
             const std::size_t found = first_inexact(read, block, 24);
