@@ -2,9 +2,11 @@
 
 Every conversion of the corpus (source dtype x target x value check x layout, over values that fit and values at
 the edges) gives its tensor's bytes or its error; each target's outcomes are hashed, and the hashes must equal the
-ones kept in kernel_digest.json. The same file is checked by every suite: x86-64 at every SIMD level, GCC and
-Clang, NumPy 1 and 2, AddressSanitizer, and AArch64 under emulation (tools/aarch64). Where NumPy defines the answer
-on every machine (values that fit, into NumPy's own types), the bytes are also NumPy's on the machine at hand.
+ones kept in kernel_digest.json. The same file is checked by every suite: x86-64 at this CPU's SIMD level (the
+levels agree: test_dispatch), GCC and Clang, NumPy 1 and 2, AddressSanitizer, and AArch64 under emulation
+(tools/aarch64). The arrays are small: the large-array paths (GIL released, slabs) are test_races'. Where NumPy
+defines the answer on every machine (values that fit, into NumPy's own types), the bytes are also NumPy's on the
+machine at hand.
 
 `python3 test_digest.py --write` (with the example module importable) writes the file after a deliberate change
 of what a conversion gives; the change then shows in git's diff of the file.
