@@ -38,7 +38,13 @@ npy::ShareType share_type(const std::string& share) {
 
 /// `narrowing`: the policy spellings ('checked', 'reject', 'wrap'), or 'megengine' for MegEngine 1.13's own conversion.
 npy::Meth with_narrowing(const npy::Meth& meth, py::handle narrowing) {
-    if (py::isinstance<py::str>(narrowing) && narrowing.cast<std::string>() == "megengine") return meth.as_megengine();
+    if (py::isinstance<py::str>(narrowing)) {
+        const std::string spelled = narrowing.cast<std::string>();
+        if (spelled == "megengine") return meth.as_megengine();
+        if (spelled != "checked" && spelled != "reject" && spelled != "wrap")
+            throw py::value_error("narrowing must be one of 'checked', 'reject', 'wrap', 'megengine', got '" + spelled +
+                                  "'");
+    }
     return meth.with(npb::narrowing_from(narrowing.ptr()));
 }
 
