@@ -271,7 +271,7 @@ TEMPLATE_TEST_CASE("integers into float16 and bfloat16 round once, and exact mod
         double wide[512];
         for (std::size_t at = 0; at < n; at += 512) {
             const std::size_t m = std::min<std::size_t>(512, n - at);
-            const bool small = npb::detail::integer_block<Int, 512>::exact_in_float(values.data() + at, m);
+            const bool small = npb::detail::integer_block<Int, 512>::widen_exact(values.data() + at, narrow, m);
             npb::detail::block_to_16_bit_floats<Int, 512>(values.data() + at, m, got.data() + at, to_half, small,
                                                           narrow, wide);
         }

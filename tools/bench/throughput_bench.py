@@ -37,6 +37,8 @@ def rows(nbx, n, ml_dtypes):
     odd = (ints % 16 * 2 - 15).astype(np.int8)
     small = np.clip(ints, -128, 127).astype(np.int32)
     whole = np.rint(f32)
+    tiny64 = np.clip(ints, -2048, 2048)  # exact in float16
+    past24 = (np.clip(ints, -1024, 1023) << 20).astype(np.int32)  # exact in float32, most past 2**24
     small_square = small[: 4096 * 4096].reshape(4096, 4096) if n >= 4096 * 4096 else small.reshape(-1, 64)
     tall = np.rint(f64).clip(-128, 127)
     tall = tall[: 7000 * 1000].reshape(1000, 7000) if n >= 7000 * 1000 else tall[: n - n % 64].reshape(-1, 64)
@@ -57,6 +59,10 @@ def rows(nbx, n, ml_dtypes):
         tiny = np.clip(ints, -256, 255).astype(np.int32)  # exact in bfloat16
         made.append(("int32 -> BFloat16, checked", tiny, lambda: Tensor.from_numpy(tiny, dtype="BFloat16"),
                      lambda: tiny.astype(bf), "astype(ml_dtypes.bfloat16)"))
+        tiny_unsigned = np.abs(tiny).astype(np.uint32)
+        made.append(("uint32 -> BFloat16, checked", tiny_unsigned,
+                     lambda: Tensor.from_numpy(tiny_unsigned, dtype="BFloat16"), lambda: tiny_unsigned.astype(bf),
+                     "astype(ml_dtypes.bfloat16)"))
         tiny16 = tiny.astype(np.int16)
         made.append(("int16 -> BFloat16, checked", tiny16, lambda: Tensor.from_numpy(tiny16, dtype="BFloat16"),
                      lambda: tiny16.astype(bf), "astype(ml_dtypes.bfloat16)"))
@@ -69,6 +75,10 @@ def rows(nbx, n, ml_dtypes):
          "astype(float32)"),
         ("int32 -> Float16, checked", small, lambda: Tensor.from_numpy(small, dtype="Float16"),
          lambda: small.astype(np.float16), "astype(float16)"),
+        ("int64 -> Float16, checked", tiny64, lambda: Tensor.from_numpy(tiny64, dtype="Float16"),
+         lambda: tiny64.astype(np.float16), "astype(float16)"),
+        ("int32 -> Float32, checked, past 2**24", past24, lambda: Tensor.from_numpy(past24, dtype="Float32"),
+         lambda: past24.astype(np.float32), "astype(float32)"),
         ("int64 -> Int32, checked", ints, lambda: Tensor.from_numpy(ints), lambda: ints.astype(np.int32),
          "astype(int32)"),
         ("float64 -> Float32, checked", f64, lambda: Tensor.from_numpy(f64), lambda: f64.astype(np.float32),

@@ -163,19 +163,20 @@ bool bfloat16_holds(Int value) noexcept {
 /// A block of integers widened and checked by loops the compiler vectorizes (a whole block: a constant trip count).
 template <class Int, std::size_t Block>
 struct integer_block {
-    /// Whether every integer is exact in float32: in [-2^24, 2^24), or below 2^24 unsigned.
+    /// The integers as floats, each read once; whether all are exact: in [-2^24, 2^24), or below 2^24 unsigned.
     template <std::size_t M = Block>
-    static bool exact_in_float(const Int* values, std::size_t m = M) noexcept {
-        if constexpr (sizeof(Int) <= 2) {
-            return true;
-        } else {
-            using Bits = std::make_unsigned_t<Int>;
-            constexpr Bits offset = std::is_signed_v<Int> ? Bits{1} << 24 : 0;
-            constexpr int shift = std::is_signed_v<Int> ? 25 : 24;
-            Bits seen = 0;
-            for (std::size_t i = 0; i < m; ++i) seen |= static_cast<Bits>(static_cast<Bits>(values[i]) + offset);
-            return (seen >> shift) == 0;
+    static bool widen_exact(const Int* in, float* out, std::size_t m = M) noexcept {
+        using Bits = std::make_unsigned_t<Int>;
+        constexpr Bits offset = std::is_signed_v<Int> && sizeof(Int) > 2 ? Bits{1} << 24 : 0;
+        constexpr int shift = std::is_signed_v<Int> ? 25 : 24;
+        Bits seen = 0;
+        for (std::size_t i = 0; i < m; ++i) {
+            const Int value = in[i];
+            out[i] = static_cast<float>(value);
+            if constexpr (sizeof(Int) > 2) seen |= static_cast<Bits>(static_cast<Bits>(value) + offset);
         }
+        if constexpr (sizeof(Int) <= 2) return true;
+        return (seen >> shift) == 0;
     }
     template <std::size_t M = Block, class Real>
     static void widen(const Int* values, Real* out, std::size_t m = M) noexcept {
@@ -292,8 +293,8 @@ __attribute__((target("avx2"))) std::size_t integers_to_bfloat16_avx2(const Int*
 }
 
 /// Integers of up to 16 bits, or int32, into float16 bits, eight a step (AVX2 and F16C): widened to float (exact below
-/// 2^24), rounded once. With `exact`, stops before eight that hold a value float16 does not (low mantissa bits set, or
-/// past 65504): how many it did. The caller does the rest.
+/// 2^24), rounded once. With `exact`, stops before eight holding a value float16 does not (low mantissa bits set, or
+/// past 65504): how many it did.
 template <class Int>
 __attribute__((target("avx2,f16c"))) std::size_t integers_to_half_avx2(const Int* in, std::size_t n, std::uint16_t* out,
                                                                        bool exact) noexcept {
@@ -318,14 +319,13 @@ __attribute__((target("avx2,f16c"))) std::size_t integers_to_half_avx2(const Int
 }
 #endif
 
-/// One block of integers into float16 / bfloat16 bits: through `narrow` floats when `small` (all exact in float32),
-/// else `wide` doubles; bfloat16 rounds the integer itself past 2^53.
+/// One block of integers into float16 / bfloat16 bits: from `narrow` (the block as floats) when `small`, else through
+/// `wide` doubles; bfloat16 rounds the integer itself past 2^53.
 template <class Int, std::size_t Block>
 void block_to_16_bit_floats(const Int* values, std::size_t m, std::uint16_t* bits, bool to_half, bool small,
                             float* narrow, double* wide) noexcept {
     using blocks = integer_block<Int, Block>;
     if (small) {
-        m == Block ? blocks::widen(values, narrow) : blocks::widen(values, narrow, m);
         if (to_half) {
             active_half_kernels().to_half(narrow, m, bits);
         } else {
@@ -385,11 +385,11 @@ std::size_t integers_to_16_bit_floats(const Int* in, std::size_t n, std::uint16_
             start = integers_to_half_avx2(in, n, out, exact);
     }
 #endif
-    Int values[block];  // one reading per block
+    Int values[block];  // a block past float32, read once
     for (std::size_t at = start; at < n; at += block) {
         const std::size_t m = std::min(block, n - at);
-        std::memcpy(values, in + at, m * sizeof(Int));
-        const bool small = m == block ? blocks::exact_in_float(values) : blocks::exact_in_float(values, m);
+        const bool small = m == block ? blocks::widen_exact(in + at, narrow) : blocks::widen_exact(in + at, narrow, m);
+        if (!small) std::memcpy(values, in + at, m * sizeof(Int));
         block_to_16_bit_floats<Int, block>(values, m, out + at, to_half, small, narrow, wide);
         if (!exact ||
             (small && (m == block ? blocks::all_held(narrow, to_half) : blocks::all_held(narrow, to_half, m)))) {

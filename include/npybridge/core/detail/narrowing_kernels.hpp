@@ -59,7 +59,7 @@ std::size_t unfit_in_block(const Source* in, Target* out, std::size_t start, std
 }
 
 /// [start, end) narrowed again from one private reading, tested as narrowed: the first unfit index, else end. Out of
-/// line: the rare path keeps its buffer out of the loops' frames.
+/// line, keeping its buffer out of the loops' frames.
 template <class Source, class Target>
 [[gnu::noinline, gnu::cold]] std::size_t narrow_from_one_reading(const Source* in, Target* out, std::size_t start,
                                                                  std::size_t end) noexcept {
@@ -118,7 +118,7 @@ std::size_t narrow_sse2(const double* in, float* out, std::size_t n, bool check)
     for (std::size_t start = 0; start < n; start += block) {
         const std::size_t end = std::min(n, start + block);
         __m128d overflow = _mm_setzero_pd();
-        __m128 largest = _mm_setzero_ps();  // of what was written: infinity when a value overflowed or was infinite
+        __m128 largest = _mm_setzero_ps();  // infinity when one overflowed or was infinite
         std::size_t i = start;
         for (; i + 4 <= end; i += 4) {
             const __m128d a = held(_mm_loadu_pd(in + i)), b = held(_mm_loadu_pd(in + i + 2));
@@ -307,8 +307,8 @@ template <class T, class Out, class Convert>
     return end;
 }
 
-/// Values converted a block at a time; a block `convert` made an infinity or NaN in is searched for overflow when
-/// `check`: the first, else n.
+/// Values converted a block at a time; with `check`, a block holding a made infinity or NaN is searched for
+/// overflow: the first, else n.
 template <class T, class Out, class Convert>
 std::size_t convert_checking_overflow(const T* in, std::size_t n, Out* out, T overflow, bool check, Convert convert) {
     constexpr std::size_t block = 4096;
