@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace npb = npybridge;
 namespace npy = npybridge::npy;
@@ -61,6 +62,39 @@ TEST_CASE("np2tensor borrows where asked, must_borrow shares or says why, copy_i
                Contains("300"));
     CHECK(dest.shape[0] == 3);  // untouched on error
     CHECK(static_cast<const float*>(dest.ptr)[0] == 7.0f);
+}
+
+TEST_CASE("as_megengine over npybridge's own tensor: MegEngine's bytes, and a refusal naming the cast value",
+          "[megengine]") {
+    using Meth = npy::Meth<>;
+    const auto bytes_of = [](const npb::tensor& t) {
+        const auto* first = static_cast<const unsigned char*>(t.data());
+        return std::vector<unsigned char>(first, first + t.storage_bytes());
+    };
+    // Plain types: NumPy's unsafe cast, as MegEngine (int64 300 into Int8 is 44), where checked refuses.
+    test::owned wide = test::eval("np.array([300, -1])");
+    const npb::dtype int8(npb::dtype_enum::Int8);
+    CHECK(bytes_of(npy::np2tensor(wide.get(), Meth::borrow().as_megengine(), int8)) ==
+          std::vector<unsigned char>{44, 255});
+    CHECK_THAT(test::message_of<npb::value_range_error>([&] { npy::np2tensor(wide.get(), Meth::borrow(), int8); }),
+               Contains("value 300 at index (0,)"));
+
+    // Packed codes: NumPy's cast into the storage (int8 for QuantizedS4), then checked: uint8 255 and 248 are -1, -8.
+    const npb::dtype qs4 = npb::dtype::quantized(npb::dtype_enum::QuantizedS4, 1.0);
+    test::owned codes = test::eval("np.array([255, 248, 3], np.uint8)");
+    const npb::tensor cast = npy::np2tensor(codes.get(), Meth::borrow().as_megengine(), qs4);
+    CHECK(bytes_of(cast) == bytes_of(npy::np2tensor(test::eval("np.int8([-1, -8, 3])").get(), Meth::borrow(), qs4)));
+    CHECK_THAT(test::message_of<npb::value_range_error>(
+                   [&] { npy::np2tensor(codes.get(), Meth::borrow().with(npb::narrowing::wrap), qs4); }),
+               Contains("value 255 at index (0,)"));
+    // A code still out of range after the cast: refused, saying the value named is the cast one.
+    test::owned far = test::eval("np.array([100, 1], np.uint8)");
+    CHECK_THAT(test::message_of<npb::value_range_error>(
+                   [&] { npy::np2tensor(far.get(), Meth::borrow().as_megengine(), qs4); }),
+               Contains("value 100 at index (0,)") && Contains("casts the array to int8 first"));
+    // with() leaves MegEngine's mode.
+    CHECK(Meth::borrow().as_megengine().megengine());
+    CHECK_FALSE(Meth::borrow().as_megengine().with(npb::narrowing::checked).megengine());
 }
 
 TEST_CASE("ndarray_from_tensor honours MUST_SHARE, MUST_UNSHARE and TRY_SHARE", "[megengine]") {

@@ -77,6 +77,8 @@ def rows(nbx, n, ml_dtypes):
          lambda: small.astype(np.float16), "astype(float16)"),
         ("int64 -> Float16, checked", tiny64, lambda: Tensor.from_numpy(tiny64, dtype="Float16"),
          lambda: tiny64.astype(np.float16), "astype(float16)"),
+        ("int64 -> Float32, checked", ints, lambda: Tensor.from_numpy(ints, dtype="Float32"),
+         lambda: ints.astype(np.float32), "astype(float32)"),
         ("int32 -> Float32, checked, past 2**24", past24, lambda: Tensor.from_numpy(past24, dtype="Float32"),
          lambda: past24.astype(np.float32), "astype(float32)"),
         ("int64 -> Int32, checked", ints, lambda: Tensor.from_numpy(ints), lambda: ints.astype(np.int32),
