@@ -67,8 +67,8 @@ inline std::size_t floats_to_bfloat16_sse2(const float* in, std::size_t n, std::
                                            std::size_t& done) noexcept {
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 4));
+        const __m128i a = held(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
+        const __m128i b = held(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + 4)));
         const __m128i bits = bfloat16_bits_of_eight(a, b);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), bits);
         if (!check) continue;
@@ -225,7 +225,7 @@ std::size_t doubles_to_16_bits_sse2(const double* in, std::size_t n, std::uint16
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const auto two = [&](std::size_t k, __m128i& outside) {  // not an array: GCC keeps one in memory
-            return round_two_doubles<Kept, Bias>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + k)),
+            return round_two_doubles<Kept, Bias>(held(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i + k))),
                                                  outside);
         };
         __m128i outside0, outside1, outside2, outside3;

@@ -92,6 +92,7 @@ __attribute__((target("avx,f16c"))) inline bool floats_to_half_f16c(const float*
     for (; i + 8 <= n; i += 8) {
         npybridge_v8f x;
         std::memcpy(&x, in + i, sizeof x);
+        x = held_wide(x);
         const npybridge_v8hi h = __builtin_ia32_vcvtps2ph256(x, 0);
         std::memcpy(out + i, &h, sizeof h);
         // 5: not less, 10: not greater (NaN: true)
@@ -267,6 +268,8 @@ __attribute__((target("avx2"))) std::size_t integers_to_bfloat16_avx2(const Int*
         std::memcpy(&a, in + i, sizeof a);
         std::memcpy(&b, in + i + 8, sizeof b);
         if constexpr (sizeof(Int) == 4) {  // narrower integers are all below 2^24
+            a = held_wide(a);
+            b = held_wide(b);
             const auto big = (a < -(1 << 24)) | (a > (1 << 24)) | (b < -(1 << 24)) | (b > (1 << 24));
             if (!__builtin_ia32_ptestz256(reinterpret_cast<npybridge_v4q>(big), reinterpret_cast<npybridge_v4q>(big)))
                 break;

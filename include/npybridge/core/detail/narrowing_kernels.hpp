@@ -398,6 +398,7 @@ __attribute__((target("avx2"), always_inline)) inline npybridge_v8i truncate_eig
     if constexpr (std::is_same_v<Source, float>) {
         npybridge_v8f value;
         std::memcpy(&value, in, sizeof value);
+        value = held_wide(value);
         const npybridge_v8i cut = __builtin_ia32_cvttps2dq256(value);
         const npybridge_v8f whole = Exact ? __builtin_convertvector(cut, npybridge_v8f)
                                           : __builtin_ia32_roundps256(value, 0xB);  // truncated, no inexact flag
@@ -407,6 +408,8 @@ __attribute__((target("avx2"), always_inline)) inline npybridge_v8i truncate_eig
         npybridge_v4d first, second;
         std::memcpy(&first, in, sizeof first);
         std::memcpy(&second, in + 4, sizeof second);
+        first = held_wide(first);
+        second = held_wide(second);
         const npybridge_v4i low = __builtin_ia32_cvttpd2dq256(first), high = __builtin_ia32_cvttpd2dq256(second);
         if constexpr (Exact) {
 #if defined(__clang__)
@@ -425,6 +428,8 @@ __attribute__((target("avx2"), always_inline)) inline npybridge_v8i truncate_eig
         npybridge_v4q first, second;
         std::memcpy(&first, in, sizeof first);
         std::memcpy(&second, in + 4, sizeof second);
+        first = held_wide(first);
+        second = held_wide(second);
         const npybridge_v4q bias = npybridge_v4q{} + 0x80000000LL;  // fits int32 when (x + 2^31) >> 32 == 0
         changed |= reinterpret_cast<npybridge_v8i>(__builtin_ia32_psrlqi256(first + bias, 32) |
                                                    __builtin_ia32_psrlqi256(second + bias, 32));
@@ -508,14 +513,14 @@ std::size_t store_checked_integers(const Source* in, std::size_t n, Target* out,
 #if defined(NPYBRIDGE_SSE2)
 /// Four floats clamped to [lo, hi] (maxps gives NaN lo) and cut to int32; `changed` gains the changed lanes.
 inline __m128i clamp_to_int32(const float* in, __m128 lo, __m128 hi, __m128& changed) noexcept {
-    const __m128 value = _mm_loadu_ps(in);
+    const __m128 value = detail::held(_mm_loadu_ps(in));
     const __m128i held = _mm_cvttps_epi32(_mm_min_ps(_mm_max_ps(value, lo), hi));
     changed = _mm_or_ps(changed, _mm_cmpneq_ps(_mm_cvtepi32_ps(held), value));
     return held;
 }
 
 inline __m128i clamp_to_int32(const double* in, __m128d lo, __m128d hi, __m128d& changed) noexcept {
-    const __m128d a = _mm_loadu_pd(in), b = _mm_loadu_pd(in + 2);
+    const __m128d a = detail::held(_mm_loadu_pd(in)), b = detail::held(_mm_loadu_pd(in + 2));
     const __m128i held_a = _mm_cvttpd_epi32(_mm_min_pd(_mm_max_pd(a, lo), hi));
     const __m128i held_b = _mm_cvttpd_epi32(_mm_min_pd(_mm_max_pd(b, lo), hi));
     changed = _mm_or_pd(changed, _mm_cmpneq_pd(_mm_cvtepi32_pd(held_a), a));

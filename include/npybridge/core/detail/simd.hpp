@@ -69,6 +69,13 @@ typedef double npybridge_v4d __attribute__((vector_size(32)));
 typedef std::int32_t npybridge_v4i __attribute__((vector_size(16)));
 typedef unsigned char npybridge_v16b __attribute__((vector_size(16)));
 typedef unsigned char npybridge_v32b __attribute__((vector_size(32)));
+
+/// held() for the AVX levels' vectors.
+template <class V>
+__attribute__((target("avx"), always_inline)) inline V held_wide(V value) noexcept {
+    asm("" : "+x"(value));
+    return value;
+}
 #endif
 
 }  // namespace detail
