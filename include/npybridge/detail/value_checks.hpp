@@ -75,14 +75,19 @@ void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing
     object converted;
     if (!wide_source) converted = contiguous_as(array, to_int ? NPY_INT64 : NPY_FLOAT64, NPY_SAFE_CASTING, "narrowing");
     auto* src = wide_source ? array : reinterpret_cast<PyArrayObject*>(converted.get());
+    const auto flat = [](std::size_t count) {  // 8-byte values into 4-byte ones, one run
+        copy_plan run;
+        run.ndim = 1;
+        run.shape[0] = count;
+        run.src[0] = 8;
+        run.dst[0] = 4;
+        return run;
+    };
     copy_plan plan;
     if (!copy_plan_c_order(src, 4, plan)) {  // numpy flattens first
         converted = contiguous_as(src, to_int ? NPY_INT64 : NPY_FLOAT64, NPY_SAFE_CASTING, "narrowing");
         src = reinterpret_cast<PyArrayObject*>(converted.get());
-        plan.ndim = 1;
-        plan.shape[0] = static_cast<std::size_t>(PyArray_SIZE(src));
-        plan.src[0] = 8;
-        plan.dst[0] = 4;
+        plan = flat(static_cast<std::size_t>(PyArray_SIZE(src)));
     }
     const std::size_t n = plan.count();
     const auto narrow = [&](const copy_plan& how, const void* from, void* to, bool swap) {
@@ -106,12 +111,7 @@ void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing
     without_gil_if_large(n * 8, [&] {
         unfit = first_unfit_copied(source_view_of(src), bounds, copy);
         if (unfit) return;
-        copy_plan contiguous;
-        contiguous.ndim = 1;
-        contiguous.shape[0] = n;
-        contiguous.src[0] = 8;
-        contiguous.dst[0] = 4;
-        narrow(contiguous, copy.get(), out, false);
+        narrow(flat(n), copy.get(), out, false);
     });
     if (unfit) {
         throw_unfit_value(descr_text(PyArray_DESCR(array)), target, to_int ? value_check::range : value_check::overflow,
