@@ -10,8 +10,9 @@ checks, outside fenced code blocks:
   - C++ names in backticks (`npb::to_tensor`, `npybridge::megbrain::from_megdnn`, `Meth::borrow(cn)`, ...):
     the last name is declared somewhere in include/ (or, for a test's helper, tests/ and examples/);
   - `python -m npybridge --option` and `npybridge.function()`: the package has them;
-that the README stays within 300 lines, and that every measured figure in docs/performance.md's prose is one of its
-section's table cells (prose names rows; it does not retype them, and a figure of an earlier run is history).
+that the README stays within 300 lines, and that every measured figure in docs/performance.md's prose is a cell of
+the rows its paragraph names, or of its section's tables when it names none (prose names rows; it does not retype
+them, and a figure of an earlier run is history).
 Prints each miss as FILE:LINE: what; exits 1 when there is one. Usage: check_docs.py [ROOT]
 """
 import pathlib
@@ -174,33 +175,58 @@ README_LINES = 300  # the front door: what is past it belongs in docs/
 # A measured figure: a decimal, or a whole number with a unit of time, rate or ratio.
 FIGURE = re.compile(r"(?<![\w.,/-])(\d[\d,]*\.\d+|\d[\d,]*(?=\s?(?:x|%|ns|us|µs|ms|s|MB|GB/s)(?![\w/]| \d)))")
 # Not a measurement: a target, a version, a size or a count of things.
-NOT_MEASURED_BEFORE = re.compile(r"(?:<=|>=|target(?: of)?|within|NumPy|pybind11|nanobind|ml_dtypes|Python|g\+\+|GCC|"
+NOT_MEASURED_BEFORE = re.compile(r"(?:<=|>=|target(?: of)?|within|outside|NumPy|pybind11|nanobind|ml_dtypes|Python|g\+\+|GCC|"
                                  r"clang|C\+\+|Debian|Bazel|release|MegEngine)\s*$")
-NOT_MEASURED_AFTER = re.compile(r"\s?(?:KiB|MiB|GiB|Ki|Mi|Gi|bytes?|cores?|rounds?|runs?|calls?|elements?)\b")
+NOT_MEASURED_AFTER = re.compile(r"\s?(?:KiB|MiB|GiB|Ki|Mi|Gi|bytes?|cores?|rounds?|runs?|calls?|elements?)\b|x target\b")
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def sections_of(doc):
+    """Per section (a `# ` or `## ` heading and what is under it): its table rows as (label, the numbers of the other
+    cells), header rows left out, and its prose as paragraphs of (line number, line)."""
+    sections, current, previous = [], None, ""
+    for number, line in text_lines(doc):
+        if line.startswith(("# ", "## ")):
+            current = ([], [[]])
+            sections.append(current)
+        elif current is None:
+            pass
+        elif line.lstrip().startswith("|"):
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            if set("".join(cells)) <= set("-: "):  # the separator: the row above it was the header
+                if current[0] and current[0][-1][2] == previous:
+                    current[0].pop()
+            else:
+                current[0].append((cells[0].replace("`", ""), set(NUMBER.findall(" ".join(cells[1:]))), line))
+        elif not line.startswith("#"):
+            if line.strip():
+                current[1][-1].append((number, line))
+            elif current[1][-1]:
+                current[1].append([])
+        previous = line
+    return sections
 
 
 def figures(doc):
-    """Each measured figure of a prose line that no table of its section (a `## ` heading and what is under it)
-    holds."""
-    sections, current = [], None
-    for number, line in text_lines(doc):
-        if line.startswith(("# ", "## ")):
-            current = (set(), [])
-            sections.append(current)
-        elif current and line.lstrip().startswith("|"):
-            current[0].update(re.findall(r"\d[\d,]*(?:\.\d+)?", line))
-        elif current and not line.startswith("#"):
-            current[1].append((number, line))
+    """Each measured figure of a prose paragraph that its section's tables do not hold: in a row the paragraph
+    names (its label, words and all) when it names one, else in any row of the section."""
     misses = []
-    for cells, prose in sections:
-        for number, line in prose:
-            line = re.sub(r"`[^`]*`|\[[^]]*\]\([^)]*\)", lambda m: " " * len(m.group()), line)
-            for figure in FIGURE.finditer(line):
-                if figure.group(1) in cells or NOT_MEASURED_BEFORE.search(line[:figure.start()]) or \
-                        NOT_MEASURED_AFTER.match(line, figure.end()):
-                    continue
-                misses.append(f"{doc.relative_to(ROOT)}:{number}: the figure {figure.group(1)} is in no table of "
-                              "its section: name the row instead, or move a figure of an earlier run to CHANGELOG.md")
+    for rows, paragraphs in sections_of(doc):
+        everywhere = set().union(*(numbers for _, numbers, _ in rows)) if rows else set()
+        for paragraph in paragraphs:
+            text = " ".join(line for _, line in paragraph).replace("`", "")
+            named = [numbers for label, numbers, _ in rows
+                     if len(label) > 2 and re.search(r"[A-Za-z]", label) and label in text]
+            cells = set().union(*named) if named else everywhere
+            for number, line in paragraph:
+                line = re.sub(r"`[^`]*`|\[[^]]*\]\([^)]*\)", lambda m: " " * len(m.group()), line)
+                for figure in FIGURE.finditer(line):
+                    if figure.group(1) in cells or NOT_MEASURED_BEFORE.search(line[:figure.start()]) or \
+                            NOT_MEASURED_AFTER.match(line, figure.end()):
+                        continue
+                    where = "none of the rows its paragraph names" if named else "no table of its section"
+                    misses.append(f"{doc.relative_to(ROOT)}:{number}: the figure {figure.group(1)} is in {where}: "
+                                  "name the row instead, or move a figure of an earlier run to CHANGELOG.md")
     return misses
 
 

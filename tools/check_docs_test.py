@@ -61,10 +61,20 @@ def main():  # (an argument, the checkout's root, is accepted and not needed)
     retyped = run(performance)
     assert retyped.returncode == 1 and "performance.md:9: the figure 9.75 is in no table" in retyped.stdout and \
         "the figure 3 is in no table" in retyped.stdout, retyped.stdout
+    # A figure its paragraph's row does not hold, though another row does: retyped from elsewhere, not this row's.
+    rows = "# Performance\n\n## Copies\n\n| row | GB/s |\n|---|---|\n| plain copy | 10.5 |\n| strided copy | 4.25 |\n\n"
+    (performance / "docs" / "performance.md").write_text(rows + "The plain copy row: 4.25 GB/s.\n")
+    coincidental = run(performance)
+    assert coincidental.returncode == 1 and \
+        "performance.md:10: the figure 4.25 is in none of the rows its paragraph names" in coincidental.stdout, \
+        coincidental.stdout
+    (performance / "docs" / "performance.md").write_text(rows + "The plain copy row: 10.5 GB/s, a 3.5x target.\n")
+    own_row = run(performance)
+    assert own_row.returncode == 0, own_row.stdout + own_row.stderr
     long = run(checkout(GOOD + "line\n" * 300))
     assert long.returncode == 1 and "over 300" in long.stdout, long.stdout
     print(f"check_docs_test: a correct checkout passes, a README over 300 lines does not, nor a figure of "
-          f"docs/performance.md's prose that its tables do not hold; {len(BAD)} kinds of stale mention are each found")
+          f"docs/performance.md's prose that its tables (or the rows its paragraph names) do not hold; {len(BAD)} kinds of stale mention are each found")
 
 
 if __name__ == "__main__":
