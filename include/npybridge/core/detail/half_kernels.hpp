@@ -393,12 +393,13 @@ std::size_t integers_to_16_bit_floats(const Int* in, std::size_t n, std::uint16_
         const std::size_t m = std::min(block, n - at);
         const bool small = m == block ? blocks::widen_exact(in + at, narrow) : blocks::widen_exact(in + at, narrow, m);
         if (!small) std::memcpy(values, in + at, m * sizeof(Int));
-        block_to_16_bit_floats<Int, block>(values, m, out + at, to_half, small, narrow, wide);
+        const Int* copied = small ? nullptr : values;  // read only when not small
+        block_to_16_bit_floats<Int, block>(copied, m, out + at, to_half, small, narrow, wide);
         if (!exact ||
             (small && (m == block ? blocks::all_held(narrow, to_half) : blocks::all_held(narrow, to_half, m)))) {
             continue;
         }
-        const std::size_t changed = first_changed(values, m, out + at, to_half, small, narrow, wide, back);
+        const std::size_t changed = first_changed(copied, m, out + at, to_half, small, narrow, wide, back);
         if (changed != m) return at + changed;
     }
     return n;
