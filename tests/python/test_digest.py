@@ -12,6 +12,7 @@ machine at hand.
 `python3 test_digest.py --write` (with the example module importable) writes the file after a deliberate change
 of what a conversion gives; the change then shows in git's diff of the file.
 """
+import functools
 import hashlib
 import json
 import pathlib
@@ -44,6 +45,7 @@ LAYOUTS = {
 }
 
 
+@functools.lru_cache(maxsize=None)  # made once, read by every target's conversions
 def corpus(source, fit, shape):
     """An array of `source`: values every target holds (small whole numbers and halves) or the edges."""
     rng = np.random.default_rng([SOURCES.index(source), fit])
