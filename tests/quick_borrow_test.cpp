@@ -38,7 +38,7 @@ void check_every_array(const npb::to_tensor_options& options, npb::detail::read_
     for (Py_ssize_t i = 0; i < count; ++i) {
         auto* array = reinterpret_cast<PyArrayObject*>(PyList_GetItem(arrays.get(), i));
         CAPTURE(i, npb::detail::array_text(array), npb::detail::strides_text(array));
-        std::optional<npb::numpy_dtype_match> source;
+        npb::detail::maybe<npb::numpy_dtype_match> source;
         try {
             source = npb::detail::match_of(array, options);  // (parses and caches metadata, as the general path does)
         } catch (const npb::dtype_error&) {

@@ -205,8 +205,18 @@ inline std::string safe_repr(PyObject* obj) {
 inline std::string demangle(const char* name) {
 #if NPYBRIDGE_HAS_CXXABI
     int status = 0;
-    std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
-    if (status == 0 && readable) return readable.get();
+    char* readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    if (status == 0 && readable) {
+        std::string text;
+        try {
+            text = readable;
+        } catch (...) {
+            std::free(readable);
+            throw;
+        }
+        std::free(readable);
+        return text;
+    }
 #endif
     return name ? name : "<unknown type>";
 }

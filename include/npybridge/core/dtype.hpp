@@ -3,6 +3,7 @@
 
 #include <npybridge/core/config.hpp>
 #include <npybridge/core/detail/element_facts.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/core/detail/params.hpp>
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/reflect.hpp>
@@ -371,7 +372,7 @@ void dtype::with_params(dtype_enum id, F&& f) {
 
 template <class T>
 std::optional<T> dtype::field(std::string_view key) const noexcept {
-    const std::optional<double> value = detail::field_value(detail::variant_values(m_params), key);
+    const detail::maybe<double> value = detail::field_value(detail::variant_values(m_params), key);
     if (!value) return std::nullopt;
     if constexpr (std::is_same_v<T, float>) {
         return narrow_to_float(*value);  // by bits: a subnormal scale survives flush-to-zero

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/detail/array_layout.hpp>
 #include <npybridge/detail/lowbit_values.hpp>
 #include <npybridge/detail/value_checks.hpp>
@@ -24,11 +25,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
-#include <vector>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
@@ -47,7 +46,7 @@ inline object view_as(PyArrayObject* array, PyArray_Descr* descr) {
 }
 
 /// Another library's bfloat16 / intbN array viewed through npybridge's own user dtype, so every cast is npybridge's.
-inline object through_own_user_dtype(PyArrayObject* array, const std::optional<numpy_dtype_match>& source) {
+inline object through_own_user_dtype(PyArrayObject* array, const maybe<numpy_dtype_match>& source) {
     object same = object::borrow(reinterpret_cast<PyObject*>(array));
     if (!source || source->type.info().form != numpy_form::user_dtype || user_dtype_descr_hook == nullptr) return same;
     PyArray_Descr* own = user_dtype_descr_hook(source->type.id(), user_dtype_choice::own);
@@ -139,7 +138,7 @@ void round_into_bfloat16(PyArrayObject* array, void* out, std::size_t count) {
 /// use (`get`): a fill into Float32 widens straight into the tensor.
 struct copy_values {
     mutable object array;
-    std::optional<numpy_dtype_match> match;
+    maybe<numpy_dtype_match> match;
     object bfloat16;  ///< not widened yet
     /// The caller's array when `array` stands in for it: NumPy's cast answers are its.
     object source;
@@ -155,14 +154,11 @@ struct copy_values {
     }
 
     /// The type messages show the values in: bfloat16 for widened bfloat16, else the values' own.
-    std::optional<source_type> shown() const {
-        return bfloat16 ? std::optional<source_type>(source_type::bfloat16) : std::nullopt;
-    }
+    maybe<source_type> shown() const { return bfloat16 ? maybe<source_type>(source_type::bfloat16) : std::nullopt; }
 };
 
-inline copy_values values_for(PyArrayObject* array, const std::optional<numpy_dtype_match>& match,
-                              const dtype& target) {
-    if (const std::optional<ml_dtypes_subbyte> sub = ml_dtypes_subbyte_kind(PyArray_DESCR(array))) {
+inline copy_values values_for(PyArrayObject* array, const maybe<numpy_dtype_match>& match, const dtype& target) {
+    if (const maybe<ml_dtypes_subbyte> sub = ml_dtypes_subbyte_kind(PyArray_DESCR(array))) {
         return {low_bits_as_bytes(array, sub->bits, sub->is_signed),
                 numpy_dtype_match{dtype(sub->is_signed ? dtype_enum::Int8 : dtype_enum::Uint8), false}, object{},
                 object::borrow(reinterpret_cast<PyObject*>(array))};
@@ -308,7 +304,7 @@ void run_native(const chosen_kernel& chosen, const fill_plan& plan, const fill_t
                                to.element_size, written,
                                plan.check,      plan.check == value_check::none ? value_bounds{} : *storage_bounds(to)};
     const source_view& view = chosen.view;
-    std::optional<unfit_value> unfit;
+    maybe<unfit_value> unfit;
     without_gil_if_large(view.count * std::max(view.itemsize, to.element_size), [&] {
         if (run_kernel(chosen.kernel, view, target) != view.count)
             unfit = first_unfit_read_once(chosen.kernel, view, target);
@@ -358,9 +354,9 @@ void copy_staged(const tensor& staged, const fill_target& into) {
             copy_packed_dense(id, staged.data(), {count, staged.layout().innermost()}, into.out, staged.packing());
             return;
         }
-        std::vector<std::uint8_t> values(count);
-        unpack(id, staged.data(), {count, staged.layout().innermost()}, values.data(), staged.packing());
-        pack_strided(id, values.data(), into.layout.shape.data(), into.layout.strides.data(), into.layout.ndim,
+        const byte_buffer values(count);
+        unpack(id, staged.data(), {count, staged.layout().innermost()}, values.get(), staged.packing());
+        pack_strided(id, values.get(), into.layout.shape.data(), into.layout.strides.data(), into.layout.ndim,
                      into.out);
         return;
     }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/numpy.hpp>
 #include <npybridge/python.hpp>
 #include <npybridge/core/quantization.hpp>
@@ -123,7 +124,7 @@ template <class Key, class Value>
 class descr_cache {
 public:
     struct entry {
-        std::optional<Key> key;
+        maybe<Key> key;
         PyArray_Descr* descr = nullptr;
         Value value{};
         metadata_stamp stamp;

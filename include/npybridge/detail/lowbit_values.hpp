@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/core/lowbit.hpp>
 #include <npybridge/detail/array_layout.hpp>
 #include <npybridge/detail/messages.hpp>
@@ -12,7 +13,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <vector>
 #include <cstring>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
@@ -52,7 +52,7 @@ template <class = void>
 object lowbit_values(PyArrayObject* array, const dtype& target, const tensor_layout& layout) {
     const dtype_info& type = target.info();
     const int byte_type = type.is_signed ? NPY_INT8 : NPY_UINT8;
-    if (const std::optional<ml_dtypes_subbyte> kind = ml_dtypes_subbyte_kind(PyArray_DESCR(array))) {
+    if (const maybe<ml_dtypes_subbyte> kind = ml_dtypes_subbyte_kind(PyArray_DESCR(array))) {
         // ml_dtypes' sub-byte types: the value in each byte's low bits.
         object values = low_bits_as_bytes(array, kind->bits, kind->is_signed);
         return lowbit_values(reinterpret_cast<PyArrayObject*>(values.get()), target, layout);
@@ -93,14 +93,14 @@ void pack_values(PyArrayObject* values, const dtype& target, void* out, lowbit_l
     });
     if (ok) return;
     // One private reading names the value, or holding none (another thread fixed it) is packed.
-    std::vector<std::uint8_t> read(n);
+    const byte_buffer read(n);
     const bool none = without_gil_if_large(n, [&] {
-        std::memcpy(read.data(), in, n);
-        return first_invalid(codec, read.data(), n) == n &&
-               pack_rows(active_lowbit_kernels(), codec, type.id, read.data(), n, layout.innermost(), packing,
+        std::memcpy(read.get(), in, n);
+        return first_invalid(codec, read.get(), n) == n &&
+               pack_rows(active_lowbit_kernels(), codec, type.id, read.get(), n, layout.innermost(), packing,
                          static_cast<std::uint8_t*>(out));
     });
-    if (!none) throw_first_invalid(type, codec, read.data(), n, [&](std::size_t i) { return index_text(i, layout); });
+    if (!none) throw_first_invalid(type, codec, read.get(), n, [&](std::size_t i) { return index_text(i, layout); });
 }
 
 }  // namespace detail

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/core/detail/plan.hpp>
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/lowbit.hpp>
@@ -35,13 +36,13 @@ inline std::string descr_text(PyArray_Descr* descr) {
 inline std::string type_text(PyObject* obj) { return std::string(Py_TYPE(obj)->tp_name); }
 
 inline std::string index_text(std::size_t flat, const tensor_layout& layout) {
-    std::vector<std::size_t> index(layout.ndim);
+    std::array<std::size_t, NPYBRIDGE_MAX_NDIM> index{};
     for (std::size_t i = layout.ndim; i-- > 0;) {
         const std::size_t extent = layout.shape[i] == 0 ? 1 : layout.shape[i];
         index[i] = flat % extent;
         flat /= extent;
     }
-    return tuple_text(index.data(), index.size());
+    return tuple_text(index.data(), layout.ndim);
 }
 
 inline std::string array_text(PyArrayObject* array) {
@@ -87,9 +88,9 @@ inline std::string sub_byte_reason_text(copy_cause cause, const std::string& typ
 }
 
 /// The copy reason for `cause` (must_borrow's refusal says the same).
-inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
-                                    const std::optional<numpy_dtype_match>& source, const dtype& target,
-                                    const tensor_layout& layout, const std::optional<unfit_value>& code = {}) {
+inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array, const maybe<numpy_dtype_match>& source,
+                                    const dtype& target, const tensor_layout& layout,
+                                    const maybe<unfit_value>& code = {}) {
     const std::string descr = descr_text(PyArray_DESCR(array));
     switch (cause) {
         case copy_cause::none: return {};
@@ -162,8 +163,7 @@ inline std::string copy_reason_text(copy_cause cause, PyArrayObject* array,
 
 /// A copy the planner refused.
 [[noreturn]] inline void throw_refusal(refusal why, const std::string& array_dtype,
-                                       const std::optional<numpy_dtype_match>& source, const dtype& target,
-                                       narrowing mode) {
+                                       const maybe<numpy_dtype_match>& source, const dtype& target, narrowing mode) {
     const std::string to = target.to_string();
     switch (why) {
         case refusal::requantizing:

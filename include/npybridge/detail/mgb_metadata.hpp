@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/core/dtype.hpp>
 #include <npybridge/detail/descr_cache.hpp>
 #include <npybridge/detail/messages.hpp>
@@ -52,7 +53,7 @@ inline double read_number(const dtype_info& type, std::string_view key, bool rea
 }
 
 /// A str's UTF-8 text, whole; nullopt for anything else or invalid UTF-8 (no error pending).
-inline std::optional<std::string_view> utf8_text(PyObject* obj) {
+inline maybe<std::string_view> utf8_text(PyObject* obj) {
     if (!PyUnicode_Check(obj)) return std::nullopt;
     Py_ssize_t size = 0;
     const char* text = PyUnicode_AsUTF8AndSize(obj, &size);
@@ -72,9 +73,9 @@ dtype params_from_dict(const dtype_info& type, PyObject* fields, const Where& wh
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(fields, &pos, &key, &value)) {
-        const std::optional<std::string_view> key_text = utf8_text(key);
-        bool known = key_text == std::optional<std::string_view>("name");
-        for (std::size_t i = 0; i < values.count; ++i) known = known || key_text == values.keys[i];
+        const maybe<std::string_view> key_text = utf8_text(key);
+        bool known = key_text && *key_text == "name";
+        for (std::size_t i = 0; i < values.count; ++i) known = known || (key_text && *key_text == values.keys[i]);
         if (!known) {
             const object held = object::borrow(key);  // its repr may run Python code
             std::string takes = "name";
@@ -112,7 +113,7 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
     if (!PyUnicode_Check(name_obj)) {
         throw_metadata_kind(where() + "['name']", "a str", name_obj);
     }
-    const std::optional<std::string_view> name = utf8_text(name_obj);
+    const maybe<std::string_view> name = utf8_text(name_obj);
     if (!name) throw_metadata_name(where(), name_obj, nullptr);
     const dtype_info* found = find_dtype(*name);
     if (found == nullptr || !found->is_quantized) {
@@ -121,9 +122,10 @@ inline dtype parse_mgb_dtype(PyArray_Descr* descr, PyObject* mgb) {
     const dtype_info& type = *found;
     const std::size_t row = table_index(type.id);
     // ml_dtypes' int4 / uint4 hold QuantizedS4 / Quantized4Asymm codes, one per byte.
+    const maybe<ml_dtypes_subbyte> ml_kind =
+        type.bits == 4 && type.is_packed ? ml_dtypes_subbyte_kind(descr) : std::nullopt;
     const bool ml_4bit =
-        type.bits == 4 && type.is_packed &&
-        ml_dtypes_4bit_kind(descr) == std::optional<bool>(type.coding == lowbit_coding::twos_complement);
+        ml_kind && ml_kind->bits == 4 && ml_kind->is_signed == (type.coding == lowbit_coding::twos_complement);
     if (!ml_4bit &&
         (numpy_kinds[row] != descr_kind(descr) || static_cast<npy_intp>(numpy_itemsize(row)) != descr_elsize(descr))) {
         throw_stored_as(type, descr);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/core/dtype.hpp>
 #include <npybridge/detail/messages.hpp>
 #include <npybridge/numpy.hpp>
@@ -56,7 +57,7 @@ struct ml_dtypes_subbyte {
 
 /// Which ml_dtypes sub-byte type `descr` is, else nullopt. Looks in sys.modules only: an array of one means ml_dtypes
 /// is loaded.
-inline std::optional<ml_dtypes_subbyte> ml_dtypes_subbyte_kind(PyArray_Descr* descr) {
+inline maybe<ml_dtypes_subbyte> ml_dtypes_subbyte_kind(PyArray_Descr* descr) {
     if (descr_kind(descr) != 'V' || descr_elsize(descr) != 1) return std::nullopt;
     object module = object::steal(PyImport_GetModule(key_object("ml_dtypes")));
     if (!module) {
@@ -78,13 +79,6 @@ inline std::optional<ml_dtypes_subbyte> ml_dtypes_subbyte_kind(PyArray_Descr* de
         if (type.get() == scalar_type) return candidate.kind;
     }
     return std::nullopt;
-}
-
-/// Whether `descr` is ml_dtypes' int4 (true) or uint4 (false).
-inline std::optional<bool> ml_dtypes_4bit_kind(PyArray_Descr* descr) {
-    const std::optional<ml_dtypes_subbyte> kind = ml_dtypes_subbyte_kind(descr);
-    if (!kind || kind->bits != 4) return std::nullopt;
-    return kind->is_signed;
 }
 
 /// A new ml_dtypes int4 / uint4 descr; dtype_error naming ml_dtypes when it cannot be imported.

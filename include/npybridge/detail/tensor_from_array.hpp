@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/detail/array_layout.hpp>
 #include <npybridge/detail/lowbit_values.hpp>
 #include <npybridge/detail/value_checks.hpp>
@@ -85,7 +86,7 @@ Tensor make_dense(const dtype& type, const tensor_layout& contiguous, lowbit_lay
 }
 
 /// The array's dtype under the options' narrowing; nullopt when it has none and the options name the target.
-inline std::optional<numpy_dtype_match> match_of(PyArrayObject* array, const to_tensor_options& options) {
+inline maybe<numpy_dtype_match> match_of(PyArrayObject* array, const to_tensor_options& options) {
     try {
         return dtype_of_descr(PyArray_DESCR(array), options.narrow);
     } catch (const metadata_error&) {
@@ -98,8 +99,8 @@ inline std::optional<numpy_dtype_match> match_of(PyArrayObject* array, const to_
 
 /// The facts plan_borrow asks of an ndarray's memory.
 template <class Tensor>
-memory_facts memory_facts_of(PyArrayObject* array, const std::optional<numpy_dtype_match>& source,
-                             const tensor_layout& layout, bool whole_elements) {
+memory_facts memory_facts_of(PyArrayObject* array, const maybe<numpy_dtype_match>& source, const tensor_layout& layout,
+                             bool whole_elements) {
     memory_facts facts;
     facts.type = source ? &source->type : nullptr;
     facts.narrowed = source && source->narrowed;
@@ -113,8 +114,8 @@ memory_facts memory_facts_of(PyArrayObject* array, const std::optional<numpy_dty
 
 /// A fresh tensor of `target` filled as plan_fill says.
 template <class Tensor>
-to_tensor_result<Tensor> copied(PyArrayObject* array, const std::optional<numpy_dtype_match>& source,
-                                const dtype& target, const tensor_layout& layout, const to_tensor_options& options,
+to_tensor_result<Tensor> copied(PyArrayObject* array, const maybe<numpy_dtype_match>& source, const dtype& target,
+                                const tensor_layout& layout, const to_tensor_options& options,
                                 const placement_t<Tensor>& where, std::string reason) {
     using adapter = tensor_adapter<Tensor>;
     const copy_values values = values_for(array, source, target);
@@ -138,10 +139,10 @@ template <class Tensor>
     auto* array = reinterpret_cast<PyArrayObject*>(owner.get());
     tensor_layout layout;
     const bool whole_elements = checked_layout<Tensor>(array, layout);
-    const std::optional<numpy_dtype_match> source = match_of(array, options);
+    const maybe<numpy_dtype_match> source = match_of(array, options);
     const dtype target = options.type ? *options.type : source->type;
     memory_facts facts = memory_facts_of<Tensor>(array, source, layout, whole_elements);
-    std::optional<unfit_value> bad_code;
+    maybe<unfit_value> bad_code;
     if (options.policy != borrow_policy::copy && checks_codes(facts, target)) {
         bad_code = first_unfit_value(array, *storage_bounds(target.info()));
         facts.codes_fit = !bad_code;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/detail/mgb_metadata.hpp>
 #include <npybridge/detail/user_dtype_casts.hpp>
 #include <npybridge/numpy.hpp>
@@ -71,8 +72,8 @@ inline std::optional<dtype_enum> foreign_row_of(PyArray_Descr* descr) {
     auto* scalar = reinterpret_cast<PyObject*>(descr->typeobj);
     object module = object::steal(PyObject_GetAttrString(scalar, "__module__"));
     object name = module ? object::steal(PyObject_GetAttrString(scalar, "__name__")) : object{};
-    const std::optional<std::string_view> module_text = module ? utf8_text(module.get()) : std::nullopt;
-    const std::optional<std::string_view> name_text = name ? utf8_text(name.get()) : std::nullopt;
+    const maybe<std::string_view> module_text = module ? utf8_text(module.get()) : std::nullopt;
+    const maybe<std::string_view> name_text = name ? utf8_text(name.get()) : std::nullopt;
     PyErr_Clear();
     if (!module_text || !name_text) return std::nullopt;
     for (const foreign_user_dtype& row : foreign_user_dtypes) {
@@ -196,7 +197,7 @@ inline int find_registered(const char* name, PyObject*& type) {
         object held = object::steal(reinterpret_cast<PyObject*>(descr));
         auto* scalar = reinterpret_cast<PyObject*>(descr->typeobj);
         object mark = object::steal(PyObject_GetAttrString(scalar, registration_mark));
-        const std::optional<std::string_view> text = mark ? utf8_text(mark.get()) : std::nullopt;
+        const maybe<std::string_view> text = mark ? utf8_text(mark.get()) : std::nullopt;
         PyErr_Clear();
         if (text && *text == name) {
             Py_INCREF(scalar);

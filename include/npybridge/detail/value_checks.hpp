@@ -3,6 +3,7 @@
 
 #include <npybridge/core/config.hpp>
 #include <npybridge/core/detail/fill_kernels.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/core/detail/narrowing_kernels.hpp>
 #include <npybridge/core/detail/packing.hpp>
 #include <npybridge/core/detail/value_bounds.hpp>
@@ -16,7 +17,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -35,8 +35,8 @@ inline int widened_type(char kind, std::size_t real_size) noexcept {
 /// The array's first value (C order) `bounds` does not hold, with index and exact text (in `shown`, else its own
 /// type): searched in place (named from one private reading) when contiguous, aligned and native, else widened.
 template <class = void>
-std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds,
-                                             std::optional<source_type> shown = std::nullopt) {
+maybe<unfit_value> first_unfit_value(PyArrayObject* array, const value_bounds& bounds,
+                                     maybe<source_type> shown = std::nullopt) {
     const char kind = descr_kind(PyArray_DESCR(array));
     if (kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c') return std::nullopt;
     const std::size_t parts = kind == 'c' ? 2 : 1;
@@ -50,12 +50,12 @@ std::optional<unfit_value> first_unfit_value(PyArrayObject* array, const value_b
     const auto n = static_cast<std::size_t>(PyArray_SIZE(read));
     const source_type own = source_type_of(kind, static_cast<std::size_t>(PyArray_ITEMSIZE(array)));
     return without_gil_if_large(n * static_cast<std::size_t>(PyArray_ITEMSIZE(read)), [&] {
-        std::optional<unfit_value> unfit = first_unfit_in(kind, PyArray_ITEMSIZE(read) / static_cast<npy_intp>(parts),
-                                                          PyArray_DATA(read), n, parts, bounds, shown.value_or(own));
+        maybe<unfit_value> unfit = first_unfit_in(kind, PyArray_ITEMSIZE(read) / static_cast<npy_intp>(parts),
+                                                  PyArray_DATA(read), n, parts, bounds, shown.value_or(own));
         if (unfit && in_place) {
             source_view view = source_view_of(read);
             if (shown) view.shown = *shown;
-            std::unique_ptr<unsigned char[]> copy;
+            byte_buffer copy;
             unfit = first_unfit_copied(view, bounds, copy);
         }
         return unfit;
@@ -105,9 +105,9 @@ void narrow_into(PyArrayObject* array, const dtype& target, void* out, narrowing
     });
     if (all_fit) return;
     // Named from one reading; holding none (another thread fixed it), that reading is narrowed.
-    std::unique_ptr<unsigned char[]> copy;
+    byte_buffer copy;
     const value_bounds bounds = *storage_bounds(target.info());
-    std::optional<unfit_value> unfit;
+    maybe<unfit_value> unfit;
     without_gil_if_large(n * 8, [&] {
         unfit = first_unfit_copied(source_view_of(src), bounds, copy);
         if (unfit) return;
@@ -128,7 +128,7 @@ void settle_codes(void* out, const dtype& target, narrowing narrow, const tensor
     const std::size_t n = layout.count();
     const auto lo = static_cast<long long>(type.range.lo), hi = static_cast<long long>(type.range.hi);
     const long long span = hi - lo + 1;
-    const auto settle = [&](auto* values) -> std::optional<unfit_value> {
+    const auto settle = [&](auto* values) -> maybe<unfit_value> {
         for (std::size_t i = 0; i < n; ++i) {
             const auto v = static_cast<long long>(values[i]);
             if (v >= lo && v <= hi) continue;
@@ -139,7 +139,7 @@ void settle_codes(void* out, const dtype& target, narrowing narrow, const tensor
         return std::nullopt;
     };
     const bool is_signed = type.is_signed;
-    const std::optional<unfit_value> invalid = without_gil_if_large(n * type.element_size, [&] {
+    const maybe<unfit_value> invalid = without_gil_if_large(n * type.element_size, [&] {
         switch (type.element_size) {
             case 1: return is_signed ? settle(static_cast<std::int8_t*>(out)) : settle(static_cast<std::uint8_t*>(out));
             case 2:

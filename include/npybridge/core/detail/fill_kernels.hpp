@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/detail/bfloat16_kernels.hpp>
 #include <npybridge/core/detail/half_kernels.hpp>
@@ -60,7 +61,7 @@ T integer_bound(const value_bounds& bounds, bool upper) noexcept {
 
 /// The first integer `bounds` does not hold: out of [lo, hi], or for float targets overflowing or inexact.
 template <class T>
-std::optional<unfit_value> first_unfit_integer(const T* in, std::size_t n, const value_bounds& bounds) {
+maybe<unfit_value> first_unfit_integer(const T* in, std::size_t n, const value_bounds& bounds) {
     using limits = std::numeric_limits<T>;
     std::size_t bad = n;
     if (!bounds.floating) {
@@ -128,8 +129,8 @@ std::string float_text(long double value, source_type type, bool bare = false) {
 /// The first float (complex: `parts` 2) `bounds` does not hold: overflowing, or for integer targets not whole in [lo,
 /// hi]; its text exact in `shown`, the caller's type.
 template <class T>
-std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::size_t parts, const value_bounds& bounds,
-                                             source_type shown) {
+maybe<unfit_value> first_unfit_float(const T* in, std::size_t n, std::size_t parts, const value_bounds& bounds,
+                                     source_type shown) {
     const std::size_t count = n * parts;
     std::size_t bad =
         bounds.floating ? first_overflow<T>(in, count, static_cast<T>(bounds.overflow))
@@ -144,8 +145,8 @@ std::optional<unfit_value> first_unfit_float(const T* in, std::size_t n, std::si
 
 /// The first unfit of `n` values at `data` (aligned, native), a float's text exact in `shown`.
 template <class = void>
-std::optional<unfit_value> first_unfit_in(char kind, std::ptrdiff_t size, const void* data, std::size_t n,
-                                          std::size_t parts, const value_bounds& bounds, source_type shown) {
+maybe<unfit_value> first_unfit_in(char kind, std::ptrdiff_t size, const void* data, std::size_t n, std::size_t parts,
+                                  const value_bounds& bounds, source_type shown) {
     return visit_numbers(kind, size, data, [&](const auto* in) {
         if constexpr (std::is_integral_v<pointee_t<decltype(in)>>) {
             return first_unfit_integer(in, n, bounds);
@@ -269,7 +270,7 @@ std::size_t store_narrowed_transposed(const source_view& view, void* out, std::s
     const std::size_t rows = view.shape[0], cols = view.shape[1];
     // Blocks one destination line wide by runs of up to 8192 rows.
     const std::size_t block_cols = 64 / size, block_rows = std::min<std::size_t>(rows, 8192);
-    const std::unique_ptr<unsigned char[]> narrowed(new unsigned char[block_rows * block_cols * size]);
+    const byte_buffer narrowed(block_rows * block_cols * size);
     for (std::size_t r = 0; r < rows; r += block_rows) {
         const std::size_t m = std::min(block_rows, rows - r);
         for (std::size_t c = 0; c < cols; c += block_cols) {
@@ -438,10 +439,9 @@ std::size_t run_kernel(kernel_id kernel, const source_view& view, const kernel_t
 /// The first value of `view` (C order) `bounds` does not hold, read once: the source copied (into `copy`, C order,
 /// native), the copy searched.
 template <class = void>
-std::optional<unfit_value> first_unfit_copied(const source_view& view, const value_bounds& bounds,
-                                              std::unique_ptr<unsigned char[]>& copy) {
+maybe<unfit_value> first_unfit_copied(const source_view& view, const value_bounds& bounds, byte_buffer& copy) {
     const std::size_t n = view.count, size = view.itemsize;
-    copy.reset(new unsigned char[n * size]);
+    copy = byte_buffer(n * size);
     copy_strided(view.c_order_plan(size), view.data, copy.get(), size, swap_unit_of(view));
     const std::size_t parts = view.kind == 'c' ? 2 : 1;
     return first_unfit_in(view.kind, static_cast<std::ptrdiff_t>(size / parts), copy.get(), n, parts, bounds,
@@ -451,10 +451,10 @@ std::optional<unfit_value> first_unfit_copied(const source_view& view, const val
 /// After a kernel stopped short: first_unfit_copied. When the copy holds none (another thread changed the source), the
 /// kernel runs again over the copy and nothing is returned.
 template <class = void>
-std::optional<unfit_value> first_unfit_read_once(kernel_id kernel, const source_view& view, const kernel_target& into) {
+maybe<unfit_value> first_unfit_read_once(kernel_id kernel, const source_view& view, const kernel_target& into) {
     const std::size_t n = view.count, size = view.itemsize;
-    std::unique_ptr<unsigned char[]> copy;
-    if (std::optional<unfit_value> unfit = first_unfit_copied(view, into.bounds, copy)) return unfit;
+    byte_buffer copy;
+    if (maybe<unfit_value> unfit = first_unfit_copied(view, into.bounds, copy)) return unfit;
     source_view same = view;
     same.data = copy.get();
     same.native = same.aligned = true;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/core/detail/lowbit_kernels.hpp>
 #include <npybridge/core/dtype.hpp>
 #include <npybridge/core/errors.hpp>
@@ -9,7 +10,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <string>
 
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
@@ -119,31 +119,31 @@ inline bool pack_rows(const lowbit_kernels& kernels, const lowbit_codec& codec, 
 class scratch_buffer {
 public:
     explicit scratch_buffer(std::size_t bytes) {
-        std::unique_ptr<std::uint8_t[]>& kept = kept_buffer();
+        byte_buffer& kept = kept_buffer();
         std::size_t& kept_size = kept_bytes();
         if (bytes <= NPYBRIDGE_PACK_SCRATCH_KEEP_BYTES) {
             if (kept_size < bytes) {
-                kept.reset(new std::uint8_t[bytes]);
+                kept = byte_buffer(bytes);
                 kept_size = bytes;
             }
             m_data = kept.get();
         } else {
-            m_owned.reset(new std::uint8_t[bytes]);
+            m_owned = byte_buffer(bytes);
             m_data = m_owned.get();
         }
     }
     std::uint8_t* data() noexcept { return m_data; }
 
 private:
-    static std::unique_ptr<std::uint8_t[]>& kept_buffer() {
-        thread_local std::unique_ptr<std::uint8_t[]> buffer;
+    static byte_buffer& kept_buffer() {
+        thread_local byte_buffer buffer;
         return buffer;
     }
     static std::size_t& kept_bytes() {
         thread_local std::size_t size = 0;
         return size;
     }
-    std::unique_ptr<std::uint8_t[]> m_owned;
+    byte_buffer m_owned;
     std::uint8_t* m_data = nullptr;
 };
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/core/errors.hpp>
 #include <npybridge/core/reflect.hpp>
 
@@ -112,7 +113,7 @@ void check_values(const Info& type, const param_values& values) {
 }
 
 /// The field keyed `key`; nullopt when none.
-inline std::optional<double> field_value(const param_values& values, std::string_view key) noexcept {
+inline maybe<double> field_value(const param_values& values, std::string_view key) noexcept {
     for (std::size_t i = 0; i < values.count; ++i) {
         if (values.keys[i] == key) return values.value[i];
     }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/core/detail/value_bounds.hpp>
 #include <npybridge/core/dtype.hpp>
 #include <npybridge/core/options.hpp>
@@ -278,7 +279,7 @@ inline fill_plan plan_checked_fill(const value_facts& values, const dtype_info& 
     refusal refused = refusal::none;
     const value_check check = checked_value_check(values.kind, to, refused);
     if (refused != refusal::none) return refused_fill(refused);
-    const std::optional<value_bounds> bounds = storage_bounds(to);
+    const maybe<value_bounds> bounds = storage_bounds(to);
     if (!bounds || every_value_fits(values.kind, values.itemsize, *bounds)) return {route};
     return {route, check};
 }

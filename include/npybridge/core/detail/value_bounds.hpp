@@ -2,6 +2,7 @@
 #pragma once
 
 #include <npybridge/core/config.hpp>
+#include <npybridge/core/detail/lean_types.hpp>
 #include <npybridge/core/detail/narrowing_kernels.hpp>
 #include <npybridge/core/detail/params.hpp>
 #include <npybridge/core/dtype.hpp>
@@ -33,7 +34,7 @@ struct unfit_value {
 
 /// A dtype's storage bounds: quantized codes, [0, 1] for Bool, a byte for packed dtypes; none for Byte and 64-bit
 /// storage.
-inline std::optional<value_bounds> storage_bounds(const dtype_info& type) {
+inline maybe<value_bounds> storage_bounds(const dtype_info& type) {
     if (type.category == dtype_category::floating || type.category == dtype_category::complex) {
         const unsigned digits = type.storage == "bfloat16" ? 8 : type.storage == "half" ? 11 : 24;
         return value_bounds{true, 0, 0, overflow_threshold(type.range.hi), digits};
