@@ -69,18 +69,89 @@ def parse_seconds(compiler, source):
     return cpu_seconds([compiler, "-x", "c++", "-fsyntax-only", *flags(), "-"], source)
 
 
-def parse_memory(compiler, source):
-    """GCC's garbage-collected memory allocated by the parse, in MB (the TOTAL line of -ftime-report): the same
-    every run whatever the machine's load, so it shows a change that the noisy CPU seconds hide. None for a
-    compiler that does not report it."""
+def parse_memory(compiler, source, phase="TOTAL"):
+    """GCC's garbage-collected memory allocated by the parse, in MB (the TOTAL line of -ftime-report, or another
+    phase's line): the same every run whatever the machine's load, so it shows a change that the noisy CPU seconds
+    hide. None for a compiler that does not report it."""
     result = subprocess.run([compiler, "-x", "c++", "-fsyntax-only", "-ftime-report", *flags(), "-"], input=source,
                             text=True, capture_output=True, check=True)
     for line in result.stderr.splitlines():
-        if line.strip().startswith("TOTAL"):
-            amount = line.split()[-1]
+        if line.strip().startswith(phase):
+            amount = line.split()[-1] if phase == "TOTAL" else line.split()[-3]
             scale = {"k": 1 / 1024, "M": 1, "G": 1024}.get(amount[-1])
             return float(amount[:-1]) * scale if scale else float(amount) / 2**20
     return None
+
+
+def reached_headers(compiler):
+    """The headers npybridge's own include (g++ -H of convert.hpp), each once in order: what a unit that includes
+    convert.hpp parses besides npybridge."""
+    result = subprocess.run([compiler, "-x", "c++", "-E", "-H", *flags(), "-"], input="#include <npybridge/convert.hpp>\n",
+                            text=True, capture_output=True, check=True)
+    stack, found = [], []
+    for line in result.stderr.splitlines():
+        dots, _, path = line.partition(" ")
+        if not dots or set(dots) != {"."}:
+            continue
+        del stack[len(dots) - 1:]
+        parent = stack[-1] if stack else "/npybridge/"
+        stack.append(path)
+        if "/npybridge/" not in path and "/npybridge/" in parent and path not in found:
+            found.append(path)
+    return found
+
+
+def one_more(kind):
+    """Five more specializations of `kind` (a template of one type argument, or byte_buffer) with a use each."""
+    lines = []
+    for i in range(5):
+        lines.append(f"struct S{i} {{ int a; double b; }};")
+        if kind == "std::optional" or kind == "npybridge::detail::maybe":
+            lines.append(f"inline {kind}<S{i}> f{i}(bool c) {{ if (c) return S{i}{{1, 2}}; return std::nullopt; }}")
+            lines.append(f"inline int g{i}() {{ auto o = f{i}(true); return o ? o->a : 0; }}")
+        elif kind == "std::unique_ptr":
+            lines.append(f"inline std::unique_ptr<S{i}[]> f{i}() {{ return std::unique_ptr<S{i}[]>(new S{i}[3]); }}")
+            lines.append(f"inline int g{i}() {{ auto o = f{i}(); return o ? o[0].a : 0; }}")
+        elif kind == "std::vector":
+            lines.append(f"inline std::vector<S{i}> f{i}() {{ return std::vector<S{i}>(3); }}")
+            lines.append(f"inline int g{i}() {{ auto o = f{i}(); return o.empty() ? 0 : o[0].a; }}")
+        else:
+            lines.append(f"inline npybridge::detail::byte_buffer f{i}() {{ return npybridge::detail::byte_buffer(sizeof(S{i}) * 3); }}")
+            lines.append(f"inline int g{i}() {{ auto o = f{i}(); return o.get() ? o.get()[0] : 0; }}")
+    return "\n".join(lines) + "\n"
+
+
+def print_parts(compiler):
+    """Where convert.hpp's parse memory goes (tables of docs/performance.md), and what one more specialization of a
+    standard template costs in its unit."""
+    reached = reached_headers(compiler)
+    def unit(paths, extra=""):
+        return "#define PY_SSIZE_T_CLEAN\n" + "".join(f'#include "{path}"\n' for path in paths) + extra
+    without = lambda *names: [p for p in reached if not any(p.endswith("/" + name) for name in names)]
+    parts = [("the headers npybridge includes (standard, CPython, NumPy, PFR, intrinsics)", unit(reached)),
+             ("the same without `<complex>`", unit(without("complex"))),
+             ("the same without `<complex>` and `<variant>`", unit(without("complex", "variant"))),
+             ("the first row + `npybridge/core/dtype.hpp`", unit(reached, "#include <npybridge/core/dtype.hpp>\n")),
+             ("the first row + `npybridge/core.hpp`", unit(reached, "#include <npybridge/core.hpp>\n")),
+             ("`npybridge/convert.hpp`", "#include <npybridge/convert.hpp>\n")]
+    print(f"{compiler} -std=c++17 -fsyntax-only -ftime-report, one compile each; the first row's "
+          f"{len(reached)} headers are those g++ -H shows npybridge's headers including")
+    print()
+    print("| translation unit includes | parse MB | of it, template instantiation MB |")
+    print("|---|---|---|")
+    for label, source in parts:
+        print(f"| {label} | {parse_memory(compiler, source):.0f} | "
+              f"{parse_memory(compiler, source, 'template instantiation'):.0f} |")
+    base = parse_memory(compiler, "#include <npybridge/convert.hpp>\n")
+    print()
+    print("| in `convert.hpp`'s unit, five more | parse MB more | per specialization |")
+    print("|---|---|---|")
+    for kind, label in [("std::optional", "`std::optional<S>`"), ("npybridge::detail::maybe", "`detail::maybe<S>`"),
+                        ("std::unique_ptr", "`std::unique_ptr<S[]>`"), ("std::vector", "`std::vector<S>`"),
+                        ("byte_buffer", "`detail::byte_buffer` uses")]:
+        more = parse_memory(compiler, "#include <npybridge/convert.hpp>\n#include <memory>\n#include <vector>\n" +
+                            one_more(kind)) - base
+        print(f"| {label} | {more:.0f} | {more / 5:.1f} |")
 
 
 def readme_block(kind):
@@ -116,7 +187,11 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--compiler", default="g++")
+    parser.add_argument("--parts", action="store_true", help="where convert.hpp's parse memory goes, instead")
     args = parser.parse_args()
+    if args.parts:
+        print_parts(args.compiler)
+        return 0
     measured = units()
     times = {label: [] for label, _ in measured}
     modules = {"README's complete module (CPython API)": readme_block("my_module"),

@@ -1,4 +1,4 @@
-// npybridge/core/detail/lean_types.hpp — a value or none, for npybridge's own types: std::optional's job, lighter to parse.
+// npybridge/core/detail/lean_types.hpp — std::optional's and unique_ptr<unsigned char[]>'s jobs, lighter to parse.
 #pragma once
 
 #include <npybridge/core/config.hpp>
@@ -11,14 +11,13 @@
 namespace npybridge NPYBRIDGE_NAMESPACE_ATTRIBUTES {
 namespace detail {
 
-/// Each std::optional<T> a header names is parsed with its layered payload bases and constrained members in every unit
-/// that includes it; maybe<T> is one union and a flag (docs/performance.md has the cost). Public API keeps
-/// std::optional.
+/// A value or none for npybridge's own types: std::optional<T> brings layered bases and constrained members into
+/// every unit, maybe<T> one union and a flag (docs/performance.md has the cost). Public API keeps std::optional.
 template <class T>
 class maybe {
 public:
     maybe() noexcept {}
-    maybe(std::nullopt_t) noexcept {}  // NOLINT: implicit, as std::optional's
+    maybe(std::nullopt_t) noexcept {}                                     // NOLINT: implicit, as std::optional's
     maybe(T value) : m_has(true) { new (&m_value) T(std::move(value)); }  // NOLINT: implicit, as std::optional's
     maybe(const maybe& other) : m_has(other.m_has) {
         if (m_has) new (&m_value) T(other.m_value);
@@ -52,8 +51,8 @@ private:
     bool m_has = false;
 };
 
-/// Bytes owned for a while (a copy, a staging area), uninitialized: one class for every such buffer, where each
-/// std::unique_ptr or std::vector specialization is parsed with all its members.
+/// Uninitialized bytes owned for a while (a copy, a staging area): one class, where each unique_ptr or vector
+/// specialization is parsed with all its members.
 class byte_buffer {
 public:
     byte_buffer() noexcept = default;
