@@ -513,19 +513,19 @@ std::size_t store_checked_integers(const Source* in, std::size_t n, Target* out,
 #if defined(NPYBRIDGE_SSE2)
 /// Four floats clamped to [lo, hi] (maxps gives NaN lo) and cut to int32; `changed` gains the changed lanes.
 inline __m128i clamp_to_int32(const float* in, __m128 lo, __m128 hi, __m128& changed) noexcept {
-    const __m128 value = detail::held(_mm_loadu_ps(in));
-    const __m128i held = _mm_cvttps_epi32(_mm_min_ps(_mm_max_ps(value, lo), hi));
-    changed = _mm_or_ps(changed, _mm_cmpneq_ps(_mm_cvtepi32_ps(held), value));
-    return held;
+    const __m128 value = held(_mm_loadu_ps(in));
+    const __m128i clamped = _mm_cvttps_epi32(_mm_min_ps(_mm_max_ps(value, lo), hi));
+    changed = _mm_or_ps(changed, _mm_cmpneq_ps(_mm_cvtepi32_ps(clamped), value));
+    return clamped;
 }
 
 inline __m128i clamp_to_int32(const double* in, __m128d lo, __m128d hi, __m128d& changed) noexcept {
-    const __m128d a = detail::held(_mm_loadu_pd(in)), b = detail::held(_mm_loadu_pd(in + 2));
-    const __m128i held_a = _mm_cvttpd_epi32(_mm_min_pd(_mm_max_pd(a, lo), hi));
-    const __m128i held_b = _mm_cvttpd_epi32(_mm_min_pd(_mm_max_pd(b, lo), hi));
-    changed = _mm_or_pd(changed, _mm_cmpneq_pd(_mm_cvtepi32_pd(held_a), a));
-    changed = _mm_or_pd(changed, _mm_cmpneq_pd(_mm_cvtepi32_pd(held_b), b));
-    return _mm_unpacklo_epi64(held_a, held_b);
+    const __m128d a = held(_mm_loadu_pd(in)), b = held(_mm_loadu_pd(in + 2));
+    const __m128i clamped_a = _mm_cvttpd_epi32(_mm_min_pd(_mm_max_pd(a, lo), hi));
+    const __m128i clamped_b = _mm_cvttpd_epi32(_mm_min_pd(_mm_max_pd(b, lo), hi));
+    changed = _mm_or_pd(changed, _mm_cmpneq_pd(_mm_cvtepi32_pd(clamped_a), a));
+    changed = _mm_or_pd(changed, _mm_cmpneq_pd(_mm_cvtepi32_pd(clamped_b), b));
+    return _mm_unpacklo_epi64(clamped_a, clamped_b);
 }
 
 /// store_checked for floats with int32 bounds, 16 a step, narrowed by saturating packs (unsigned 16-bit biased by
